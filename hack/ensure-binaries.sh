@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Provides pinned control-plane test binaries (kube-apiserver, kubectl, etcd, helm) and prints
+# the directory holding them on stdout. Progress goes to stderr.
+#
+# Sources, first that works wins:
+#   1. $KUBEBUILDER_ASSETS (must hold kube-apiserver, etcd and kubectl; helm is optional there)
+#   2. a cache under ${XDG_CACHE_HOME:-~/.cache}/ome-selector keyed by every version
+#   3. the official envtest archive (kube-apiserver, etcd, kubectl), failing fast when offline
+#   4. a build from Go modules through a throw-away wrapper module (nothing lands in the repo)
+# helm is never in the envtest archive, so it is always cached or built with `go install`.
+set -euo pipefail
+
+K8S_VERSION="${K8S_VERSION:-1.36.3}"
+ETCD_VERSION="${ETCD_VERSION:-3.6.16}"
+HELM_VERSION="${HELM_VERSION:-3.22.0}"
+CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/ome-selector"
+BIN_DIR="$CACHE_ROOT/k8s-v$K8S_VERSION-etcd-v$ETCD_VERSION-helm-v$HELM_VERSION"
+ENVTEST_URL="https://github.com/kubernetes-sigs/controller-tools/releases/download/envtest-v$K8S_VERSION/envtest-v$K8S_VERSION-$(go env GOOS 2>/dev/null || echo linux)-$(go env GOARCH 2>/dev/null || echo amd64).tar.gz"
+
+log() { printf 'ensure-binaries: %s\n' "$*" >&2; }
+have_all() { local dir="$1"; shift; for b in "$@"; do [[ -x "$dir/$b" ]] || return 1; done; }
+
+if [[ -n "${KUBEBUILDER_ASSETS:-}" ]] && have_all "$KUBEBUILDER_ASSETS" kube-apiserver etcd kubectl; then
+  if [[ -x "$KUBEBUILDER_ASSETS/helm" ]]; then
+    echo "$KUBEBUILDER_ASSETS"; exit 0
+  fi
+  # Reuse the assets and only add helm beside them in our cache.
+  mkdir -p "$BIN_DIR"
+  for b in kube-apiserver etcd kubectl; do ln -sf "$KUBEBUILDER_ASSETS/$b" "$BIN_DIR/$b"; done
+fi
+
+if have_all "$BIN_DIR" kube-apiserver etcd kubectl helm; then
+  echo "$BIN_DIR"; exit 0
+fi
+
+mkdir -p "$BIN_DIR"
+started=$(date +%s)
+
+if ! have_all "$BIN_DIR" kube-apiserver etcd kubectl; then
+  tmp=$(mktemp -d)
+  if curl -fsSL --connect-timeout 5 --max-time 300 -o "$tmp/envtest.tgz" "$ENVTEST_URL" 2>/dev/null \
+     && tar -xzf "$tmp/envtest.tgz" -C "$tmp"; then
+    found=$(dirname "$(find "$tmp" -name kube-apiserver -type f | head -n1)")
+    for b in kube-apiserver etcd kubectl; do install -m 0755 "$found/$b" "$BIN_DIR/$b"; done
+    log "installed the envtest archive for v$K8S_VERSION"
+  else
+    log "envtest archive unreachable; building from Go modules (cold: tens of minutes, then cached)"
+  fi
+  rm -rf "$tmp"
+fi
+
+command -v go >/dev/null || { log "go is required to build the binaries and was not found"; exit 1; }
+export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN="${GOTOOLCHAIN:-local}"
+work=$(mktemp -d)
+trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
+
+build_kubernetes() {
+  local minor="${K8S_VERSION#1.}"; minor="${minor%%.*}"
+  local staging="0.${K8S_VERSION#1.}"
+  mkdir -p "$work/k8s" && cd "$work/k8s"
+  go mod init local.invalid/k8sbin >/dev/null 2>&1
+  local gomod
+  gomod=$(go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')
+  # Every staging module k8s.io/kubernetes requires at v0.0.0 is replaced by its published tag.
+  for m in $(sed -n 's/^\t\(k8s\.io\/[a-z0-9-]*\) v0\.0\.0\( \/\/ indirect\)\{0,1\}$/\1/p' "$gomod"); do
+    go mod edit -replace="$m=$m@v$staging"
+  done
+  go get "k8s.io/kubernetes@v$K8S_VERSION" >&2
+  local ldflags="-s -w -X k8s.io/component-base/version.gitVersion=v$K8S_VERSION
+    -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor
+    -X k8s.io/component-base/version.gitTreeState=clean
+    -X k8s.io/client-go/pkg/version.gitVersion=v$K8S_VERSION
+    -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$minor"
+  for cmd in kube-apiserver kubectl; do
+    log "building $cmd v$K8S_VERSION"
+    go build -trimpath -ldflags "$ldflags" -o "$BIN_DIR/$cmd" "k8s.io/kubernetes/cmd/$cmd" >&2
+  done
+}
+
+build_etcd() {
+  mkdir -p "$work/etcd" && cd "$work/etcd"
+  go mod init local.invalid/etcdbin >/dev/null 2>&1
+  go get "go.etcd.io/etcd/server/v3@v$ETCD_VERSION" >&2
+  log "building etcd v$ETCD_VERSION"
+  go build -trimpath -ldflags "-s -w" -o "$BIN_DIR/etcd" go.etcd.io/etcd/server/v3 >&2
+}
+
+build_helm() {
+  log "building helm v$HELM_VERSION"
+  GOBIN="$work/helm-bin" go install -trimpath \
+    -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=v$HELM_VERSION" \
+    "helm.sh/helm/v3/cmd/helm@v$HELM_VERSION" >&2
+  install -m 0755 "$work/helm-bin/helm" "$BIN_DIR/helm"
+}
+
+[[ -x "$BIN_DIR/etcd" ]] || build_etcd
+[[ -x "$BIN_DIR/kube-apiserver" && -x "$BIN_DIR/kubectl" ]] || build_kubernetes
+[[ -x "$BIN_DIR/helm" ]] || build_helm
+
+"$BIN_DIR/kube-apiserver" --version >&2
+log "ready in $BIN_DIR after $(( $(date +%s) - started ))s"
+echo "$BIN_DIR"

@@ -1,0 +1,3 @@
+"""ome-selector: chooses a serving runtime for each OME InferenceService."""
+
+__version__ = "0.1.0"
