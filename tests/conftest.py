@@ -1,0 +1,70 @@
+"""Shared fixtures: the real control plane (etcd + kube-apiserver) for integration tests."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ome_selector.testing.controlplane import ControlPlane, ControlPlaneError, find_binaries, running_control_plane
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+INTEGRATION_DIR = REPO_ROOT / "tests" / "integration"
+
+
+def _binaries_available() -> bool:
+    try:
+        find_binaries()
+    except ControlPlaneError:
+        return False
+    return True
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    integration = [item for item in items if INTEGRATION_DIR in Path(str(item.fspath)).parents]
+    for item in integration:
+        item.add_marker(pytest.mark.integration)
+    if not integration or _binaries_available():
+        return
+    message = (
+        "the control-plane binaries (kube-apiserver, etcd, kubectl) are missing; "
+        "run `make binaries` or set OME_SELECTOR_BIN_DIR"
+    )
+    if os.environ.get("CI"):
+        raise pytest.UsageError(f"integration tests cannot run under CI: {message}")
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    line = f"!!! SKIPPING {len(integration)} INTEGRATION TESTS: {message} !!!"
+    if reporter is not None:
+        reporter.write_line(line, red=True, bold=True)
+    for item in integration:
+        item.add_marker(pytest.mark.skip(reason=message))
+
+
+@pytest.fixture(scope="session")
+def control_plane() -> Iterator[ControlPlane]:
+    with running_control_plane() as plane:
+        yield plane
+
+
+@pytest.fixture(scope="session")
+def api_client(control_plane: ControlPlane) -> Iterator[Any]:
+    from kubernetes import config
+
+    client = config.new_client_from_config(config_file=str(control_plane.kubeconfig))
+    with client:
+        yield client
+
+
+@pytest.fixture
+def namespace(api_client: Any, request: pytest.FixtureRequest) -> str:
+    """A fresh namespace per test; never deleted and never waited for (no controller-manager runs)."""
+    from kubernetes import client
+
+    stem = request.node.name.lower().replace("_", "-")
+    name = f"t-{''.join(c for c in stem if c.isalnum() or c == '-')[:40].strip('-')}-{uuid.uuid4().hex[:6]}"
+    client.CoreV1Api(api_client).create_namespace({"metadata": {"name": name}})
+    return name
