@@ -1,0 +1,143 @@
+"""A coalescing work queue of InferenceService keys, in the spirit of client-go's workqueue.
+
+- A key added while it waits is not added twice; a key added while it is being processed is processed once
+  more afterwards (never concurrently with itself). A burst of triggers therefore costs one evaluation each.
+- A bounded number of workers drain it.
+- A failed key is retried with exponential backoff (capped), so a briefly unavailable apiserver loses nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Exponential backoff per key: base * 2**(failures-1), capped."""
+
+    base_s: float = 0.2
+    cap_s: float = 30.0
+
+    def delay(self, failures: int) -> float:
+        return float(min(self.cap_s, self.base_s * 2 ** max(0, failures - 1)))
+
+
+@dataclass
+class WorkQueue(Generic[K]):
+    process: Callable[[K], Awaitable[None]]
+    workers: int = 4
+    backoff: Backoff = field(default_factory=Backoff)
+    on_depth: Callable[[int], None] | None = None
+    on_retry: Callable[[K, BaseException], None] | None = None
+
+    _queue: asyncio.Queue[K] = field(default_factory=asyncio.Queue, init=False)
+    _waiting: set[K] = field(default_factory=set, init=False)
+    _active: set[K] = field(default_factory=set, init=False)
+    _dirty_while_active: set[K] = field(default_factory=set, init=False)
+    _failures: dict[K, int] = field(default_factory=dict, init=False)
+    _delayed: dict[K, asyncio.TimerHandle] = field(default_factory=dict, init=False)
+    _tasks: list[asyncio.Task[None]] = field(default_factory=list, init=False)
+    _idle: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+
+    def __post_init__(self) -> None:
+        self._idle.set()
+
+    @property
+    def depth(self) -> int:
+        return len(self._waiting) + len(self._delayed)
+
+    def add(self, key: K) -> None:
+        """Schedule `key` now; a pending retry of it is superseded."""
+        timer = self._delayed.pop(key, None)
+        if timer is not None:
+            timer.cancel()
+        if key in self._active:
+            self._dirty_while_active.add(key)
+            return
+        if key in self._waiting:
+            return
+        self._waiting.add(key)
+        self._idle.clear()
+        self._queue.put_nowait(key)
+        self._report_depth()
+
+    def start(self) -> None:
+        for index in range(self.workers):
+            self._tasks.append(asyncio.create_task(self._worker(), name=f"workqueue-worker-{index}"))
+
+    async def stop(self) -> None:
+        for timer in self._delayed.values():
+            timer.cancel()
+        self._delayed.clear()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+
+    async def wait_idle(self) -> None:
+        """Until nothing waits, runs or is scheduled for retry (used by tests and benchmarks)."""
+        while True:
+            await self._idle.wait()
+            if not self._busy():
+                return
+
+    def _busy(self) -> bool:
+        return bool(self._waiting or self._active or self._delayed)
+
+    def _report_depth(self) -> None:
+        if self.on_depth is not None:
+            self.on_depth(self.depth)
+
+    async def _worker(self) -> None:
+        while True:
+            key = await self._queue.get()
+            self._waiting.discard(key)
+            self._active.add(key)
+            self._report_depth()
+            try:
+                await self.process(key)
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # noqa: BLE001 - any failure is retried; the queue must survive
+                failures = self._failures.get(key, 0) + 1
+                self._failures[key] = failures
+                delay = self.backoff.delay(failures)
+                logger.warning("evaluation of %s failed (attempt %d), retrying in %.1fs: %s",
+                               key, failures, delay, error)
+                if self.on_retry is not None:
+                    self.on_retry(key, error)
+                self._active.discard(key)
+                if key not in self._dirty_while_active:
+                    self._schedule_retry(key, delay)
+            else:
+                self._failures.pop(key, None)
+                self._active.discard(key)
+            finally:
+                self._queue.task_done()
+            if key in self._dirty_while_active:
+                self._dirty_while_active.discard(key)
+                self.add(key)
+            self._report_depth()
+            if not self._busy():
+                self._idle.set()
+
+    def _schedule_retry(self, key: K, delay: float) -> None:
+        loop = asyncio.get_running_loop()
+
+        def fire() -> None:
+            self._delayed.pop(key, None)
+            self.add(key)
+
+        self._delayed[key] = loop.call_later(delay, fire)
+        self._report_depth()
