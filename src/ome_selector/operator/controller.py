@@ -1,0 +1,251 @@
+"""The operator's state and its one data flow: watch event → catalog → work queue → selection core → writer.
+
+Nothing here lists or reads the API to make a decision: the catalog holds every parsed model, runtime and
+InferenceService, fed by the startup listing, Kopf's watch events and the periodic resync. The only reads are
+the re-read after a write conflict; the only writes are the RuntimeReady condition and its event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ome_selector.api.loading import LoadError, load_resource
+from ome_selector.api.resources import InferenceService, Kind, ObjectKey, Resource
+from ome_selector.catalog.catalog import Catalog
+from ome_selector.operator.conditions import build_condition, current_condition, differs, with_condition
+from ome_selector.operator.metrics import Metrics
+from ome_selector.operator.workqueue import WorkQueue
+from ome_selector.operator.writer import ApiWriter, Conflict, Gone
+from ome_selector.selection.outcome import Outcome, evaluate
+
+logger = logging.getLogger(__name__)
+
+MAX_CONFLICT_RETRIES = 5
+
+
+@dataclass
+class _Stored:
+    """What the last seen body of an InferenceService says about our condition, plus what events need."""
+
+    resource_version: str
+    status: Mapping[str, Any] | None
+    metadata: Mapping[str, Any]
+
+
+class Controller:
+    def __init__(
+        self,
+        writer: ApiWriter | None,
+        metrics: Metrics,
+        *,
+        report_only: bool = False,
+        workers: int = 4,
+    ) -> None:
+        self.catalog = Catalog()
+        self.metrics = metrics
+        self.report_only = report_only
+        self._writer = writer
+        self._stored: dict[ObjectKey, _Stored] = {}
+        self._load_errors: dict[ObjectKey, str] = {}
+        self.queue: WorkQueue[ObjectKey] = WorkQueue(
+            self._evaluate_key,
+            workers=workers,
+            on_depth=metrics.queue_depth.set,
+        )
+        self.ready = asyncio.Event()
+        self.last_event_monotonic = time.monotonic()
+
+    # --- feeding the catalog ------------------------------------------------------------------------
+
+    def observe(self, body: Mapping[str, Any]) -> None:
+        """An object was listed, added or modified: update the catalog and queue what it may affect."""
+        self.last_event_monotonic = time.monotonic()
+        resource = self._load(body)
+        if resource is None:
+            return
+        key = resource.key
+        previous = self.catalog.get(key)
+        if isinstance(resource, InferenceService):
+            self._remember_status(key, body)
+        if previous is not None and _same_inputs(previous, resource):
+            self.catalog.upsert(resource)  # keeps resourceVersion and uid current
+            return
+        self.catalog.upsert(resource)
+        if self.ready.is_set():
+            self._enqueue(self._affected(previous, resource))
+
+    def forget(self, body: Mapping[str, Any]) -> None:
+        """An object was deleted."""
+        self.last_event_monotonic = time.monotonic()
+        key = _key_of(body)
+        if key is None:
+            return
+        previous = self.catalog.remove(key)
+        self._load_errors.pop(key, None)
+        if key.kind is Kind.INFERENCE_SERVICE:
+            self._stored.pop(key, None)
+            self.metrics.forget(key)
+            return
+        if previous is not None and self.ready.is_set():
+            self._enqueue(self._affected(previous, None))
+
+    def replace_all(self, bodies: Iterable[Mapping[str, Any]]) -> None:
+        """Reconcile the catalog with a full listing (startup and resync): add, change and remove."""
+        listed: set[ObjectKey] = set()
+        for body in bodies:
+            key = _key_of(body)
+            if key is not None:
+                listed.add(key)
+            self.observe(body)
+        for key in [k for k in self.catalog.keys() if k not in listed]:
+            self.forget(_body_of(key))
+
+    def mark_ready(self) -> None:
+        """The first full listing is in the catalog: evaluate every InferenceService once."""
+        if self.ready.is_set():
+            return
+        self.ready.set()
+        self._enqueue(self.catalog.keys(Kind.INFERENCE_SERVICE))
+
+    # --- evaluating -----------------------------------------------------------------------------------
+
+    def _enqueue(self, keys: Iterable[ObjectKey]) -> None:
+        for key in keys:
+            self.queue.add(key)
+
+    def _affected(self, previous: Resource | None, current: Resource | None) -> set[ObjectKey]:
+        keys: set[ObjectKey] = set()
+        for resource in (previous, current):
+            if resource is None:
+                continue
+            if resource.kind is Kind.INFERENCE_SERVICE:
+                keys.add(resource.key)
+            elif resource.kind.is_model:
+                keys.update(self.catalog.inference_services_referencing_model(resource.key))
+            else:
+                keys.update(self.catalog.inference_services_affected_by_runtime(resource.key))
+        return keys
+
+    async def _evaluate_key(self, key: ObjectKey) -> None:
+        started = time.perf_counter()
+        try:
+            for _ in range(MAX_CONFLICT_RETRIES):
+                isvc = self.catalog.get(key)
+                if not isinstance(isvc, InferenceService):
+                    return
+                outcome = evaluate(self.catalog, isvc)
+                if outcome is None:
+                    return
+                self.metrics.evaluations.labels(outcome.status, outcome.reason).inc()
+                self.metrics.record_verdict(key, outcome.status, outcome.reason)
+                if self.report_only or self._writer is None:
+                    logger.debug("report-only verdict for %s: %s %s", key, outcome.reason, outcome.message)
+                    return
+                try:
+                    await self._write(key, outcome)
+                    return
+                except Conflict:
+                    # Someone else changed the object: read it as the watch would, and decide again.
+                    await self._refresh(key)
+            raise RuntimeError(f"{key}: gave up after {MAX_CONFLICT_RETRIES} write conflicts")
+        except Gone:
+            return
+        finally:
+            self.metrics.evaluation_seconds.observe(time.perf_counter() - started)
+
+    async def _write(self, key: ObjectKey, outcome: Outcome) -> None:
+        assert self._writer is not None and key.namespace is not None
+        stored = self._stored.get(key)
+        if stored is None:
+            return
+        condition_now = current_condition(stored.status)
+        if not differs(condition_now, outcome.status, outcome.reason, outcome.message):
+            return
+        condition = build_condition(condition_now, outcome.status, outcome.reason, outcome.message)
+        conditions = with_condition((stored.status or {}).get("conditions"), condition)
+        body = await self._writer.patch_conditions(
+            key.namespace, key.name, resource_version=stored.resource_version, conditions=conditions
+        )
+        self.observe(body)
+        logger.info("%s: RuntimeReady=%s %s: %s", key, outcome.status, outcome.reason, outcome.message)
+        if outcome.event is not None:
+            await self._writer.record_event(
+                body, type_=outcome.event.type, reason=outcome.event.reason, message=outcome.event.message
+            )
+
+    async def _refresh(self, key: ObjectKey) -> None:
+        assert self._writer is not None and key.namespace is not None
+        body = await self._writer.read_inference_service(key.namespace, key.name)
+        body.setdefault("apiVersion", "ome.io/v1beta1")
+        body.setdefault("kind", Kind.INFERENCE_SERVICE.value)
+        self.observe(body)
+
+    # --- lifecycle --------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.queue.start()
+
+    async def stop(self) -> None:
+        await self.queue.stop()
+
+    async def wait_idle(self, timeout: float | None = None) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.queue.wait_idle(), timeout)
+
+    # --- helpers ----------------------------------------------------------------------------------------
+
+    def _load(self, body: Mapping[str, Any]) -> Resource | None:
+        try:
+            resource = load_resource(body)
+        except LoadError as error:
+            key = _key_of(body)
+            # The apiserver validated this object against whatever CRD is installed (possibly OME's own);
+            # one that our model rejects is treated as absent, and said once per distinct error.
+            if key is not None:
+                if self._load_errors.get(key) != str(error):
+                    logger.warning("ignoring %s: %s", key, error)
+                    self._load_errors[key] = str(error)
+                if self.catalog.get(key) is not None:
+                    self.forget(body)
+            return None
+        if resource is not None:
+            self._load_errors.pop(resource.key, None)
+        return resource
+
+    def _remember_status(self, key: ObjectKey, body: Mapping[str, Any]) -> None:
+        metadata = body.get("metadata") or {}
+        status = body.get("status")
+        self._stored[key] = _Stored(
+            resource_version=str(metadata.get("resourceVersion", "")),
+            status=status if isinstance(status, Mapping) else None,
+            metadata=metadata,
+        )
+
+
+def _same_inputs(previous: Resource, current: Resource) -> bool:
+    if isinstance(previous, InferenceService) and isinstance(current, InferenceService):
+        return previous.matcher_inputs == current.matcher_inputs
+    return type(previous) is type(current) and previous.spec == current.spec
+
+
+def _key_of(body: Mapping[str, Any]) -> ObjectKey | None:
+    metadata = body.get("metadata") or {}
+    try:
+        kind = Kind(body.get("kind"))
+    except ValueError:
+        return None
+    name = metadata.get("name")
+    if not isinstance(name, str):
+        return None
+    return ObjectKey(kind, metadata.get("namespace") if kind.namespaced else None, name)
+
+
+def _body_of(key: ObjectKey) -> dict[str, Any]:
+    metadata = {"name": key.name} | ({"namespace": key.namespace} if key.namespace else {})
+    return {"apiVersion": "ome.io/v1beta1", "kind": key.kind.value, "metadata": metadata}
