@@ -89,10 +89,12 @@ class WorkQueue(Generic[K]):
         """Until nothing waits, runs or is scheduled for retry (used by tests and benchmarks)."""
         while True:
             await self._idle.wait()
-            if not self._busy():
+            if not self.busy:
                 return
 
-    def _busy(self) -> bool:
+    @property
+    def busy(self) -> bool:
+        """Whether anything waits, runs or is scheduled for retry."""
         return bool(self._waiting or self._active or self._delayed)
 
     def _report_depth(self) -> None:
@@ -129,7 +131,7 @@ class WorkQueue(Generic[K]):
                 self._dirty_while_active.discard(key)
                 self.add(key)
             self._report_depth()
-            if not self._busy():
+            if not self.busy:
                 self._idle.set()
 
     def _schedule_retry(self, key: K, delay: float) -> None:

@@ -57,7 +57,7 @@ class ApiWriter:
         patch = {"metadata": {"resourceVersion": resource_version}, "status": {"conditions": conditions}}
         try:
             body: dict[str, Any] = await self._objects.patch_namespaced_custom_object_status(
-                GROUP, VERSION, namespace, PLURAL, name, patch, _content_type=_MERGE_PATCH
+                GROUP, VERSION, namespace, PLURAL, name, patch, field_manager=COMPONENT, _content_type=_MERGE_PATCH
             )
         except ApiException as error:
             if error.status == 409:
@@ -96,7 +96,7 @@ class ApiWriter:
             "reportingInstance": self._instance,
         }
         try:
-            await self._core.create_namespaced_event(namespace, event)
+            await self._core.create_namespaced_event(namespace, event, field_manager=COMPONENT)
         except ApiException as error:
             # The condition already carries the same text; a lost event must not fail the evaluation,
             # and retrying it would risk recording it twice.

@@ -1,0 +1,32 @@
+"""Integration fixtures: the operator running in-process against the session's control plane."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from ome_selector.operator.app import OperatorConfig
+from ome_selector.testing.controlplane import ControlPlane
+from ome_selector.testing.operator_thread import OperatorThread
+
+StartOperator = Callable[..., OperatorThread]
+
+
+@pytest.fixture
+def running_operator(control_plane: ControlPlane) -> Iterator[StartOperator]:
+    """A factory: `running_operator(report_only=True, ...)` starts an operator; all are stopped at the end."""
+    started: list[OperatorThread] = []
+
+    def start(**overrides: Any) -> OperatorThread:
+        config = OperatorConfig(
+            kubeconfig=control_plane.kubeconfig, health_address=None, resync_seconds=3600.0, **overrides
+        )
+        runner = OperatorThread(config)
+        started.append(runner)
+        return runner.start()
+
+    yield start
+    for runner in reversed(started):
+        runner.stop()

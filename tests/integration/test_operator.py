@@ -1,0 +1,403 @@
+"""The operator on the real control plane: SPEC §5 outcomes, triggers, events, idempotence, footprint."""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from ome_selector.testing import objects
+from ome_selector.testing.kube import PLURALS, create, delete, events_for, eventually, get, patch, runtime_ready
+from ome_selector.testing.operator_thread import OperatorThread
+
+Row = tuple[str, str, str, str | None]  # status, reason, message, event reason
+
+
+@pytest.fixture
+def cluster_objects(api_client: Any) -> Iterator[list[tuple[str, str]]]:
+    """Cluster-scoped objects a test creates; deleted afterwards so other tests count the same runtimes."""
+    created: list[tuple[str, str]] = []
+    yield created
+    for kind, name in created:
+        try:
+            delete(api_client, kind, name)
+        except client.ApiException as error:
+            if error.status != 404:
+                raise
+
+
+def _create_cluster(api_client: Any, created: list[tuple[str, str]], body: dict[str, Any]) -> None:
+    create(api_client, body)
+    created.append((body["kind"], body["metadata"]["name"]))
+
+
+def _condition(api_client: Any, namespace: str, name: str, reason: str) -> dict[str, Any]:
+    def probe() -> dict[str, Any] | None:
+        condition = runtime_ready(api_client, name, namespace)
+        return condition if condition and condition["reason"] == reason else None
+
+    return eventually(probe, what=f"{namespace}/{name} RuntimeReady reason {reason}")
+
+
+def _event_reasons(api_client: Any, namespace: str, name: str) -> Counter[str]:
+    return Counter(event.reason for event in events_for(api_client, namespace, name))
+
+
+# --- every row of SPEC §5 --------------------------------------------------------------------------------
+
+
+def _outcome_rows(ns: str) -> dict[str, Row]:
+    no_runtime = (
+        f"no runtime supports model huge (checked 3 runtimes: 3 namespace-scoped, 0 cluster-scoped): "
+        f"{ns}/rt-disabled (runtime is disabled); "
+        f"{ns}/rt-fit (model size 405B is outside supported range [2B, 4B]); "
+        f"{ns}/rt-small (model size 405B is outside supported range [500M, 2B])"
+    )
+    unsupported = "model size 3.21B is outside supported range [500M, 2B]"
+    return {
+        "selected": ("True", "RuntimeSelected", "selected ServingRuntime rt-fit (score 2)", None),
+        "specified": ("True", "RuntimeSpecified", "using specified ServingRuntime rt-fit", None),
+        "specified-unsupported": (
+            "True",
+            "RuntimeSpecified",
+            f"using specified ServingRuntime rt-small; it does not declare support for model llama: {unsupported}",
+            "RuntimeCompatibilityAdvisory",
+        ),
+        "pinned-unsupported": (
+            "True",
+            "RuntimeSpecified",
+            f"using specified ServingRuntime rt-small; it does not declare support for model llama: {unsupported}",
+            None,
+        ),
+        "runtime-disabled": (
+            "False", "RuntimeDisabled", "namespace-scoped runtime rt-disabled is disabled", "RuntimeDisabled",
+        ),
+        "runtime-missing": (
+            "False",
+            "RuntimeNotFound",
+            f"runtime nope not found in namespace {ns} or at cluster scope",
+            "RuntimeNotFound",
+        ),
+        "no-runtime": ("False", "RuntimeNotFound", no_runtime, "RuntimeNotFound"),
+        "model-missing": (
+            "False",
+            "ModelNotFound",
+            f"model ghost not found: no BaseModel in namespace {ns} and no ClusterBaseModel",
+            None,
+        ),
+        "model-disabled": ("False", "ModelDisabled", "model off is disabled", None),
+        "model-pending": (
+            "Unknown", "ModelMetadataPending", "model bare has no modelFormat yet; runtime selection waits for it", None,
+        ),
+    }
+
+
+def _outcome_objects(ns: str) -> list[dict[str, Any]]:
+    isvc = objects.inference_service
+    return [
+        objects.model("llama", namespace=ns, size="3.21B"),
+        objects.model("huge", namespace=ns, size="405B"),
+        objects.model("off", namespace=ns, size="3.21B", disabled=True),
+        objects.model("bare", namespace=ns, with_format=False),
+        objects.runtime("rt-fit", namespace=ns, size_range=("2B", "4B")),
+        objects.runtime("rt-small", namespace=ns, size_range=("500M", "2B"), auto_select=False),
+        objects.runtime("rt-disabled", namespace=ns, disabled=True),
+        isvc("selected", namespace=ns, model_name="llama"),
+        isvc("specified", namespace=ns, model_name="llama", runtime_name="rt-fit"),
+        isvc("specified-unsupported", namespace=ns, model_name="llama", runtime_name="rt-small"),
+        isvc("pinned-unsupported", namespace=ns, model_name="llama", runtime_name="rt-small", auto_sync=False),
+        isvc("runtime-disabled", namespace=ns, model_name="llama", runtime_name="rt-disabled"),
+        isvc("runtime-missing", namespace=ns, model_name="llama", runtime_name="nope"),
+        isvc("no-runtime", namespace=ns, model_name="huge"),
+        isvc("model-missing", namespace=ns, model_name="ghost"),
+        isvc("model-disabled", namespace=ns, model_name="off"),
+        isvc("model-pending", namespace=ns, model_name="bare"),
+    ]
+
+
+def test_every_outcome_row_with_its_condition_and_event(
+    api_client: Any, namespace: str, running_operator: Any
+) -> None:
+    for body in _outcome_objects(namespace):
+        create(api_client, body)
+    runner: OperatorThread = running_operator()
+
+    for name, (status, reason, message, event_reason) in _outcome_rows(namespace).items():
+        condition = _condition(api_client, namespace, name, reason)
+        assert (condition["status"], condition["message"]) == (status, message), name
+        assert condition["lastTransitionTime"]
+        expected_events = Counter({event_reason: 1}) if event_reason else Counter()
+        runner.wait_idle()
+        assert _event_reasons(api_client, namespace, name) == expected_events, name
+        if event_reason:
+            (event,) = events_for(api_client, namespace, name)
+            assert event.type == "Warning"
+            expected = message if reason != "RuntimeSpecified" else message.split("; it ", 1)[1]
+            if reason == "RuntimeSpecified":
+                expected = f"runtime rt-small {expected}"
+            assert event.message == expected
+            assert event.source.component == "ome-selector"
+
+
+def test_inference_service_without_model_is_left_alone(
+    api_client: Any, control_plane: Any, namespace: str, running_operator: Any
+) -> None:
+    control_plane.kubectl(
+        "apply", "-f", "-",
+        input=(
+            "apiVersion: ome.io/v1beta1\nkind: InferenceService\n"
+            f"metadata: {{name: modelless, namespace: {namespace}}}\nspec: {{predictor: {{x: 1}}}}\n"
+        ),
+    )
+    runner = running_operator()
+    runner.wait_idle(settle=1.0)
+    body = get(api_client, "InferenceService", "modelless", namespace)
+    assert "status" not in body or not body["status"].get("conditions")
+    assert _total(runner, "ome_selector_api_writes_total") == 0
+
+
+# --- triggers -------------------------------------------------------------------------------------------
+
+
+def test_cluster_model_gaining_a_size_turns_selected_into_not_found_and_back(
+    api_client: Any, namespace: str, running_operator: Any, cluster_objects: list[tuple[str, str]]
+) -> None:
+    model_name = f"{namespace}-llama"
+    _create_cluster(api_client, cluster_objects, objects.model(model_name))
+    create(api_client, objects.runtime("rt-1b", namespace=namespace, size_range=("500M", "2B")))
+    create(api_client, objects.inference_service("chat", namespace=namespace, model_name=model_name))
+    runner = running_operator()
+    selected = _condition(api_client, namespace, "chat", "RuntimeSelected")
+    assert selected["message"] == "selected ServingRuntime rt-1b (score 2)"
+
+    patch(api_client, "ClusterBaseModel", model_name, {"spec": {"modelParameterSize": "3.21B"}})
+    not_found = _condition(api_client, namespace, "chat", "RuntimeNotFound")
+    assert not_found["status"] == "False"
+    assert "model size 3.21B is outside supported range [500M, 2B]" in not_found["message"]
+    assert not_found["lastTransitionTime"] >= selected["lastTransitionTime"]
+    runner.wait_idle()
+    assert _event_reasons(api_client, namespace, "chat") == Counter({"RuntimeNotFound": 1})
+
+    create(api_client, objects.runtime("rt-3b", namespace=namespace, size_range=("2B", "4B")))
+    back = _condition(api_client, namespace, "chat", "RuntimeSelected")
+    assert back["message"] == "selected ServingRuntime rt-3b (score 2)"
+    runner.wait_idle()
+    assert _event_reasons(api_client, namespace, "chat") == Counter({"RuntimeNotFound": 1})
+
+
+def test_model_change_reaches_every_namespace(
+    api_client: Any, namespace: str, running_operator: Any, cluster_objects: list[tuple[str, str]]
+) -> None:
+    other = f"{namespace}-b"
+    client.CoreV1Api(api_client).create_namespace({"metadata": {"name": other}})
+    model_name = f"{namespace}-shared"
+    _create_cluster(api_client, cluster_objects, objects.model(model_name))
+    for ns in (namespace, other):
+        create(api_client, objects.runtime("rt", namespace=ns, size_range=("1B", "8B")))
+        create(api_client, objects.inference_service("svc", namespace=ns, model_name=model_name))
+    running_operator()
+    for ns in (namespace, other):
+        _condition(api_client, ns, "svc", "RuntimeSelected")
+    patch(api_client, "ClusterBaseModel", model_name, {"spec": {"modelParameterSize": "70B"}})
+    for ns in (namespace, other):
+        _condition(api_client, ns, "svc", "RuntimeNotFound")
+    delete(api_client, "ClusterBaseModel", model_name)
+    for ns in (namespace, other):
+        _condition(api_client, ns, "svc", "ModelNotFound")
+
+
+def test_runtime_changes_and_deletions_re_evaluate(
+    api_client: Any, namespace: str, running_operator: Any
+) -> None:
+    create(api_client, objects.model("m", namespace=namespace, size="7B"))
+    create(api_client, objects.runtime("a", namespace=namespace, priority=2))
+    create(api_client, objects.runtime("b", namespace=namespace, priority=1))
+    create(api_client, objects.inference_service("svc", namespace=namespace, model_name="m"))
+    running_operator()
+    assert _condition(api_client, namespace, "svc", "RuntimeSelected")["message"] == (
+        "selected ServingRuntime a (score 4)"
+    )
+    patch(api_client, "ServingRuntime", "a", {"spec": {"disabled": True}}, namespace)
+    eventually(
+        lambda: (runtime_ready(api_client, "svc", namespace) or {}).get("message")
+        == "selected ServingRuntime b (score 2)",
+        what="switch to runtime b",
+    )
+    delete(api_client, "ServingRuntime", "b", namespace)
+    _condition(api_client, namespace, "svc", "RuntimeNotFound")
+
+
+def test_a_named_runtime_appearing_later_re_evaluates(
+    api_client: Any, namespace: str, running_operator: Any
+) -> None:
+    create(api_client, objects.model("m", namespace=namespace, size="7B"))
+    create(api_client, objects.inference_service("svc", namespace=namespace, model_name="m", runtime_name="late"))
+    running_operator()
+    _condition(api_client, namespace, "svc", "RuntimeNotFound")
+    create(api_client, objects.runtime("late", namespace=namespace))
+    assert _condition(api_client, namespace, "svc", "RuntimeSpecified")["status"] == "True"
+
+
+def test_status_only_changes_do_not_re_evaluate(api_client: Any, namespace: str, running_operator: Any) -> None:
+    create(api_client, objects.model("m", namespace=namespace, size="7B"))
+    create(api_client, objects.runtime("rt", namespace=namespace))
+    create(api_client, objects.inference_service("svc", namespace=namespace, model_name="m"))
+    runner = running_operator()
+    _condition(api_client, namespace, "svc", "RuntimeSelected")
+    runner.wait_idle()
+    evaluations = _total(runner, "ome_selector_evaluations_total")
+    objects_api = client.CustomObjectsApi(api_client)
+    for index in range(3):
+        objects_api.patch_namespaced_custom_object_status(
+            "ome.io", "v1beta1", namespace, "inferenceservices", "svc", {"status": {"url": f"http://x/{index}"}}
+        )
+    patch(api_client, "InferenceService", "svc", {"metadata": {"labels": {"team": "a"}}}, namespace)
+    runner.wait_idle(settle=1.0)
+    assert _total(runner, "ome_selector_evaluations_total") == evaluations
+
+
+# --- writes, idempotence, footprint -----------------------------------------------------------------------
+
+
+def _total(runner: OperatorThread, metric: str, **labels: str) -> float:
+    total = 0.0
+    for family in runner.operator.metrics.registry.collect():
+        for sample in family.samples:
+            if sample.name == metric and all(sample.labels.get(k) == v for k, v in labels.items()):
+                total += sample.value
+    return total
+
+
+def _metadata_of_everything(api_client: Any, namespace: str) -> dict[str, Any]:
+    snapshot: dict[str, Any] = {}
+    objects_api = client.CustomObjectsApi(api_client)
+    for kind in ("BaseModel", "ServingRuntime", "InferenceService"):
+        listing = objects_api.list_namespaced_custom_object("ome.io", "v1beta1", namespace, PLURALS[kind])
+        for item in listing["items"]:
+            metadata = item["metadata"]
+            snapshot[f"{kind}/{metadata['name']}"] = {
+                "annotations": metadata.get("annotations"),
+                "labels": metadata.get("labels"),
+                "finalizers": metadata.get("finalizers"),
+                "generation": metadata.get("generation"),
+                "spec": item.get("spec"),
+                # Models and runtimes must not be written at all; InferenceServices only in status.
+                "resourceVersion": metadata["resourceVersion"] if kind != "InferenceService" else None,
+                "managers": sorted(
+                    (m["manager"], m.get("subresource", "")) for m in metadata.get("managedFields") or []
+                ),
+            }
+    return snapshot
+
+
+def test_no_footprint_and_restart_is_idempotent(api_client: Any, namespace: str, running_operator: Any) -> None:
+    for body in _outcome_objects(namespace):
+        create(api_client, body)
+    before = _metadata_of_everything(api_client, namespace)
+    first = running_operator()
+    for name, (_, reason, _, _) in _outcome_rows(namespace).items():
+        _condition(api_client, namespace, name, reason)
+    first.wait_idle()
+    writes = _total(first, "ome_selector_api_writes_total", operation="patch_status")
+    assert writes == len(_outcome_rows(namespace))  # exactly one status write per InferenceService
+    after = _metadata_of_everything(api_client, namespace)
+    for key, meta in before.items():
+        changed = {field for field in meta if meta[field] != after[key][field]}
+        if key.startswith("InferenceService/"):
+            # The only trace on an InferenceService: the status subresource, owned by our field manager.
+            assert after[key]["managers"] == sorted({*meta["managers"], ("ome-selector", "status")}), key
+            changed.discard("managers")
+        assert not changed, (key, changed)
+    versions = {name: get(api_client, "InferenceService", name, namespace)["metadata"]["resourceVersion"]
+                for name in _outcome_rows(namespace)}
+    events = len(client.CoreV1Api(api_client).list_namespaced_event(namespace).items)
+    first.stop()
+
+    second = running_operator()
+    second.wait_idle(settle=1.0)
+    assert _total(second, "ome_selector_evaluations_total") >= len(_outcome_rows(namespace))
+    assert _total(second, "ome_selector_api_writes_total") == 0
+    assert versions == {name: get(api_client, "InferenceService", name, namespace)["metadata"]["resourceVersion"]
+                        for name in _outcome_rows(namespace)}
+    assert len(client.CoreV1Api(api_client).list_namespaced_event(namespace).items) == events
+
+
+def test_report_only_writes_nothing(api_client: Any, namespace: str, running_operator: Any) -> None:
+    for body in _outcome_objects(namespace):
+        create(api_client, body)
+    runner = running_operator(report_only=True)
+    runner.wait_idle(settle=1.0)
+    assert _total(runner, "ome_selector_evaluations_total") >= len(_outcome_rows(namespace))
+    assert _total(runner, "ome_selector_inferenceservices", status="False", reason="RuntimeNotFound") == 2
+    assert _total(runner, "ome_selector_api_writes_total") == 0
+    for name in _outcome_rows(namespace):
+        assert runtime_ready(api_client, name, namespace) is None
+    assert client.CoreV1Api(api_client).list_namespaced_event(namespace).items == []
+
+
+def test_other_conditions_and_status_fields_survive_a_concurrent_writer(
+    api_client: Any, namespace: str, running_operator: Any
+) -> None:
+    create(api_client, objects.model("m", namespace=namespace, size="7B"))
+    create(api_client, objects.runtime("rt", namespace=namespace))
+    create(api_client, objects.inference_service("svc", namespace=namespace, model_name="m"))
+    objects_api = client.CustomObjectsApi(api_client)
+    ready = {"type": "Ready", "status": "False", "reason": "Deploying", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    objects_api.patch_namespaced_custom_object_status(
+        "ome.io", "v1beta1", namespace, "inferenceservices", "svc",
+        {"status": {"url": "http://svc", "conditions": [ready]}},
+    )
+    runner = running_operator()
+    _condition(api_client, namespace, "svc", "RuntimeSelected")
+    runner.wait_idle()
+    controller = runner.operator.controller
+    assert controller is not None
+    key = next(k for k in controller.catalog.keys() if k.name == "svc" and k.namespace == namespace)
+
+    # Another controller writes the status after the operator last saw the object: its cached copy is stale.
+    other = {"type": "IngressReady", "status": "True", "reason": "Up", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    body = get(api_client, "InferenceService", "svc", namespace)
+    body["status"]["conditions"].append(other)
+    body["status"]["address"] = {"url": "http://svc.example"}
+    stale = controller._stored[key]
+    objects_api.replace_namespaced_custom_object_status("ome.io", "v1beta1", namespace, "inferenceservices", "svc", body)
+    controller._stored[key] = stale  # as if the watch event had not arrived yet
+    patch(api_client, "ServingRuntime", "rt", {"spec": {"disabled": True}}, namespace)
+
+    final = _condition(api_client, namespace, "svc", "RuntimeNotFound")
+    assert final["status"] == "False"
+    status = get(api_client, "InferenceService", "svc", namespace)["status"]
+    types = [c["type"] for c in status["conditions"]]
+    assert types.count("RuntimeReady") == 1
+    assert {"Ready", "IngressReady"} <= set(types)
+    assert status["url"] == "http://svc"
+    assert status["address"] == {"url": "http://svc.example"}
+
+
+def test_a_burst_of_inference_services_costs_one_write_each(
+    api_client: Any, namespace: str, running_operator: Any, cluster_objects: list[tuple[str, str]]
+) -> None:
+    count = 300
+    model_name = f"{namespace}-burst"
+    _create_cluster(api_client, cluster_objects, objects.model(model_name))
+    create(api_client, objects.runtime("rt-1b", namespace=namespace, size_range=("500M", "2B")))
+    for index in range(count):
+        create(api_client, objects.inference_service(f"svc-{index}", namespace=namespace, model_name=model_name))
+    runner = running_operator()
+    runner.wait_idle(timeout=120)
+    before = _total(runner, "ome_selector_api_writes_total", operation="patch_status")
+    patch(api_client, "ClusterBaseModel", model_name, {"spec": {"modelParameterSize": "3.21B"}})
+    eventually(
+        lambda: _total(runner, "ome_selector_inferenceservices", status="False", reason="RuntimeNotFound") == count,
+        timeout=120,
+        what=f"{count} InferenceServices to turn RuntimeNotFound",
+    )
+    runner.wait_idle(timeout=120)
+    assert _total(runner, "ome_selector_api_writes_total", operation="patch_status") - before == count
+    assert _total(runner, "ome_selector_api_writes_total", operation="create_event") == count
+    sample = f"svc-{uuid.uuid4().int % count}"
+    assert runtime_ready(api_client, sample, namespace)["reason"] == "RuntimeNotFound"  # type: ignore[index]
