@@ -56,8 +56,8 @@ PRINTER_COLUMNS: dict[str, tuple[Column, ...]] = {
         ("RUNTIME", "string", ".spec.runtime.name", 0),
         ("RUNTIMEREADY", "string", f"{RUNTIME_READY}.status", 0),
         ("REASON", "string", f"{RUNTIME_READY}.reason", 0),
+        AGE,  # before MESSAGE, so that `-o wide` appends the long message at the end
         ("MESSAGE", "string", f"{RUNTIME_READY}.message", 1),
-        AGE,
     ),
 }
 
