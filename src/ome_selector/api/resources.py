@@ -1,0 +1,430 @@
+"""Frozen pydantic models of the five ``ome.io/v1beta1`` kinds ome-selector reads (SPEC §1).
+
+Only the fields the product reads are modelled; everything else in a document is ignored. Field names are
+snake_case in Python and camelCase on the wire (``populate_by_name`` accepts both). A ``null`` counts as
+absent everywhere. Build instances with :func:`ome_selector.api.loading.load_resource`, which also applies the
+CRD defaults and validation and reports errors with field paths.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any, NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
+from pydantic.alias_generators import to_camel
+
+API_GROUP = "ome.io"
+API_VERSION = "v1beta1"
+API_GROUP_VERSION = f"{API_GROUP}/{API_VERSION}"
+
+#: The annotation an InferenceService can use to ask for an accelerator class (SPEC §3.2).
+ACCELERATOR_CLASS_ANNOTATION = "ome.io/accelerator-class"
+
+#: The version operators SPEC §9 knows; any other value matches no versioned model.
+KNOWN_OPERATORS = ("Equal", "GreaterThan", "GreaterThanOrEqual")
+DEFAULT_OPERATOR = "Equal"
+
+
+class Kind(StrEnum):
+    """The five kinds ome-selector reads."""
+
+    BASE_MODEL = "BaseModel"
+    CLUSTER_BASE_MODEL = "ClusterBaseModel"
+    SERVING_RUNTIME = "ServingRuntime"
+    CLUSTER_SERVING_RUNTIME = "ClusterServingRuntime"
+    INFERENCE_SERVICE = "InferenceService"
+
+    @property
+    def plural(self) -> str:
+        """The resource name in API paths, e.g. ``basemodels``."""
+        return _PLURALS[self]
+
+    @property
+    def namespaced(self) -> bool:
+        """Whether objects of this kind live in a namespace."""
+        return self in _NAMESPACED
+
+    @property
+    def is_model(self) -> bool:
+        return self in (Kind.BASE_MODEL, Kind.CLUSTER_BASE_MODEL)
+
+    @property
+    def is_runtime(self) -> bool:
+        return self in (Kind.SERVING_RUNTIME, Kind.CLUSTER_SERVING_RUNTIME)
+
+
+_PLURALS = {
+    Kind.BASE_MODEL: "basemodels",
+    Kind.CLUSTER_BASE_MODEL: "clusterbasemodels",
+    Kind.SERVING_RUNTIME: "servingruntimes",
+    Kind.CLUSTER_SERVING_RUNTIME: "clusterservingruntimes",
+    Kind.INFERENCE_SERVICE: "inferenceservices",
+}
+_NAMESPACED = frozenset({Kind.BASE_MODEL, Kind.SERVING_RUNTIME, Kind.INFERENCE_SERVICE})
+
+
+class ObjectKey(NamedTuple):
+    """Identity of one object: ``namespace`` is None for the cluster kinds."""
+
+    kind: Kind
+    namespace: str | None
+    name: str
+
+    def __str__(self) -> str:
+        where = f"{self.namespace}/" if self.namespace is not None else ""
+        return f"{self.kind.value} {where}{self.name}"
+
+
+class _Frozen(BaseModel):
+    """Base of every model here: immutable, camelCase aliases, unknown fields ignored, ``null`` = absent."""
+
+    model_config = ConfigDict(
+        frozen=True,
+        populate_by_name=True,
+        alias_generator=to_camel,
+        extra="ignore",
+        protected_namespaces=(),
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_absent(cls, data: Any) -> Any:
+        if isinstance(data, dict) and None in data.values():
+            return {key: value for key, value in data.items() if value is not None}
+        return data
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Models (BaseModel, ClusterBaseModel)
+
+
+class ModelFormat(_Frozen):
+    """``spec.modelFormat`` of a model. A missing or empty name means the metadata is not known yet."""
+
+    name: StrictStr = ""
+    version: StrictStr | None = None
+
+
+class ModelFramework(_Frozen):
+    """``spec.modelFramework`` of a model."""
+
+    name: StrictStr = ""
+    version: StrictStr | None = None
+
+
+class DiffusionComponent(_Frozen):
+    """One component of a diffusion pipeline; an empty string is "not set"."""
+
+    library: StrictStr = ""
+    type: StrictStr = ""
+
+
+class DiffusionPipeline(_Frozen):
+    """``diffusionPipeline`` on a model or on a runtime entry (SPEC §9)."""
+
+    class_name: StrictStr | None = None
+    scheduler: DiffusionComponent | None = None
+    text_encoder: DiffusionComponent | None = None
+    tokenizer: DiffusionComponent | None = None
+    transformer: DiffusionComponent | None = None
+    vae: DiffusionComponent | None = None
+    additional_components: dict[StrictStr, DiffusionComponent] = Field(default_factory=dict)
+
+
+class ModelSpec(_Frozen):
+    """The fields of a model's spec that runtime selection reads."""
+
+    model_format: ModelFormat | None = None
+    model_framework: ModelFramework | None = None
+    model_architecture: StrictStr | None = None
+    quantization: StrictStr | None = None
+    model_parameter_size: StrictStr | None = None
+    diffusion_pipeline: DiffusionPipeline | None = None
+    disabled: StrictBool = False
+
+    @property
+    def format_name(self) -> str:
+        """The format name, ``""`` when the model has none yet."""
+        return self.model_format.name if self.model_format is not None else ""
+
+    @property
+    def has_format(self) -> bool:
+        """Whether the model has a non-empty ``modelFormat.name`` (otherwise its metadata is pending)."""
+        return bool(self.format_name)
+
+    @property
+    def has_size(self) -> bool:
+        """Whether ``modelParameterSize`` is a non-empty string (even one that reads as 0), SPEC §2."""
+        return bool(self.model_parameter_size)
+
+
+class Model(_Frozen):
+    """A BaseModel (namespaced) or ClusterBaseModel (``namespace`` None)."""
+
+    kind: Kind
+    name: StrictStr
+    namespace: StrictStr | None = None
+    spec: ModelSpec = Field(default_factory=ModelSpec)
+    uid: StrictStr | None = None
+    resource_version: StrictStr | None = None
+
+    @property
+    def key(self) -> ObjectKey:
+        return ObjectKey(self.kind, self.namespace, self.name)
+
+    @property
+    def is_cluster(self) -> bool:
+        return self.kind is Kind.CLUSTER_BASE_MODEL
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Runtimes (ServingRuntime, ClusterServingRuntime)
+
+
+class FormatSelector(_Frozen):
+    """``supportedModelFormats[].modelFormat``: name required; ``operator`` Equal, ``weight`` 1 by default."""
+
+    name: StrictStr
+    version: StrictStr | None = None
+    operator: StrictStr = DEFAULT_OPERATOR
+    weight: StrictInt = 1
+
+
+class FrameworkSelector(_Frozen):
+    """``supportedModelFormats[].modelFramework``; ``operator`` Equal and ``weight`` 1 by default."""
+
+    name: StrictStr = ""
+    version: StrictStr | None = None
+    operator: StrictStr = DEFAULT_OPERATOR
+    weight: StrictInt = 1
+
+
+class SupportedModelFormat(_Frozen):
+    """One entry of ``spec.supportedModelFormats`` (SPEC §1)."""
+
+    model_format: FormatSelector | None = None
+    model_framework: FrameworkSelector | None = None
+    model_architecture: StrictStr | None = None
+    quantization: StrictStr | None = None
+    diffusion_pipeline: DiffusionPipeline | None = None
+    auto_select: StrictBool = False
+    priority: Annotated[StrictInt, Field(ge=1)] = 1
+
+
+class ModelSizeRange(_Frozen):
+    """``spec.modelSizeRange``: each bound is present when its key holds a string (even an empty one)."""
+
+    min: StrictStr | None = None
+    max: StrictStr | None = None
+
+    @property
+    def has_bound(self) -> bool:
+        return self.min is not None or self.max is not None
+
+
+class AcceleratorRequirements(_Frozen):
+    """``spec.acceleratorRequirements``; only the class list matters for selection."""
+
+    accelerator_classes: tuple[StrictStr, ...] = ()
+
+
+class RuntimeSpec(_Frozen):
+    """The fields of a runtime's spec that runtime selection reads."""
+
+    disabled: StrictBool = False
+    supported_model_formats: tuple[SupportedModelFormat, ...] = ()
+    model_size_range: ModelSizeRange | None = None
+    accelerator_requirements: AcceleratorRequirements | None = None
+
+    @property
+    def accelerator_classes(self) -> tuple[str, ...]:
+        reqs = self.accelerator_requirements
+        return reqs.accelerator_classes if reqs is not None else ()
+
+
+class Runtime(_Frozen):
+    """A ServingRuntime (namespaced) or ClusterServingRuntime (``namespace`` None)."""
+
+    kind: Kind
+    name: StrictStr
+    namespace: StrictStr | None = None
+    spec: RuntimeSpec = Field(default_factory=RuntimeSpec)
+    uid: StrictStr | None = None
+    resource_version: StrictStr | None = None
+
+    @property
+    def key(self) -> ObjectKey:
+        return ObjectKey(self.kind, self.namespace, self.name)
+
+    @property
+    def is_cluster(self) -> bool:
+        return self.kind is Kind.CLUSTER_SERVING_RUNTIME
+
+    @property
+    def scope(self) -> str:
+        """``Namespaced`` or ``Cluster`` (the SCOPE column of explain)."""
+        return "Cluster" if self.is_cluster else "Namespaced"
+
+
+# ------------------------------------------------------------------------------------------------------------
+# InferenceService
+
+
+class ModelRef(_Frozen):
+    """``spec.model``; ``name`` is required (the kind is ignored by lookups)."""
+
+    name: StrictStr
+
+
+class RuntimeRef(_Frozen):
+    """``spec.runtime``; an absent or empty name means auto-selection."""
+
+    name: StrictStr | None = None
+    auto_sync: StrictBool | None = None
+
+
+class RunnerSpec(_Frozen):
+    image: StrictStr | None = None
+
+
+class LeaderWorkerSpec(_Frozen):
+    runner: RunnerSpec | None = None
+
+
+class AcceleratorSelector(_Frozen):
+    accelerator_class: StrictStr | None = None
+
+
+class EngineSpec(_Frozen):
+    """The parts of ``spec.engine`` that selection reads; its presence alone matters to the webhook."""
+
+    runner: RunnerSpec | None = None
+    leader: LeaderWorkerSpec | None = None
+    worker: LeaderWorkerSpec | None = None
+    accelerator_override: AcceleratorSelector | None = None
+
+
+class DecoderSpec(_Frozen):
+    accelerator_override: AcceleratorSelector | None = None
+
+
+class InferenceServiceSpec(_Frozen):
+    model: ModelRef | None = None
+    runtime: RuntimeRef | None = None
+    engine: EngineSpec | None = None
+    decoder: DecoderSpec | None = None
+    accelerator_selector: AcceleratorSelector | None = None
+
+
+class MatcherInputs(NamedTuple):
+    """Every field of an InferenceService (SPEC §1) that a verdict or an admission decision depends on."""
+
+    model_name: str | None
+    runtime_name: str | None
+    auto_sync: bool
+    has_engine: bool
+    engine_image: str | None
+    leader_image: str | None
+    worker_image: str | None
+    accelerator_classes: tuple[str, ...]
+    deleting: bool
+
+
+class InferenceService(_Frozen):
+    """An InferenceService, reduced to what runtime selection reads."""
+
+    name: StrictStr
+    namespace: StrictStr
+    spec: InferenceServiceSpec = Field(default_factory=InferenceServiceSpec)
+    annotations: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    deletion_timestamp: StrictStr | None = None
+    uid: StrictStr | None = None
+    resource_version: StrictStr | None = None
+    generation: StrictInt | None = None
+
+    kind: Kind = Kind.INFERENCE_SERVICE
+
+    @property
+    def key(self) -> ObjectKey:
+        return ObjectKey(Kind.INFERENCE_SERVICE, self.namespace, self.name)
+
+    @property
+    def model_name(self) -> str | None:
+        """``spec.model.name``, or None when the InferenceService has no ``spec.model``."""
+        return self.spec.model.name if self.spec.model is not None else None
+
+    @property
+    def runtime_name(self) -> str | None:
+        """``spec.runtime.name``, or None when absent or empty (auto-selection)."""
+        runtime = self.spec.runtime
+        return runtime.name if runtime is not None and runtime.name else None
+
+    @property
+    def auto_sync(self) -> bool:
+        """``spec.runtime.autoSync``; absent counts as true."""
+        runtime = self.spec.runtime
+        return runtime is None or runtime.auto_sync is None or runtime.auto_sync
+
+    @property
+    def has_engine(self) -> bool:
+        return self.spec.engine is not None
+
+    @property
+    def accelerator_classes(self) -> tuple[str, ...]:
+        """The non-empty accelerator classes asked for, from the 4 sources of SPEC §3.2, without repeats."""
+        spec = self.spec
+        candidates = (
+            self.annotations.get(ACCELERATOR_CLASS_ANNOTATION),
+            spec.accelerator_selector.accelerator_class if spec.accelerator_selector else None,
+            _override_class(spec.engine.accelerator_override if spec.engine else None),
+            _override_class(spec.decoder.accelerator_override if spec.decoder else None),
+        )
+        return tuple(dict.fromkeys(c for c in candidates if c))
+
+    @property
+    def _images(self) -> tuple[str | None, str | None, str | None]:
+        engine = self.spec.engine
+        if engine is None:
+            return None, None, None
+        return (
+            engine.runner.image if engine.runner else None,
+            _runner_image(engine.leader),
+            _runner_image(engine.worker),
+        )
+
+    @property
+    def defers_auto_selection(self) -> bool:
+        """Whether the engine names its own image (``runner.image``, or leader and worker images), SPEC §7."""
+        engine_image, leader_image, worker_image = self._images
+        return bool(engine_image) or (bool(leader_image) and bool(worker_image))
+
+    @property
+    def matcher_inputs(self) -> MatcherInputs:
+        """A hashable projection of every SPEC §1 field the verdict depends on (not status, not other
+        metadata)."""
+        engine_image, leader_image, worker_image = self._images
+        return MatcherInputs(
+            model_name=self.model_name,
+            runtime_name=self.runtime_name,
+            auto_sync=self.auto_sync,
+            has_engine=self.has_engine,
+            engine_image=engine_image,
+            leader_image=leader_image,
+            worker_image=worker_image,
+            accelerator_classes=self.accelerator_classes,
+            deleting=self.deletion_timestamp is not None,
+        )
+
+
+def _override_class(selector: AcceleratorSelector | None) -> str | None:
+    return selector.accelerator_class if selector is not None else None
+
+
+def _runner_image(part: LeaderWorkerSpec | None) -> str | None:
+    if part is None or part.runner is None:
+        return None
+    return part.runner.image
+
+
+Resource = Model | Runtime | InferenceService
