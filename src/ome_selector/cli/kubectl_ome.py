@@ -1,0 +1,209 @@
+"""`kubectl ome`: the kubectl plugin of ome-selector (installed as the ``kubectl-ome`` executable).
+
+``kubectl ome runtime explain`` shows, for one model or InferenceService, every runtime's verdict, the
+ranking and the runtime auto-selection picks (SPEC §6). With ``-f`` it reads only the named files, never the
+kubeconfig, so a catalog can be checked in CI before it is applied. The decisions all come from the selection
+core; this module only wires an object source to it and prints the result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from ome_selector import __version__
+from ome_selector.api.resources import InferenceService, Kind, Model, ObjectKey
+from ome_selector.catalog.catalog import Catalog
+from ome_selector.cli.render import OUTPUT_FORMATS, render
+from ome_selector.cli.sources import DEFAULT_NAMESPACE, FileSource, ObjectSource, SourceError, load_catalog
+from ome_selector.selection import messages
+from ome_selector.selection.explain import Explanation, explain
+from ome_selector.selection.outcome import evaluate
+
+__all__ = ["main", "run"]
+
+PROG = "kubectl ome"
+EXIT_OK = 0
+EXIT_ERROR = 1
+
+_EXPLAIN_DESCRIPTION = """\
+Show how runtime selection judges every serving runtime for a model: whether it supports the model, whether it
+can be auto-selected, its priority, score and rank, and the reason when it cannot. Runtimes considered are the
+ServingRuntimes of the namespace and all ClusterServingRuntimes.
+
+With --isvc the model is the InferenceService's spec.model.name and the accelerator classes it asks for take
+part. The table always shows auto-selection, also when the InferenceService names a runtime (a note on stderr
+says so).
+
+With -f (files or directories, repeatable) only those objects are read, never the cluster or the kubeconfig.
+Directories are read recursively (*.yaml, *.yml, *.json); "kind: List" is expanded; other kinds are skipped;
+a namespaced object without metadata.namespace is in the -n namespace."""
+
+_EXPLAIN_EPILOG = """\
+examples:
+  # Check a catalog before applying it
+  kubectl ome runtime explain -f samples/ --model llama-3-2-3b-instruct
+
+  # The same for an InferenceService, with the rank and range columns
+  kubectl ome runtime explain -f samples/ --isvc llama-3b-auto -n ome-demo -o wide
+
+  # The machine-readable document
+  kubectl ome runtime explain -f catalog/ -f models.yaml --model qwen3-8b -o json
+
+exit status: 0 when it could explain (also when there are no runtimes), 1 on a usage, file or lookup error."""
+
+
+class UsageError(Exception):
+    """A command line that cannot be run; reported with the usage text and exit status 1."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with kubectl's exit status for usage errors: 1, not argparse's 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_ERROR, f"error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole `kubectl ome` command line."""
+    parser = _Parser(prog=PROG, description="Inspect OME runtime selection (ome-selector).")
+    parser.add_argument("--version", action="version", version=f"{PROG} (ome-selector) {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
+
+    runtime = commands.add_parser(
+        "runtime", help="inspect serving runtimes", description="Inspect serving runtimes."
+    )
+    runtime_commands = runtime.add_subparsers(
+        dest="runtime_command", metavar="COMMAND", required=True, parser_class=_Parser
+    )
+    explain_parser = runtime_commands.add_parser(
+        "explain",
+        help="show why each runtime is or is not selected for a model",
+        description=_EXPLAIN_DESCRIPTION,
+        epilog=_EXPLAIN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    subject = explain_parser.add_mutually_exclusive_group(required=True)
+    subject.add_argument("--model", metavar="NAME", help="the BaseModel (else ClusterBaseModel) to explain")
+    subject.add_argument("--isvc", metavar="NAME", help="the InferenceService whose model to explain")
+    explain_parser.add_argument(
+        "-n",
+        "--namespace",
+        metavar="NAMESPACE",
+        help="namespace of the model, InferenceService and ServingRuntimes (with -f: default 'default')",
+    )
+    explain_parser.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        dest="filenames",
+        metavar="PATH",
+        default=[],
+        help="read objects from this file or directory (recursively), not the cluster; repeatable; - = stdin",
+    )
+    explain_parser.add_argument(
+        "-o",
+        "--output",
+        choices=OUTPUT_FORMATS,
+        default="table",
+        metavar="FORMAT",
+        help="output format: " + ", ".join(OUTPUT_FORMATS) + " (default table)",
+    )
+    return parser
+
+
+def object_source(args: argparse.Namespace) -> ObjectSource:
+    """Where the objects come from: the `-f` files, or (not yet available) the cluster."""
+    if args.filenames:
+        return FileSource(tuple(args.filenames), args.namespace or DEFAULT_NAMESPACE)
+    # The live mode (SPEC §6: one consistent, paged listing of the current kubeconfig context) plugs in here
+    # as another ObjectSource; everything after this point is shared.
+    raise SourceError("live mode is not available yet; pass -f PATH")
+
+
+def _find_isvc(catalog: Catalog, namespace: str, name: str) -> InferenceService:
+    resource = catalog.get(ObjectKey(Kind.INFERENCE_SERVICE, namespace, name))
+    if not isinstance(resource, InferenceService):
+        raise SourceError(f"InferenceService {name} not found in namespace {namespace}")
+    return resource
+
+
+def _notes(catalog: Catalog, model: Model, isvc: InferenceService | None) -> list[str]:
+    """What explain says on stderr besides the table: a named runtime, a disabled or pending model."""
+    notes: list[str] = []
+    if isvc is not None and isvc.runtime_name is not None:
+        outcome = evaluate(catalog, isvc)
+        verdict = f": {outcome.reason}: {outcome.message}" if outcome is not None else ""
+        notes.append(
+            f"Note: InferenceService {isvc.namespace}/{isvc.name} names runtime {isvc.runtime_name}, "
+            f"so it does not use the auto-selection shown{verdict}"
+        )
+    if model.spec.disabled:
+        notes.append(
+            f"Warning: {messages.model_disabled(model.name)}; its InferenceServices report ModelDisabled"
+        )
+    elif not model.spec.has_format:
+        notes.append(f"Warning: {messages.model_pending(model.name)}")
+    return notes
+
+
+def explain_command(args: argparse.Namespace, source: ObjectSource) -> tuple[Explanation, list[str]]:
+    """The explanation for the parsed command line and the notes for stderr; SourceError on a lookup error."""
+    namespace = source.namespace
+    catalog = load_catalog(source.read(), namespace)
+    isvc: InferenceService | None = None
+    if args.isvc is not None:
+        isvc = _find_isvc(catalog, namespace, args.isvc)
+        model_name = isvc.model_name
+        if model_name is None:
+            raise SourceError(
+                f"InferenceService {namespace}/{isvc.name} has no spec.model; runtime selection ignores it"
+            )
+    else:
+        model_name = args.model
+    model = catalog.resolve_model(namespace, model_name)
+    if model is None:
+        raise SourceError(messages.model_not_found(model_name, namespace))
+    explanation = explain(catalog, model, namespace, isvc)
+    notes = _notes(catalog, model, isvc)
+    if not explanation.verdicts:
+        notes.append(f"No serving runtimes found in namespace {namespace} or at cluster scope.")
+    return explanation, notes
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    """Run `kubectl ome` with ``argv`` (default: the process arguments) and return the exit status."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exit_:  # --help, --version and usage errors
+        return exit_.code if isinstance(exit_.code, int) else EXIT_ERROR
+    try:
+        explanation, notes = explain_command(args, object_source(args))
+    except SourceError as error:
+        sys.stderr.write(f"error: {error}\n")
+        return EXIT_ERROR
+    text = render(explanation, args.output)
+    for note in notes:
+        sys.stderr.write(note + "\n")
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    return EXIT_OK
+
+
+def main() -> int:
+    """Console-script entry point (``kubectl-ome``)."""
+    try:
+        return run()
+    except BrokenPipeError:
+        # `kubectl ome ... | head`: the reader left; say nothing more (and keep Python quiet at exit).
+        sys.stderr.close()
+        return EXIT_OK
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
