@@ -1,0 +1,334 @@
+"""Loading the five kinds (SPEC §1): CRD defaults, CRD validation with field paths, null = absent, YAML."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from selection_builders import GV, isvc, model_doc, runtime_doc
+
+from ome_selector.api.loading import LoadError, load_resource, load_yaml
+from ome_selector.api.resources import InferenceService, Kind, Model, Runtime
+
+
+def test_runtime_entry_defaults() -> None:
+    doc = runtime_doc(
+        "rt",
+        {"modelFormat": {"name": "safetensors"}, "modelFramework": {"name": "transformers"}},
+    )
+    resource = load_resource(doc)
+    assert isinstance(resource, Runtime)
+    entry = resource.spec.supported_model_formats[0]
+    assert entry.model_format is not None
+    assert entry.model_framework is not None
+    assert (entry.model_format.operator, entry.model_format.weight) == ("Equal", 1)
+    assert (entry.model_framework.operator, entry.model_framework.weight) == ("Equal", 1)
+    assert entry.priority == 1
+    assert entry.auto_select is False
+    assert resource.spec.disabled is False
+    assert resource.spec.model_size_range is None
+    assert resource.kind is Kind.CLUSTER_SERVING_RUNTIME
+    assert resource.namespace is None
+
+
+def test_model_defaults() -> None:
+    resource = load_resource(model_doc("m", fmt=None))
+    assert isinstance(resource, Model)
+    assert resource.spec.model_format is None
+    assert resource.spec.disabled is False
+    assert not resource.spec.has_format
+    assert not resource.spec.has_size
+
+
+def test_null_counts_as_absent() -> None:
+    doc = runtime_doc(
+        "rt",
+        {
+            "modelFormat": {"name": "x", "version": None, "operator": None, "weight": None},
+            "priority": None,
+            "autoSelect": None,
+            "modelArchitecture": None,
+        },
+        size_range={"min": None, "max": "4B"},
+    )
+    doc["spec"]["disabled"] = None
+    doc["spec"]["acceleratorRequirements"] = None
+    resource = load_resource(doc)
+    assert isinstance(resource, Runtime)
+    entry = resource.spec.supported_model_formats[0]
+    assert entry.model_format is not None
+    assert entry.model_format.version is None
+    assert (entry.model_format.operator, entry.model_format.weight, entry.priority) == ("Equal", 1, 1)
+    assert resource.spec.model_size_range is not None
+    assert resource.spec.model_size_range.min is None
+    assert resource.spec.model_size_range.max == "4B"
+
+
+def test_empty_string_bound_is_present() -> None:
+    resource = load_resource(runtime_doc("rt", size_range={"min": ""}))
+    assert isinstance(resource, Runtime)
+    assert resource.spec.model_size_range is not None
+    assert resource.spec.model_size_range.min == ""
+    assert resource.spec.model_size_range.has_bound
+
+
+def test_unknown_fields_are_ignored() -> None:
+    doc = runtime_doc("rt", {"modelFormat": {"name": "x", "color": "blue"}, "name": "legacy"})
+    doc["spec"]["engineConfig"] = {"runner": {"image": 7}}
+    doc["status"] = {"anything": [1, 2]}
+    assert isinstance(load_resource(doc), Runtime)
+
+
+def test_snake_case_names_are_accepted_too() -> None:
+    doc = model_doc("m")
+    doc["spec"] = {"model_format": {"name": "onnx"}, "model_parameter_size": "1B"}
+    resource = load_resource(doc)
+    assert isinstance(resource, Model)
+    assert resource.spec.format_name == "onnx"
+    assert resource.spec.model_parameter_size == "1B"
+
+
+def _with(doc: dict[str, Any], path: list[str | int], value: Any) -> dict[str, Any]:
+    doc = copy.deepcopy(doc)
+    target: Any = doc
+    for part in path[:-1]:
+        target = target[part]
+    target[path[-1]] = value
+    return doc
+
+
+RT = runtime_doc(
+    "rt",
+    {"modelFormat": {"name": "x", "version": "1"}, "modelFramework": {"name": "y"}, "priority": 2},
+    min="1B",
+    max="4B",
+    classes=["a100"],
+)
+MODEL = model_doc("m", fmt="x", version="1", framework="y", size="3B")
+ISVC: dict[str, Any] = {
+    "apiVersion": GV,
+    "kind": "InferenceService",
+    "metadata": {"name": "svc", "namespace": "ns"},
+    "spec": {"model": {"name": "m"}, "runtime": {"name": "rt"}, "engine": {"runner": {"image": "img"}}},
+}
+
+INVALID = [
+    (_with(RT, ["spec", "supportedModelFormats", 0, "modelFormat"], {}), "spec.supportedModelFormats[0].modelFormat.name", "required value", "entry format name required"),  # noqa: E501
+    (_with(RT, ["spec", "supportedModelFormats", 0, "priority"], 0), "spec.supportedModelFormats[0].priority", "greater than or equal to 1", "priority 0"),  # noqa: E501
+    (_with(RT, ["spec", "supportedModelFormats", 0, "priority"], -3), "spec.supportedModelFormats[0].priority", "greater than or equal to 1", "negative priority"),  # noqa: E501
+    (_with(RT, ["spec", "supportedModelFormats", 0, "priority"], "2"), "spec.supportedModelFormats[0].priority", "must be an integer", "priority as string"),  # noqa: E501
+    (_with(RT, ["spec", "supportedModelFormats", 0, "priority"], True), "spec.supportedModelFormats[0].priority", "must be an integer", "priority as boolean"),  # noqa: E501
+    (_with(RT, ["spec", "supportedModelFormats", 0, "priority"], 1.5), "spec.supportedModelFormats[0].priority", "must be an integer", "priority as float"),  # noqa: E501
+    (_with(RT, ["spec", "supportedModelFormats", 0, "modelFormat", "version"], 1.0), "spec.supportedModelFormats[0].modelFormat.version", "must be a string", "version as a YAML float"),  # noqa: E501
+    (_with(RT, ["spec", "supportedModelFormats", 0, "modelFormat", "weight"], "1"), "spec.supportedModelFormats[0].modelFormat.weight", "must be an integer", "weight as string"),  # noqa: E501
+    (_with(RT, ["spec", "supportedModelFormats", 0, "modelFramework", "operator"], 3), "spec.supportedModelFormats[0].modelFramework.operator", "must be a string", "operator as number"),  # noqa: E501
+    (_with(RT, ["spec", "supportedModelFormats", 0, "autoSelect"], "true"), "spec.supportedModelFormats[0].autoSelect", "must be a boolean", "autoSelect as string"),  # noqa: E501
+    (_with(RT, ["spec", "supportedModelFormats", 0], "safetensors"), "spec.supportedModelFormats[0]", "must be an object", "entry as string"),  # noqa: E501
+    (_with(RT, ["spec", "supportedModelFormats"], {"a": 1}), "spec.supportedModelFormats", "must be an array", "entries as object"),  # noqa: E501
+    (_with(RT, ["spec", "modelSizeRange", "min"], 2000000000), "spec.modelSizeRange.min", "must be a string", "min as number"),  # noqa: E501
+    (_with(RT, ["spec", "disabled"], "no"), "spec.disabled", "must be a boolean", "disabled as string"),
+    (_with(RT, ["spec", "acceleratorRequirements", "acceleratorClasses"], ["a", 1]), "spec.acceleratorRequirements.acceleratorClasses[1]", "must be a string", "class as number"),  # noqa: E501
+    (_with(RT, ["spec"], ["x"]), "spec", "must be an object", "spec as list"),
+    (_with(MODEL, ["spec", "modelParameterSize"], 7), "spec.modelParameterSize", "must be a string", "size as number"),  # noqa: E501
+    (_with(MODEL, ["spec", "modelFormat", "name"], 5), "spec.modelFormat.name", "must be a string", "format name as number"),  # noqa: E501
+    (_with(MODEL, ["spec", "diffusionPipeline"], {"additionalComponents": {"k": {"library": 1}}}), "spec.diffusionPipeline.additionalComponents.k.library", "must be a string", "component library as number"),  # noqa: E501
+    (_with(MODEL, ["metadata", "name"], None), "metadata.name", "required value", "name missing"),
+    (_with(MODEL, ["metadata", "name"], ""), "metadata.name", "required value", "name empty"),
+    (_with(MODEL, ["metadata", "name"], 12), "metadata.name", "must be a string", "name as number"),
+    (_with(MODEL, ["metadata"], "m"), "metadata", "must be an object", "metadata as string"),
+    (_with(ISVC, ["spec", "model"], {}), "spec.model.name", "required value", "isvc model name required"),
+    (_with(ISVC, ["spec", "model", "name"], None), "spec.model.name", "required value", "isvc model name null"),
+    (_with(ISVC, ["spec", "runtime", "autoSync"], "false"), "spec.runtime.autoSync", "must be a boolean", "autoSync as string"),  # noqa: E501
+    (_with(ISVC, ["spec", "engine", "runner", "image"], 3), "spec.engine.runner.image", "must be a string", "image as number"),  # noqa: E501
+    (_with(ISVC, ["metadata", "annotations"], {"ome.io/accelerator-class": 1}), "metadata.annotations.ome.io/accelerator-class", "must be a string", "annotation as number"),  # noqa: E501
+    (_with(ISVC, ["metadata", "namespace"], None), "metadata.namespace", "required value", "namespaced without namespace"),  # noqa: E501
+]
+
+
+@pytest.mark.parametrize(
+    ("doc", "path", "message"), [(d, p, m) for d, p, m, _ in INVALID], ids=[i for *_, i in INVALID]
+)
+def test_invalid_documents_name_the_field(doc: dict[str, Any], path: str, message: str) -> None:
+    with pytest.raises(LoadError) as caught:
+        load_resource(doc)
+    assert caught.value.path == path
+    assert message in caught.value.message
+    assert str(caught.value).startswith(path + ": ")
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}},
+        {"apiVersion": "ome.io/v1", "kind": "BaseModel", "metadata": {"name": "x"}},
+        {"apiVersion": GV, "kind": "FineTunedWeight", "metadata": {"name": "x"}},
+        {"apiVersion": GV, "kind": "List", "items": []},
+        {"kind": "BaseModel"},
+        {},
+    ],
+    ids=["other group", "other version", "other kind", "List", "no apiVersion", "empty"],
+)
+def test_other_documents_are_skipped(doc: dict[str, Any]) -> None:
+    assert load_resource(doc) is None
+
+
+def test_namespaces() -> None:
+    doc = _with(MODEL, ["metadata", "namespace"], "team")
+    assert load_resource(doc) is not None
+    cluster = load_resource(doc)
+    assert isinstance(cluster, Model)
+    assert cluster.namespace is None  # a ClusterBaseModel ignores metadata.namespace
+    namespaced = _with(doc, ["kind"], "BaseModel")
+    loaded = load_resource(namespaced)
+    assert isinstance(loaded, Model)
+    assert loaded.key == (Kind.BASE_MODEL, "team", "m")
+    without = _with(ISVC, ["metadata"], {"name": "svc"})
+    loaded_isvc = load_resource(without, default_namespace="dflt")
+    assert isinstance(loaded_isvc, InferenceService)
+    assert loaded_isvc.namespace == "dflt"
+
+
+def test_load_yaml_expands_lists_and_skips_other_kinds() -> None:
+    text = """
+apiVersion: v1
+kind: List
+items:
+  - apiVersion: ome.io/v1beta1
+    kind: ClusterServingRuntime
+    metadata: {name: a}
+  - apiVersion: v1
+    kind: ConfigMap
+    metadata: {name: c}
+---
+---
+apiVersion: ome.io/v1beta1
+kind: BaseModel
+metadata: {name: m}
+spec:
+  modelFormat: {name: safetensors, version: "1.0.0"}
+  modelParameterSize: 3.21B
+"""
+    resources = load_yaml(text, default_namespace="team")
+    assert [r.key for r in resources] == [
+        (Kind.CLUSTER_SERVING_RUNTIME, None, "a"),
+        (Kind.BASE_MODEL, "team", "m"),
+    ]
+
+
+def test_load_yaml_errors_name_the_document() -> None:
+    text = """
+apiVersion: ome.io/v1beta1
+kind: ClusterBaseModel
+metadata: {name: ok}
+---
+apiVersion: ome.io/v1beta1
+kind: ClusterServingRuntime
+metadata: {name: rt}
+spec:
+  supportedModelFormats:
+    - modelFormat: {name: x, version: 1.0}
+"""
+    with pytest.raises(LoadError) as caught:
+        load_yaml(text)
+    assert caught.value.path == "[1].spec.supportedModelFormats[0].modelFormat.version"
+
+
+def test_load_yaml_list_item_errors() -> None:
+    text = """
+kind: List
+items:
+  - {apiVersion: ome.io/v1beta1, kind: ClusterBaseModel, metadata: {name: a}, spec: {disabled: 1}}
+"""
+    with pytest.raises(LoadError) as caught:
+        load_yaml(text)
+    assert caught.value.path == "items[0].spec.disabled"
+
+
+def test_invalid_yaml_is_a_load_error() -> None:
+    with pytest.raises(LoadError, match="invalid YAML"):
+        load_yaml("a: [")
+
+
+def test_yaml_timestamps_stay_strings() -> None:
+    text = """
+apiVersion: ome.io/v1beta1
+kind: InferenceService
+metadata: {name: s, namespace: n, deletionTimestamp: 2024-01-01T00:00:00Z}
+spec: {model: {name: m}}
+"""
+    (resource,) = load_yaml(text)
+    assert isinstance(resource, InferenceService)
+    assert resource.deletion_timestamp == "2024-01-01T00:00:00Z"
+
+
+def test_mapping_bodies_are_accepted() -> None:
+    from types import MappingProxyType
+
+    body = MappingProxyType(copy.deepcopy(ISVC))
+    assert isinstance(load_resource(body), InferenceService)
+
+
+# --- hypothesis: never anything but LoadError ---------------------------------------------------------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3),
+    max_leaves=12,
+)
+
+FIELDS = [
+    "modelFormat",
+    "modelFramework",
+    "modelArchitecture",
+    "quantization",
+    "modelParameterSize",
+    "diffusionPipeline",
+    "disabled",
+    "supportedModelFormats",
+    "modelSizeRange",
+    "acceleratorRequirements",
+    "model",
+    "runtime",
+    "engine",
+    "decoder",
+    "acceleratorSelector",
+]
+
+
+@st.composite
+def documents(draw: st.DrawFn) -> Any:
+    kind = draw(st.sampled_from([k.value for k in Kind] + ["Other"]))
+    spec = draw(st.dictionaries(st.sampled_from(FIELDS), json_values, max_size=5) | json_values)
+    metadata = draw(
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "name": st.text(max_size=5) | json_values,
+                "namespace": st.text(max_size=5) | json_values,
+                "annotations": json_values,
+                "deletionTimestamp": json_values,
+                "generation": json_values,
+            },
+        )
+        | json_values
+    )
+    return draw(
+        st.fixed_dictionaries({"apiVersion": st.just(GV), "kind": st.just(kind)}, optional={"metadata": st.just(metadata), "spec": st.just(spec)})  # noqa: E501
+        | json_values
+    )
+
+
+@settings(max_examples=400)
+@given(documents(), st.none() | st.text(max_size=4))
+def test_loading_never_raises_anything_but_load_error(doc: Any, default_namespace: str | None) -> None:
+    try:
+        load_resource(doc, default_namespace=default_namespace)
+    except LoadError as error:
+        assert isinstance(error.path, str)
+
+
+def test_inference_service_helper_roundtrip() -> None:
+    assert isvc().key == (Kind.INFERENCE_SERVICE, "ns", "svc")

@@ -1,0 +1,170 @@
+"""Builders for the selection-core tests: every object goes through the real loader, as the operator's would."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ome_selector.api.loading import load_resource, load_yaml
+from ome_selector.api.resources import InferenceService, Model, Resource, Runtime
+from ome_selector.catalog.catalog import Catalog
+
+NS = "ns"
+GV = "ome.io/v1beta1"
+DATA = Path(__file__).resolve().parents[1] / "data"
+OME_CATALOG = DATA / "ome-catalog"
+
+
+def _drop_none(mapping: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in mapping.items() if v is not None}
+
+
+def model_doc(
+    name: str = "m",
+    *,
+    fmt: str | None = "safetensors",
+    version: str | None = None,
+    framework: str | None = None,
+    fw_version: str | None = None,
+    arch: str | None = None,
+    quant: str | None = None,
+    size: str | None = None,
+    pipeline: dict[str, Any] | None = None,
+    disabled: bool | None = None,
+    namespace: str | None = None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = _drop_none(
+        {
+            "modelFormat": _drop_none({"name": fmt, "version": version}) if fmt is not None else None,
+            "modelFramework": _drop_none({"name": framework, "version": fw_version})
+            if framework is not None
+            else None,
+            "modelArchitecture": arch,
+            "quantization": quant,
+            "modelParameterSize": size,
+            "diffusionPipeline": pipeline,
+            "disabled": disabled,
+        }
+    )
+    metadata = _drop_none({"name": name, "namespace": namespace})
+    kind = "BaseModel" if namespace is not None else "ClusterBaseModel"
+    return {"apiVersion": GV, "kind": kind, "metadata": metadata, "spec": spec}
+
+
+def model(name: str = "m", **kwargs: Any) -> Model:
+    resource = load_resource(model_doc(name, **kwargs))
+    assert isinstance(resource, Model)
+    return resource
+
+
+def entry(
+    fmt: str | None = "safetensors",
+    *,
+    version: str | None = None,
+    operator: str | None = None,
+    weight: int | None = None,
+    framework: str | None = None,
+    fw_version: str | None = None,
+    fw_operator: str | None = None,
+    fw_weight: int | None = None,
+    arch: str | None = None,
+    quant: str | None = None,
+    pipeline: dict[str, Any] | None = None,
+    auto_select: bool | None = True,
+    priority: int | None = None,
+) -> dict[str, Any]:
+    return _drop_none(
+        {
+            "modelFormat": _drop_none({"name": fmt, "version": version, "operator": operator, "weight": weight})
+            if fmt is not None
+            else None,
+            "modelFramework": _drop_none(
+                {"name": framework, "version": fw_version, "operator": fw_operator, "weight": fw_weight}
+            )
+            if framework is not None
+            else None,
+            "modelArchitecture": arch,
+            "quantization": quant,
+            "diffusionPipeline": pipeline,
+            "autoSelect": auto_select,
+            "priority": priority,
+        }
+    )
+
+
+def runtime_doc(
+    name: str,
+    *entries: dict[str, Any],
+    namespace: str | None = None,
+    min: str | None = None,  # noqa: A002 - the field's name
+    max: str | None = None,  # noqa: A002
+    size_range: dict[str, Any] | None = None,
+    disabled: bool | None = None,
+    classes: list[str] | None = None,
+) -> dict[str, Any]:
+    if size_range is None and (min is not None or max is not None):
+        size_range = _drop_none({"min": min, "max": max})
+    spec = _drop_none(
+        {
+            "disabled": disabled,
+            "supportedModelFormats": list(entries),
+            "modelSizeRange": size_range,
+            "acceleratorRequirements": {"acceleratorClasses": classes} if classes is not None else None,
+        }
+    )
+    kind = "ServingRuntime" if namespace is not None else "ClusterServingRuntime"
+    return {"apiVersion": GV, "kind": kind, "metadata": _drop_none({"name": name, "namespace": namespace}), "spec": spec}
+
+
+def runtime(name: str, *entries: dict[str, Any], **kwargs: Any) -> Runtime:
+    resource = load_resource(runtime_doc(name, *entries, **kwargs))
+    assert isinstance(resource, Runtime)
+    return resource
+
+
+def isvc(
+    name: str = "svc",
+    *,
+    model_name: str | None = "m",
+    runtime_name: str | None = None,
+    auto_sync: bool | None = None,
+    namespace: str = NS,
+    annotations: dict[str, str] | None = None,
+    engine: dict[str, Any] | None = None,
+    decoder: dict[str, Any] | None = None,
+    selector_class: str | None = None,
+    deletion_timestamp: str | None = None,
+) -> InferenceService:
+    runtime_ref = _drop_none({"name": runtime_name, "autoSync": auto_sync}) or None
+    spec = _drop_none(
+        {
+            "model": {"name": model_name} if model_name is not None else None,
+            "runtime": runtime_ref,
+            "engine": engine,
+            "decoder": decoder,
+            "acceleratorSelector": {"acceleratorClass": selector_class} if selector_class is not None else None,
+        }
+    )
+    metadata = _drop_none(
+        {
+            "name": name,
+            "namespace": namespace,
+            "annotations": annotations,
+            "deletionTimestamp": deletion_timestamp,
+        }
+    )
+    resource = load_resource({"apiVersion": GV, "kind": "InferenceService", "metadata": metadata, "spec": spec})
+    assert isinstance(resource, InferenceService)
+    return resource
+
+
+def catalog(*resources: Resource) -> Catalog:
+    return Catalog.from_resources(resources)
+
+
+def load_ome_catalog() -> list[Resource]:
+    """The vendored OME catalog, models and runtimes, files in sorted path order (later duplicates win)."""
+    resources: list[Resource] = []
+    for path in sorted(OME_CATALOG.rglob("*.yaml")):
+        resources.extend(load_yaml(path.read_text(encoding="utf-8")))
+    return resources
