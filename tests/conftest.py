@@ -10,7 +10,12 @@ from typing import Any
 
 import pytest
 
-from ome_selector.testing.controlplane import ControlPlane, ControlPlaneError, find_binaries, running_control_plane
+from ome_selector.testing.controlplane import (
+    ControlPlane,
+    ControlPlaneError,
+    find_binaries,
+    running_control_plane,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 INTEGRATION_DIR = REPO_ROOT / "tests" / "integration"

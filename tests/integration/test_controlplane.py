@@ -37,21 +37,33 @@ def test_crds_are_installed_and_established(api_client: Any) -> None:
 def test_rbac_is_enforced_for_service_accounts(control_plane: ControlPlane, namespace: str) -> None:
     control_plane.kubectl("create", "serviceaccount", "nobody", "-n", namespace)
     answer = control_plane.kubectl(
-        "auth", "can-i", "list", "inferenceservices.ome.io", "-n", namespace,
-        f"--as=system:serviceaccount:{namespace}:nobody", check=False,
+        "auth",
+        "can-i",
+        "list",
+        "inferenceservices.ome.io",
+        "-n",
+        namespace,
+        f"--as=system:serviceaccount:{namespace}:nobody",
+        check=False,
     )
     assert answer.stdout.strip() == "no"
     token = control_plane.kubectl("create", "token", "nobody", "-n", namespace).stdout.strip()
     assert token.count(".") == 2  # TokenRequest works: the service-account signing keys are wired
 
 
-
 def test_stopping_leaves_no_process_even_when_the_body_fails() -> None:
-    with pytest.raises(RuntimeError, match="boom"), running_control_plane(install_crds=False) as plane:
-        pids = {p.pid for _, p in plane._processes}
-        workdir = plane.workdir
-        assert len(pids) == 2
-        raise RuntimeError("boom")
+    seen: dict[str, Any] = {}
+
+    def fail_inside() -> None:
+        with running_control_plane(install_crds=False) as plane:
+            seen["pids"] = {p.pid for _, p in plane._processes}
+            seen["workdir"] = plane.workdir
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        fail_inside()
+    pids, workdir = seen["pids"], seen["workdir"]
+    assert len(pids) == 2
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)

@@ -11,7 +11,16 @@ import pytest
 from kubernetes import client
 
 from ome_selector.testing import objects
-from ome_selector.testing.kube import PLURALS, create, delete, events_for, eventually, get, patch, runtime_ready
+from ome_selector.testing.kube import (
+    PLURALS,
+    create,
+    delete,
+    events_for,
+    eventually,
+    get,
+    patch,
+    runtime_ready,
+)
 from ome_selector.testing.operator_thread import OperatorThread
 
 Row = tuple[str, str, str, str | None]  # status, reason, message, event reason
@@ -58,23 +67,29 @@ def _outcome_rows(ns: str) -> dict[str, Row]:
         f"{ns}/rt-small (model size 405B is outside supported range [500M, 2B])"
     )
     unsupported = "model size 3.21B is outside supported range [500M, 2B]"
+    advisory = (
+        f"using specified ServingRuntime rt-small; it does not declare support for model llama: {unsupported}"
+    )
     return {
         "selected": ("True", "RuntimeSelected", "selected ServingRuntime rt-fit (score 2)", None),
         "specified": ("True", "RuntimeSpecified", "using specified ServingRuntime rt-fit", None),
         "specified-unsupported": (
             "True",
             "RuntimeSpecified",
-            f"using specified ServingRuntime rt-small; it does not declare support for model llama: {unsupported}",
+            advisory,
             "RuntimeCompatibilityAdvisory",
         ),
         "pinned-unsupported": (
             "True",
             "RuntimeSpecified",
-            f"using specified ServingRuntime rt-small; it does not declare support for model llama: {unsupported}",
+            advisory,
             None,
         ),
         "runtime-disabled": (
-            "False", "RuntimeDisabled", "namespace-scoped runtime rt-disabled is disabled", "RuntimeDisabled",
+            "False",
+            "RuntimeDisabled",
+            "namespace-scoped runtime rt-disabled is disabled",
+            "RuntimeDisabled",
         ),
         "runtime-missing": (
             "False",
@@ -91,7 +106,10 @@ def _outcome_rows(ns: str) -> dict[str, Row]:
         ),
         "model-disabled": ("False", "ModelDisabled", "model off is disabled", None),
         "model-pending": (
-            "Unknown", "ModelMetadataPending", "model bare has no modelFormat yet; runtime selection waits for it", None,
+            "Unknown",
+            "ModelMetadataPending",
+            "model bare has no modelFormat yet; runtime selection waits for it",
+            None,
         ),
     }
 
@@ -109,7 +127,9 @@ def _outcome_objects(ns: str) -> list[dict[str, Any]]:
         isvc("selected", namespace=ns, model_name="llama"),
         isvc("specified", namespace=ns, model_name="llama", runtime_name="rt-fit"),
         isvc("specified-unsupported", namespace=ns, model_name="llama", runtime_name="rt-small"),
-        isvc("pinned-unsupported", namespace=ns, model_name="llama", runtime_name="rt-small", auto_sync=False),
+        isvc(
+            "pinned-unsupported", namespace=ns, model_name="llama", runtime_name="rt-small", auto_sync=False
+        ),
         isvc("runtime-disabled", namespace=ns, model_name="llama", runtime_name="rt-disabled"),
         isvc("runtime-missing", namespace=ns, model_name="llama", runtime_name="nope"),
         isvc("no-runtime", namespace=ns, model_name="huge"),
@@ -147,7 +167,9 @@ def test_inference_service_without_model_is_left_alone(
     api_client: Any, control_plane: Any, namespace: str, running_operator: Any
 ) -> None:
     control_plane.kubectl(
-        "apply", "-f", "-",
+        "apply",
+        "-f",
+        "-",
         input=(
             "apiVersion: ome.io/v1beta1\nkind: InferenceService\n"
             f"metadata: {{name: modelless, namespace: {namespace}}}\nspec: {{predictor: {{x: 1}}}}\n"
@@ -223,8 +245,10 @@ def test_runtime_changes_and_deletions_re_evaluate(
     )
     patch(api_client, "ServingRuntime", "a", {"spec": {"disabled": True}}, namespace)
     eventually(
-        lambda: (runtime_ready(api_client, "svc", namespace) or {}).get("message")
-        == "selected ServingRuntime b (score 2)",
+        lambda: (
+            (runtime_ready(api_client, "svc", namespace) or {}).get("message")
+            == "selected ServingRuntime b (score 2)"
+        ),
         what="switch to runtime b",
     )
     delete(api_client, "ServingRuntime", "b", namespace)
@@ -235,14 +259,18 @@ def test_a_named_runtime_appearing_later_re_evaluates(
     api_client: Any, namespace: str, running_operator: Any
 ) -> None:
     create(api_client, objects.model("m", namespace=namespace, size="7B"))
-    create(api_client, objects.inference_service("svc", namespace=namespace, model_name="m", runtime_name="late"))
+    create(
+        api_client, objects.inference_service("svc", namespace=namespace, model_name="m", runtime_name="late")
+    )
     running_operator()
     _condition(api_client, namespace, "svc", "RuntimeNotFound")
     create(api_client, objects.runtime("late", namespace=namespace))
     assert _condition(api_client, namespace, "svc", "RuntimeSpecified")["status"] == "True"
 
 
-def test_status_only_changes_do_not_re_evaluate(api_client: Any, namespace: str, running_operator: Any) -> None:
+def test_status_only_changes_do_not_re_evaluate(
+    api_client: Any, namespace: str, running_operator: Any
+) -> None:
     create(api_client, objects.model("m", namespace=namespace, size="7B"))
     create(api_client, objects.runtime("rt", namespace=namespace))
     create(api_client, objects.inference_service("svc", namespace=namespace, model_name="m"))
@@ -253,7 +281,12 @@ def test_status_only_changes_do_not_re_evaluate(api_client: Any, namespace: str,
     objects_api = client.CustomObjectsApi(api_client)
     for index in range(3):
         objects_api.patch_namespaced_custom_object_status(
-            "ome.io", "v1beta1", namespace, "inferenceservices", "svc", {"status": {"url": f"http://x/{index}"}}
+            "ome.io",
+            "v1beta1",
+            namespace,
+            "inferenceservices",
+            "svc",
+            {"status": {"url": f"http://x/{index}"}},
         )
     patch(api_client, "InferenceService", "svc", {"metadata": {"labels": {"team": "a"}}}, namespace)
     runner.wait_idle(settle=1.0)
@@ -294,7 +327,9 @@ def _metadata_of_everything(api_client: Any, namespace: str) -> dict[str, Any]:
     return snapshot
 
 
-def test_no_footprint_and_restart_is_idempotent(api_client: Any, namespace: str, running_operator: Any) -> None:
+def test_no_footprint_and_restart_is_idempotent(
+    api_client: Any, namespace: str, running_operator: Any
+) -> None:
     for body in _outcome_objects(namespace):
         create(api_client, body)
     before = _metadata_of_everything(api_client, namespace)
@@ -312,8 +347,10 @@ def test_no_footprint_and_restart_is_idempotent(api_client: Any, namespace: str,
             assert after[key]["managers"] == sorted({*meta["managers"], ("ome-selector", "status")}), key
             changed.discard("managers")
         assert not changed, (key, changed)
-    versions = {name: get(api_client, "InferenceService", name, namespace)["metadata"]["resourceVersion"]
-                for name in _outcome_rows(namespace)}
+    versions = {
+        name: get(api_client, "InferenceService", name, namespace)["metadata"]["resourceVersion"]
+        for name in _outcome_rows(namespace)
+    }
     events = len(client.CoreV1Api(api_client).list_namespaced_event(namespace).items)
     first.stop()
 
@@ -321,15 +358,18 @@ def test_no_footprint_and_restart_is_idempotent(api_client: Any, namespace: str,
     second.wait_idle(settle=1.0)
     assert _total(second, "ome_selector_evaluations_total") >= len(_outcome_rows(namespace))
     assert _total(second, "ome_selector_api_writes_total") == 0
-    assert versions == {name: get(api_client, "InferenceService", name, namespace)["metadata"]["resourceVersion"]
-                        for name in _outcome_rows(namespace)}
+    assert versions == {
+        name: get(api_client, "InferenceService", name, namespace)["metadata"]["resourceVersion"]
+        for name in _outcome_rows(namespace)
+    }
     assert len(client.CoreV1Api(api_client).list_namespaced_event(namespace).items) == events
 
 
 def test_report_only_writes_nothing(api_client: Any, namespace: str, running_operator: Any) -> None:
     for body in _outcome_objects(namespace):
         create(api_client, body)
-    runner = running_operator(report_only=True)
+    # Scoped to the test's namespace: the gauges below would otherwise count earlier tests' objects too.
+    runner = running_operator(report_only=True, namespaces=[namespace])
     runner.wait_idle(settle=1.0)
     assert _total(runner, "ome_selector_evaluations_total") >= len(_outcome_rows(namespace))
     assert _total(runner, "ome_selector_inferenceservices", status="False", reason="RuntimeNotFound") == 2
@@ -346,9 +386,18 @@ def test_other_conditions_and_status_fields_survive_a_concurrent_writer(
     create(api_client, objects.runtime("rt", namespace=namespace))
     create(api_client, objects.inference_service("svc", namespace=namespace, model_name="m"))
     objects_api = client.CustomObjectsApi(api_client)
-    ready = {"type": "Ready", "status": "False", "reason": "Deploying", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    ready = {
+        "type": "Ready",
+        "status": "False",
+        "reason": "Deploying",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
     objects_api.patch_namespaced_custom_object_status(
-        "ome.io", "v1beta1", namespace, "inferenceservices", "svc",
+        "ome.io",
+        "v1beta1",
+        namespace,
+        "inferenceservices",
+        "svc",
         {"status": {"url": "http://svc", "conditions": [ready]}},
     )
     runner = running_operator()
@@ -356,15 +405,22 @@ def test_other_conditions_and_status_fields_survive_a_concurrent_writer(
     runner.wait_idle()
     controller = runner.operator.controller
     assert controller is not None
-    key = next(k for k in controller.catalog.keys() if k.name == "svc" and k.namespace == namespace)
+    key = next(k for k in controller.catalog.keys(kind=None) if k.name == "svc" and k.namespace == namespace)
 
     # Another controller writes the status after the operator last saw the object: its cached copy is stale.
-    other = {"type": "IngressReady", "status": "True", "reason": "Up", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    other = {
+        "type": "IngressReady",
+        "status": "True",
+        "reason": "Up",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
     body = get(api_client, "InferenceService", "svc", namespace)
     body["status"]["conditions"].append(other)
     body["status"]["address"] = {"url": "http://svc.example"}
     stale = controller._stored[key]
-    objects_api.replace_namespaced_custom_object_status("ome.io", "v1beta1", namespace, "inferenceservices", "svc", body)
+    objects_api.replace_namespaced_custom_object_status(
+        "ome.io", "v1beta1", namespace, "inferenceservices", "svc", body
+    )
     controller._stored[key] = stale  # as if the watch event had not arrived yet
     patch(api_client, "ServingRuntime", "rt", {"spec": {"disabled": True}}, namespace)
 
@@ -386,13 +442,18 @@ def test_a_burst_of_inference_services_costs_one_write_each(
     _create_cluster(api_client, cluster_objects, objects.model(model_name))
     create(api_client, objects.runtime("rt-1b", namespace=namespace, size_range=("500M", "2B")))
     for index in range(count):
-        create(api_client, objects.inference_service(f"svc-{index}", namespace=namespace, model_name=model_name))
-    runner = running_operator()
+        create(
+            api_client, objects.inference_service(f"svc-{index}", namespace=namespace, model_name=model_name)
+        )
+    runner = running_operator(namespaces=[namespace])
     runner.wait_idle(timeout=120)
     before = _total(runner, "ome_selector_api_writes_total", operation="patch_status")
     patch(api_client, "ClusterBaseModel", model_name, {"spec": {"modelParameterSize": "3.21B"}})
     eventually(
-        lambda: _total(runner, "ome_selector_inferenceservices", status="False", reason="RuntimeNotFound") == count,
+        lambda: (
+            _total(runner, "ome_selector_inferenceservices", status="False", reason="RuntimeNotFound")
+            == count
+        ),
         timeout=120,
         what=f"{count} InferenceServices to turn RuntimeNotFound",
     )

@@ -16,31 +16,52 @@ def _address(text: str) -> tuple[str, int]:
     host, _, port = text.rpartition(":")
     if not port.isdigit():
         raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
-    return host or "0.0.0.0", int(port)  # noqa: S104 - an empty host means all interfaces, as in Go
+    return host or "0.0.0.0", int(port)
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ome-selector", description=__doc__)
     parser.add_argument("--version", action="version", version=f"ome-selector {__version__}")
-    parser.add_argument("--kubeconfig", type=Path, help="kubeconfig file (default: in-cluster, $KUBECONFIG, ~/.kube/config)")
+    parser.add_argument(
+        "--kubeconfig", type=Path, help="kubeconfig file (default: in-cluster, $KUBECONFIG, ~/.kube/config)"
+    )
     parser.add_argument("--context", help="kubeconfig context")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    run = commands.add_parser("run", help="watch models, runtimes and InferenceServices and report RuntimeReady")
+    run = commands.add_parser(
+        "run", help="watch models, runtimes and InferenceServices and report RuntimeReady"
+    )
     scope = run.add_mutually_exclusive_group()
-    scope.add_argument("-n", "--namespace", action="append", dest="namespaces", metavar="NAMESPACE",
-                       help="watch only this namespace (repeatable); cluster kinds are always watched")
+    scope.add_argument(
+        "-n",
+        "--namespace",
+        action="append",
+        dest="namespaces",
+        metavar="NAMESPACE",
+        help="watch only this namespace (repeatable); cluster kinds are always watched",
+    )
     scope.add_argument("-A", "--all-namespaces", action="store_true", help="watch all namespaces (default)")
-    run.add_argument("--report-only", action="store_true",
-                     help="evaluate and export metrics, but write no conditions and record no events")
+    run.add_argument(
+        "--report-only",
+        action="store_true",
+        help="evaluate and export metrics, but write no conditions and record no events",
+    )
     run.add_argument("--workers", type=int, default=4, help="concurrent evaluations (default 4)")
-    run.add_argument("--resync-seconds", type=float, default=600.0, help="full re-listing period (default 600)")
-    run.add_argument("--health-bind-address", type=_address, default=("0.0.0.0", 8080),
-                     help="HOST:PORT for /healthz and /metrics (default :8080)")
+    run.add_argument(
+        "--resync-seconds", type=float, default=600.0, help="full re-listing period (default 600)"
+    )
+    run.add_argument(
+        "--health-bind-address",
+        type=_address,
+        default=("0.0.0.0", 8080),
+        help="HOST:PORT for /healthz and /metrics (default :8080)",
+    )
     run.add_argument("--log-format", choices=["json", "plain"], default="json")
     run.add_argument("-v", "--verbose", action="store_true")
 
-    cleanup = commands.add_parser("cleanup", help="remove the RuntimeReady condition from every InferenceService")
+    cleanup = commands.add_parser(
+        "cleanup", help="remove the RuntimeReady condition from every InferenceService"
+    )
     cleanup.add_argument("--dry-run", action="store_true", help="only list what would change")
     return parser
 

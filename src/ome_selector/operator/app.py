@@ -25,6 +25,8 @@ from ome_selector.operator.controller import Controller
 from ome_selector.operator.listing import ALL_KINDS, GROUP, VERSION, list_objects
 from ome_selector.operator.metrics import Metrics
 from ome_selector.operator.writer import ApiWriter
+from ome_selector.webhook.admission import configure_admission, register_admission
+from ome_selector.webhook.config import WebhookConfig
 
 logger = logging.getLogger(__name__)
 
@@ -37,8 +39,9 @@ class OperatorConfig:
     resync_seconds: float = 600.0
     kubeconfig: Path | None = None
     context: str | None = None
-    health_address: tuple[str, int] | None = ("0.0.0.0", 8080)  # noqa: S104 - probes come from the kubelet
+    health_address: tuple[str, int] | None = ("0.0.0.0", 8080)
     instance: str = field(default_factory=lambda: os.environ.get("POD_NAME") or socket.gethostname())
+    webhook: WebhookConfig | None = None  # None: no admission webhook (issue 7, ome_selector.webhook)
 
 
 class Operator:
@@ -54,6 +57,7 @@ class Operator:
         self._tasks: list[asyncio.Task[None]] = []
         self._health_runner: web.AppRunner | None = None
         self._register()
+        self.admission = register_admission(self)  # webhook handlers; None without config.webhook
 
     def _register(self) -> None:
         registry = self.registry
@@ -81,8 +85,10 @@ class Operator:
     async def _startup(self, settings: kopf.OperatorSettings, **_: Any) -> None:
         configure_settings(settings, self.config)
         self._api_client = await self.access.api_client()
-        writer = None if self.config.report_only else ApiWriter(
-            self._api_client, self.metrics, instance=self.config.instance
+        writer = (
+            None
+            if self.config.report_only
+            else ApiWriter(self._api_client, self.metrics, instance=self.config.instance)
         )
         controller = Controller(
             writer, self.metrics, report_only=self.config.report_only, workers=self.config.workers
@@ -95,7 +101,8 @@ class Operator:
         controller.mark_ready()
         logger.info(
             "indexed %d objects at resourceVersion %s; %s",
-            len(snapshot.bodies), snapshot.resource_version,
+            len(snapshot.bodies),
+            snapshot.resource_version,
             "report-only: no writes, no events" if self.config.report_only else "writing RuntimeReady",
         )
         self._tasks.append(asyncio.create_task(self._resync_forever(), name="resync"))
@@ -108,7 +115,7 @@ class Operator:
             await asyncio.sleep(self.config.resync_seconds)
             try:
                 snapshot = await list_objects(self._api_client, namespaces=self.config.namespaces)
-            except Exception as error:  # noqa: BLE001 - the next resync tries again
+            except Exception as error:
                 self.metrics.api_errors.labels("list").inc()
                 logger.warning("resync listing failed: %s", error)
                 continue
@@ -149,6 +156,7 @@ class Operator:
     async def run(self, stop_flag: asyncio.Event | None = None) -> None:
         settings = kopf.OperatorSettings()
         configure_settings(settings, self.config)
+        configure_admission(settings, self.admission)
         namespaces = list(self.config.namespaces) if self.config.namespaces is not None else []
         await kopf.operator(
             registry=self.registry,

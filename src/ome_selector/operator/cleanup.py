@@ -1,6 +1,9 @@
-"""`ome-selector cleanup`: remove the product's RuntimeReady condition from every InferenceService (uninstall).
+"""`ome-selector cleanup`: remove the product's RuntimeReady condition from every InferenceService.
 
-Every other condition and status field stays; each write is guarded by resourceVersion and retried on conflict.
+Used when uninstalling.
+
+Every other condition and status field stays; each write is guarded by resourceVersion and retried on
+conflict.
 Run it after stopping the operator, or the operator writes the condition back.
 """
 
@@ -16,7 +19,7 @@ from ome_selector.operator.conditions import current_condition, without_conditio
 from ome_selector.operator.connection import ClusterAccess
 from ome_selector.operator.listing import list_objects
 from ome_selector.operator.metrics import Metrics
-from ome_selector.operator.writer import ApiWriter, Conflict, Gone
+from ome_selector.operator.writer import ApiWriter, ConflictError, GoneError
 
 MAX_ATTEMPTS = 5
 
@@ -43,7 +46,7 @@ async def run_cleanup(*, kubeconfig: Path | None, context: str | None, dry_run: 
                 if await _remove(writer, body):
                     print(f"removed RuntimeReady from inferenceservice {namespace}/{name}")
                     changed += 1
-            except (ApiException, Conflict) as error:
+            except (ApiException, ConflictError) as error:
                 print(f"ome-selector cleanup: {namespace}/{name}: {error}", file=sys.stderr)
                 failed += 1
         verb = "would change" if dry_run else "changed"
@@ -68,10 +71,10 @@ async def _remove(writer: ApiWriter, body: dict[str, object]) -> bool:
                 conditions=without_condition((status or {}).get("conditions")),
             )
             return True
-        except Gone:
+        except GoneError:
             return False
-        except Conflict:
+        except ConflictError:
             body = await writer.read_inference_service(namespace, name)
             metadata = body["metadata"]
             assert isinstance(metadata, dict)
-    raise Conflict(f"{namespace}/{name}: still conflicting after {MAX_ATTEMPTS} attempts")
+    raise ConflictError(f"{namespace}/{name}: still conflicting after {MAX_ATTEMPTS} attempts")

@@ -1,7 +1,7 @@
-"""The `RuntimeReady` condition: what to store, and whether storing it would change anything (SPEC §1, §5).
+"""The `RuntimeReady` condition: what to store, and whether storing it changes anything (SPEC §1, §5).
 
-The stored condition is the operator's only memory: a verdict whose status, reason and message equal the stored
-ones is not written again, and `lastTransitionTime` moves only when the status flips.
+The stored condition is the operator's only memory: a verdict whose status, reason and message equal the
+stored ones is not written again, and `lastTransitionTime` moves only when the status flips.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ class ClusterAccess:
     async def configuration(self) -> client.Configuration:
         configuration = client.Configuration()
         if self.kubeconfig is None and self.context is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
-            config.load_incluster_config(client_configuration=configuration)
+            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         else:
             path = str(self.kubeconfig) if self.kubeconfig else None
             await config.load_kube_config(

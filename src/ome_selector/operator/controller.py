@@ -21,7 +21,7 @@ from ome_selector.catalog.catalog import Catalog
 from ome_selector.operator.conditions import build_condition, current_condition, differs, with_condition
 from ome_selector.operator.metrics import Metrics
 from ome_selector.operator.workqueue import WorkQueue
-from ome_selector.operator.writer import ApiWriter, Conflict, Gone
+from ome_selector.operator.writer import ApiWriter, ConflictError, GoneError
 from ome_selector.selection.outcome import Outcome, evaluate
 
 logger = logging.getLogger(__name__)
@@ -103,7 +103,7 @@ class Controller:
             if key is not None:
                 listed.add(key)
             self.observe(body)
-        for key in [k for k in self.catalog.keys() if k not in listed]:
+        for key in [k for k in self.catalog.keys(kind=None) if k not in listed]:
             self.forget(_body_of(key))
 
     def mark_ready(self) -> None:
@@ -150,17 +150,18 @@ class Controller:
                 try:
                     await self._write(key, outcome)
                     return
-                except Conflict:
+                except ConflictError:
                     # Someone else changed the object: read it as the watch would, and decide again.
                     await self._refresh(key)
             raise RuntimeError(f"{key}: gave up after {MAX_CONFLICT_RETRIES} write conflicts")
-        except Gone:
+        except GoneError:
             return
         finally:
             self.metrics.evaluation_seconds.observe(time.perf_counter() - started)
 
     async def _write(self, key: ObjectKey, outcome: Outcome) -> None:
-        assert self._writer is not None and key.namespace is not None
+        assert self._writer is not None
+        assert key.namespace is not None
         stored = self._stored.get(key)
         if stored is None:
             return
@@ -180,7 +181,8 @@ class Controller:
             )
 
     async def _refresh(self, key: ObjectKey) -> None:
-        assert self._writer is not None and key.namespace is not None
+        assert self._writer is not None
+        assert key.namespace is not None
         body = await self._writer.read_inference_service(key.namespace, key.name)
         body.setdefault("apiVersion", "ome.io/v1beta1")
         body.setdefault("kind", Kind.INFERENCE_SERVICE.value)
@@ -237,7 +239,7 @@ def _same_inputs(previous: Resource, current: Resource) -> bool:
 def _key_of(body: Mapping[str, Any]) -> ObjectKey | None:
     metadata = body.get("metadata") or {}
     try:
-        kind = Kind(body.get("kind"))
+        kind = Kind(str(body.get("kind")))
     except ValueError:
         return None
     name = metadata.get("name")

@@ -66,7 +66,9 @@ async def _list_into(
         if namespace is None:
             page = await objects.list_cluster_custom_object(GROUP, VERSION, kind.plural, **arguments)
         else:
-            page = await objects.list_namespaced_custom_object(GROUP, VERSION, namespace, kind.plural, **arguments)
+            page = await objects.list_namespaced_custom_object(
+                GROUP, VERSION, namespace, kind.plural, **arguments
+            )
         metadata = page.get("metadata") or {}
         if snapshot.resource_version is None:
             snapshot.resource_version = metadata.get("resourceVersion")

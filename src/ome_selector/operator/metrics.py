@@ -42,11 +42,16 @@ class Metrics:
             "ome_selector_workqueue_depth", "InferenceServices waiting for evaluation", registry=self.registry
         )
         self.api_errors = Counter(
-            "ome_selector_api_errors", "Failed Kubernetes API calls by operation", ["operation"],
+            "ome_selector_api_errors",
+            "Failed Kubernetes API calls by operation",
+            ["operation"],
             registry=self.registry,
         )
         self.writes = Counter(
-            "ome_selector_api_writes", "Kubernetes API writes by operation", ["operation"], registry=self.registry
+            "ome_selector_api_writes",
+            "Kubernetes API writes by operation",
+            ["operation"],
+            registry=self.registry,
         )
         self._verdicts: dict[Hashable, tuple[str, str]] = {}
         self._tally: Tally[tuple[str, str]] = Tally()

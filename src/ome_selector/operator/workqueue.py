@@ -111,12 +111,13 @@ class WorkQueue(Generic[K]):
                 await self.process(key)
             except asyncio.CancelledError:
                 raise
-            except Exception as error:  # noqa: BLE001 - any failure is retried; the queue must survive
+            except Exception as error:
                 failures = self._failures.get(key, 0) + 1
                 self._failures[key] = failures
                 delay = self.backoff.delay(failures)
-                logger.warning("evaluation of %s failed (attempt %d), retrying in %.1fs: %s",
-                               key, failures, delay, error)
+                logger.warning(
+                    "evaluation of %s failed (attempt %d), retrying in %.1fs: %s", key, failures, delay, error
+                )
                 if self.on_retry is not None:
                     self.on_retry(key, error)
                 self._active.discard(key)

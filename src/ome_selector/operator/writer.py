@@ -1,8 +1,9 @@
 """The only writes the operator makes: InferenceService `status.conditions` and core/v1 Events.
 
-Status is written with a merge patch of the whole `conditions` list guarded by `metadata.resourceVersion`, so a
-concurrent writer's change makes the apiserver answer 409 instead of being overwritten; the caller re-reads and
-retries. Events are created once per changing write (Kopf's own event poster has no de-duplication).
+Status is written with a merge patch of the whole `conditions` list guarded by `metadata.resourceVersion`,
+so a concurrent writer's change makes the apiserver answer 409 instead of being overwritten; the caller
+re-reads and retries. Events are created once per changing write (Kopf's own event poster has no
+de-duplication).
 """
 
 from __future__ import annotations
@@ -24,18 +25,19 @@ _MERGE_PATCH = "application/merge-patch+json"
 logger = logging.getLogger(__name__)
 
 
-class Conflict(Exception):
+class ConflictError(Exception):
     """The InferenceService changed since it was read."""
 
 
-class Gone(Exception):
+class GoneError(Exception):
     """The InferenceService no longer exists."""
 
 
 class ApiWriter:
     def __init__(self, api_client: client.ApiClient, metrics: Metrics, *, instance: str) -> None:
-        self._objects = client.CustomObjectsApi(api_client)
-        self._core = client.CoreV1Api(api_client)
+        # Typed as Any: the bundled stubs omit `_content_type`, and bodies are plain dicts on purpose.
+        self._objects: Any = client.CustomObjectsApi(api_client)
+        self._core: Any = client.CoreV1Api(api_client)
         self._metrics = metrics
         self._instance = instance
 
@@ -46,7 +48,7 @@ class ApiWriter:
             )
         except ApiException as error:
             if error.status == 404:
-                raise Gone(f"{namespace}/{name}") from error
+                raise GoneError(f"{namespace}/{name}") from error
             self._metrics.api_errors.labels("read").inc()
             raise
         return body
@@ -57,13 +59,20 @@ class ApiWriter:
         patch = {"metadata": {"resourceVersion": resource_version}, "status": {"conditions": conditions}}
         try:
             body: dict[str, Any] = await self._objects.patch_namespaced_custom_object_status(
-                GROUP, VERSION, namespace, PLURAL, name, patch, field_manager=COMPONENT, _content_type=_MERGE_PATCH
+                GROUP,
+                VERSION,
+                namespace,
+                PLURAL,
+                name,
+                patch,
+                field_manager=COMPONENT,
+                _content_type=_MERGE_PATCH,
             )
         except ApiException as error:
             if error.status == 409:
-                raise Conflict(f"{namespace}/{name}") from error
+                raise ConflictError(f"{namespace}/{name}") from error
             if error.status == 404:
-                raise Gone(f"{namespace}/{name}") from error
+                raise GoneError(f"{namespace}/{name}") from error
             self._metrics.api_errors.labels("patch_status").inc()
             raise
         self._metrics.writes.labels("patch_status").inc()

@@ -66,7 +66,10 @@ def _tail(path: Path, lines: int = 30) -> str:
 
 
 def find_binaries(bin_dir: Path | None = None) -> Path:
-    """The directory holding kube-apiserver, etcd and kubectl: the argument, $OME_SELECTOR_BIN_DIR or $KUBEBUILDER_ASSETS."""
+    """The directory holding kube-apiserver, etcd and kubectl.
+
+    The first of: the argument, $OME_SELECTOR_BIN_DIR, $KUBEBUILDER_ASSETS.
+    """
     candidates = [bin_dir, os.environ.get("OME_SELECTOR_BIN_DIR"), os.environ.get("KUBEBUILDER_ASSETS")]
     for candidate in candidates:
         if candidate and all((Path(candidate) / b).is_file() for b in ("kube-apiserver", "etcd", "kubectl")):
@@ -283,7 +286,9 @@ class ControlPlane:
 
 
 @contextlib.contextmanager
-def running_control_plane(bin_dir: Path | None = None, *, install_crds: bool = True) -> Iterator[ControlPlane]:
+def running_control_plane(
+    bin_dir: Path | None = None, *, install_crds: bool = True
+) -> Iterator[ControlPlane]:
     """Start a control plane in a temporary directory and always stop it and remove the directory."""
     workdir = Path(tempfile.mkdtemp(prefix="ome-selector-cp-"))
     plane = ControlPlane(find_binaries(bin_dir), workdir, workdir / "kubeconfig", install_crds=install_crds)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
@@ -14,9 +15,10 @@ ESTABLISH_TIMEOUT_S = 60.0
 
 
 def install_crds(kubeconfig: Path) -> None:
-    api_client = config.new_client_from_config(config_file=str(kubeconfig))
+    api_client = config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
     with api_client:
-        extensions = client.ApiextensionsV1Api(api_client)
+        # Plain dict bodies: the typed client models would only re-encode the same YAML.
+        extensions: Any = client.ApiextensionsV1Api(api_client)
         names = []
         for document in crd_documents():
             name = document["metadata"]["name"]
@@ -27,9 +29,8 @@ def install_crds(kubeconfig: Path) -> None:
                 if error.status != 409:
                     raise
                 current = extensions.read_custom_resource_definition(name)
-                document = {**document, "metadata": {**document["metadata"]}}
-                document["metadata"]["resourceVersion"] = current.metadata.resource_version
-                extensions.replace_custom_resource_definition(name, document)
+                metadata = {**document["metadata"], "resourceVersion": current.metadata.resource_version}
+                extensions.replace_custom_resource_definition(name, {**document, "metadata": metadata})
         deadline = time.monotonic() + ESTABLISH_TIMEOUT_S
         pending = set(names)
         while pending:
@@ -40,5 +41,7 @@ def install_crds(kubeconfig: Path) -> None:
                     pending.discard(name)
             if pending:
                 if time.monotonic() > deadline:
-                    raise TimeoutError(f"CRDs not Established after {ESTABLISH_TIMEOUT_S:.0f}s: {sorted(pending)}")
+                    raise TimeoutError(
+                        f"CRDs not Established after {ESTABLISH_TIMEOUT_S:.0f}s: {sorted(pending)}"
+                    )
                 time.sleep(0.1)

@@ -21,27 +21,33 @@ T = TypeVar("T")
 
 
 def create(api_client: Any, body: Mapping[str, Any]) -> dict[str, Any]:
-    objects = client.CustomObjectsApi(api_client)
+    objects: Any = client.CustomObjectsApi(api_client)
     plural = PLURALS[body["kind"]]
     namespace = body["metadata"].get("namespace")
     if namespace:
-        result: dict[str, Any] = objects.create_namespaced_custom_object(GROUP, VERSION, namespace, plural, body)
+        result: dict[str, Any] = objects.create_namespaced_custom_object(
+            GROUP, VERSION, namespace, plural, body
+        )
     else:
         result = objects.create_cluster_custom_object(GROUP, VERSION, plural, body)
     return result
 
 
 def get(api_client: Any, kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
-    objects = client.CustomObjectsApi(api_client)
+    objects: Any = client.CustomObjectsApi(api_client)
     if namespace:
-        result: dict[str, Any] = objects.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURALS[kind], name)
+        result: dict[str, Any] = objects.get_namespaced_custom_object(
+            GROUP, VERSION, namespace, PLURALS[kind], name
+        )
     else:
         result = objects.get_cluster_custom_object(GROUP, VERSION, PLURALS[kind], name)
     return result
 
 
-def patch(api_client: Any, kind: str, name: str, body: Mapping[str, Any], namespace: str | None = None) -> None:
-    objects = client.CustomObjectsApi(api_client)
+def patch(
+    api_client: Any, kind: str, name: str, body: Mapping[str, Any], namespace: str | None = None
+) -> None:
+    objects: Any = client.CustomObjectsApi(api_client)
     if namespace:
         objects.patch_namespaced_custom_object(GROUP, VERSION, namespace, PLURALS[kind], name, body)
     else:
@@ -49,7 +55,7 @@ def patch(api_client: Any, kind: str, name: str, body: Mapping[str, Any], namesp
 
 
 def delete(api_client: Any, kind: str, name: str, namespace: str | None = None) -> None:
-    objects = client.CustomObjectsApi(api_client)
+    objects: Any = client.CustomObjectsApi(api_client)
     if namespace:
         objects.delete_namespaced_custom_object(GROUP, VERSION, namespace, PLURALS[kind], name)
     else:
@@ -71,7 +77,9 @@ def events_for(api_client: Any, namespace: str, name: str) -> list[Any]:
     return list(events.items)
 
 
-def eventually(probe: Callable[[], T | None], *, timeout: float = 30.0, interval: float = 0.1, what: str = "") -> T:
+def eventually(
+    probe: Callable[[], T | None], *, timeout: float = 30.0, interval: float = 0.1, what: str = ""
+) -> T:
     """Poll until `probe` returns something truthy; the last value is in the error otherwise."""
     deadline = time.monotonic() + timeout
     last: T | None = None

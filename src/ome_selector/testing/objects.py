@@ -1,4 +1,4 @@
-"""Builders of ome.io objects for tests, benchmarks and the demo (plain dicts, as `kubectl apply` would send)."""
+"""Builders of ome.io objects for tests, benchmarks and the demo (plain dicts, as kubectl sends them)."""
 
 from __future__ import annotations
 
@@ -76,7 +76,14 @@ def inference_service(
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {"model": {"name": model_name}}
     if runtime_name is not None or auto_sync is not None:
-        spec["runtime"] = {k: v for k, v in (("name", runtime_name), ("autoSync", auto_sync)) if v is not None}
+        spec["runtime"] = {
+            k: v for k, v in (("name", runtime_name), ("autoSync", auto_sync)) if v is not None
+        }
     if engine is not None:
         spec["engine"] = engine
-    return {"apiVersion": API_VERSION, "kind": "InferenceService", "metadata": _metadata(name, namespace), "spec": spec}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "InferenceService",
+        "metadata": _metadata(name, namespace),
+        "spec": spec,
+    }

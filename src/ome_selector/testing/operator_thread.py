@@ -32,7 +32,7 @@ class OperatorThread:
         try:
             self._stop_flag = asyncio.Event()
             self._loop.run_until_complete(self.operator.run(stop_flag=self._stop_flag))
-        except BaseException as error:  # noqa: BLE001 - surfaced to the test thread by start()/stop()
+        except BaseException as error:
             self._error = error
         finally:
             self._loop.run_until_complete(self._loop.shutdown_asyncgens())
@@ -60,7 +60,7 @@ class OperatorThread:
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout)
 
     def wait_idle(self, timeout: float = 60.0, settle: float = 0.3) -> None:
-        """Until the work queue has stayed empty for `settle` seconds (watch events may still be in flight)."""
+        """Until the work queue stays empty for `settle` seconds (watch events may still be in flight)."""
         controller = self.operator.controller
         assert controller is not None
         deadline = time.monotonic() + timeout
