@@ -1,0 +1,118 @@
+"""The coalescing work queue: one evaluation per burst, never concurrent per key, retries with backoff."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+
+import pytest
+
+from ome_selector.operator.workqueue import Backoff, WorkQueue
+
+
+def run(coroutine: object) -> None:
+    asyncio.run(coroutine)  # type: ignore[arg-type]
+
+
+def test_a_burst_of_adds_is_processed_once_per_key() -> None:
+    async def scenario() -> None:
+        seen: Counter[str] = Counter()
+
+        async def process(key: str) -> None:
+            seen[key] += 1
+
+        queue: WorkQueue[str] = WorkQueue(process, workers=2)
+        for _ in range(100):
+            for key in ("a", "b", "c"):
+                queue.add(key)
+        queue.start()
+        await queue.wait_idle()
+        await queue.stop()
+        assert seen == Counter({"a": 1, "b": 1, "c": 1})
+
+    run(scenario())
+
+
+def test_an_add_while_processing_runs_once_more_afterwards_never_concurrently() -> None:
+    async def scenario() -> None:
+        running: set[str] = set()
+        overlaps = 0
+        calls = 0
+        release = asyncio.Event()
+
+        async def process(key: str) -> None:
+            nonlocal overlaps, calls
+            overlaps += key in running
+            running.add(key)
+            calls += 1
+            if calls == 1:
+                await release.wait()
+            running.discard(key)
+
+        queue: WorkQueue[str] = WorkQueue(process, workers=4)
+        queue.start()
+        queue.add("k")
+        await asyncio.sleep(0.01)
+        for _ in range(10):
+            queue.add("k")  # all arrive while the first run is still going
+        release.set()
+        await queue.wait_idle()
+        await queue.stop()
+        assert (calls, overlaps) == (2, 0)
+
+    run(scenario())
+
+
+def test_failures_are_retried_with_backoff_until_they_succeed() -> None:
+    async def scenario() -> None:
+        attempts = 0
+        retries: list[str] = []
+
+        async def process(key: str) -> None:
+            nonlocal attempts
+            attempts += 1
+            if attempts < 3:
+                raise ConnectionError("apiserver unavailable")
+
+        queue: WorkQueue[str] = WorkQueue(
+            process, backoff=Backoff(base_s=0.01, cap_s=0.02), on_retry=lambda key, _: retries.append(key)
+        )
+        queue.start()
+        queue.add("k")
+        assert queue.busy
+        await asyncio.wait_for(queue.wait_idle(), 5)
+        await queue.stop()
+        assert attempts == 3
+        assert retries == ["k", "k"]
+        assert queue.depth == 0
+
+    run(scenario())
+
+
+@pytest.mark.parametrize(
+    ("failures", "delay"),
+    [(1, 0.2), (2, 0.4), (3, 0.8), (10, 30.0), (100, 30.0)],
+    ids=["first", "second", "third", "capped", "far-capped"],
+)
+def test_backoff_doubles_up_to_the_cap(failures: int, delay: float) -> None:
+    assert Backoff().delay(failures) == pytest.approx(delay)
+
+
+def test_depth_is_reported() -> None:
+    async def scenario() -> None:
+        depths: list[int] = []
+
+        async def process(key: str) -> None:
+            return None
+
+        queue: WorkQueue[str] = WorkQueue(process, on_depth=depths.append)
+        queue.add("a")
+        queue.add("b")
+        assert queue.depth == 2
+        queue.start()
+        await queue.wait_idle()
+        await queue.stop()
+        assert depths[:2] == [1, 2]
+        assert depths[-1] == 0
+
+    run(scenario())
