@@ -1,0 +1,317 @@
+"""The admission decisions of SPEC §7, as pure functions of the catalog and the request (no Kopf, no I/O).
+
+:func:`decide_inference_service` judges an InferenceService CREATE or UPDATE from a catalog;
+:func:`decide_sizes` judges the size values and operators of the four other kinds. Both return a
+:class:`Decision`. Every text is the selection core's (:mod:`ome_selector.selection.messages`): a denial
+carries the SPEC §5 message, warnings are cut to 256 characters.
+
+A negative InferenceService answer that rests on something *missing* from the catalog (the model, the named
+runtime, any candidate runtime) comes back with :attr:`Decision.confirm` set: the caller reads what the
+:class:`Lookup` names directly from the API, builds a catalog of what it read and decides again with
+``confirmed=True`` (see :mod:`ome_selector.webhook.admission`). That is how an object applied in the same
+request as the InferenceService, and not yet seen by the watch, is not missed.
+
+Choices where SPEC §7 is silent (also in docs): deferral (``runner.image``) only skips auto-selection — the
+model checks still apply, as upstream OME checks the model first; an empty ``modelParameterSize`` means "no
+size" (SPEC §2) and gets no warning, while an empty ``min``/``max`` is a present bound that reads as 0 and
+does; ``min`` above ``max`` is reported only when both parse (a bound that does not parse has its own
+warning); the size webhooks never deny an object that is being deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from ome_selector.api.loading import LoadError, load_resource
+from ome_selector.api.resources import KNOWN_OPERATORS, InferenceService, Kind
+from ome_selector.catalog.catalog import Catalog
+from ome_selector.selection import messages
+from ome_selector.selection.outcome import OutcomeKind, evaluate
+from ome_selector.selection.quantity import try_parse_parameter_count
+
+__all__ = [
+    "ALLOWED",
+    "DEFAULT_SUGGESTION",
+    "Decision",
+    "Lookup",
+    "Operation",
+    "ValueProblem",
+    "decide_inference_service",
+    "decide_sizes",
+    "size_problems",
+    "suggestion_for",
+]
+
+#: What the not-a-parameter-count warning suggests when upper-casing the value does not help.
+DEFAULT_SUGGESTION = "4B"
+
+
+class Operation(StrEnum):
+    CREATE = "CREATE"
+    UPDATE = "UPDATE"
+    DELETE = "DELETE"
+    CONNECT = "CONNECT"
+
+
+@dataclass(frozen=True, slots=True)
+class Lookup:
+    """What a direct read must fetch to confirm a negative answer for an InferenceService in ``namespace``.
+
+    The model ``model_name`` (BaseModel there, else ClusterBaseModel) and the runtime ``runtime_name`` the
+    same way — or, when ``runtime_name`` is None, every runtime visible from the namespace (auto-selection).
+    """
+
+    namespace: str
+    model_name: str
+    runtime_name: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """Allowed or denied (with ``message``), the warnings to return either way, and what to confirm.
+
+    ``outcome`` is the SPEC §5 situation the decision rests on (None when the object was not judged), for logs
+    and metrics.
+    """
+
+    allowed: bool
+    message: str = ""
+    warnings: tuple[str, ...] = ()
+    confirm: Lookup | None = None
+    outcome: OutcomeKind | None = None
+
+    @property
+    def judged(self) -> bool:
+        return self.outcome is not None
+
+
+ALLOWED = Decision(allowed=True)
+
+#: The situations whose denial rests on something absent from the catalog (SPEC §7: confirmed by one read).
+_CONFIRMED = frozenset({OutcomeKind.MODEL_NOT_FOUND, OutcomeKind.RUNTIME_NOT_FOUND, OutcomeKind.NO_RUNTIME})
+
+
+# --- InferenceService ---------------------------------------------------------------------------------------
+
+
+def decide_inference_service(
+    catalog: Catalog,
+    new: Mapping[str, Any] | None,
+    old: Mapping[str, Any] | None,
+    operation: str,
+    *,
+    namespace: str | None = None,
+    confirmed: bool = False,
+) -> Decision:
+    """SPEC §7 for an InferenceService CREATE or UPDATE (``new`` is the object, ``old`` the stored one).
+
+    - other operations, objects that are not InferenceServices, and InferenceServices without ``spec.engine``
+      or with ``metadata.deletionTimestamp`` are allowed without a look;
+    - an UPDATE that changes no field the matcher reads is allowed, with the verdict as a warning when the
+      object would have been denied;
+    - otherwise the SPEC §5 outcome decides: model missing or disabled, named runtime missing or disabled, and
+      (unless the engine names its own image) no auto-selectable runtime are denied with the §5 message; a
+      model without format is allowed with the pending message as a warning; a named runtime that does not
+      declare support is allowed with the advisory as a warning.
+
+    ``confirmed``: ``catalog`` was read directly for this request, so no further confirmation is asked for.
+    """
+    if operation not in (Operation.CREATE, Operation.UPDATE) or new is None:
+        return ALLOWED
+    isvc = _load_inference_service(new, namespace)
+    if isvc is None or not isvc.has_engine or isvc.deletion_timestamp is not None:
+        return ALLOWED
+    verdict = _verdict(catalog, isvc, confirmed=confirmed)
+    if operation == Operation.UPDATE and old is not None:
+        previous = _load_inference_service(old, namespace)
+        if previous is not None and previous.matcher_inputs == isvc.matcher_inputs:
+            if verdict.allowed:
+                return Decision(allowed=True, outcome=verdict.outcome)
+            return Decision(
+                allowed=True,
+                warnings=(messages.admission_warning(verdict.message),),
+                confirm=verdict.confirm,
+                outcome=verdict.outcome,
+            )
+    return verdict
+
+
+def _load_inference_service(body: Mapping[str, Any], namespace: str | None) -> InferenceService | None:
+    try:
+        resource = load_resource(body, default_namespace=namespace)
+    except LoadError:
+        # The apiserver validated it against whatever CRD is installed; what our model cannot read, the
+        # controller ignores too, so admission does not judge it either.
+        return None
+    return resource if isinstance(resource, InferenceService) else None
+
+
+def _verdict(catalog: Catalog, isvc: InferenceService, *, confirmed: bool) -> Decision:
+    outcome = evaluate(catalog, isvc)
+    if outcome is None:  # no spec.model: left alone (SPEC §5)
+        return ALLOWED
+    kind = outcome.kind
+    if kind is OutcomeKind.MODEL_METADATA_PENDING:
+        return Decision(allowed=True, warnings=(messages.admission_warning(outcome.message),), outcome=kind)
+    if kind is OutcomeKind.RUNTIME_SPECIFIED_UNSUPPORTED:
+        advisory = outcome.advisory or outcome.message
+        return Decision(allowed=True, warnings=(messages.admission_warning(advisory),), outcome=kind)
+    if kind is OutcomeKind.NO_RUNTIME and isvc.defers_auto_selection:
+        return Decision(allowed=True, outcome=kind)
+    if not outcome.denies_admission:
+        return Decision(allowed=True, outcome=kind)
+    confirm = None
+    if kind in _CONFIRMED and not confirmed and isvc.model_name is not None:
+        confirm = Lookup(isvc.namespace, isvc.model_name, isvc.runtime_name)
+    return Decision(allowed=False, message=outcome.message, confirm=confirm, outcome=kind)
+
+
+# --- size values and operators on models and runtimes -----------------------------------------------------
+
+_Path = tuple[str | int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ValueProblem:
+    """One SPEC §7 size or operator warning and the field(s) it is about (as key/index paths)."""
+
+    message: str
+    fields: tuple[_Path, ...] = field(default=())
+
+    def unchanged_in(self, old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:
+        """Whether every field it is about is the same in ``old`` (then ``--strict-sizes`` only warns)."""
+        if old is None:
+            return False
+        return all(_get(old, path) == _get(new, path) for path in self.fields)
+
+
+def suggestion_for(value: str) -> str:
+    """The value upper-cased if that is a parameter count, else ``4B``."""
+    upper = value.upper()
+    return upper if try_parse_parameter_count(upper) is not None else DEFAULT_SUGGESTION
+
+
+def size_problems(kind: Kind, body: Mapping[str, Any]) -> list[ValueProblem]:
+    """Every SPEC §7 warning for a model or runtime ``body``, in field order."""
+    spec = body.get("spec")
+    if not isinstance(spec, Mapping):
+        return []
+    if kind.is_model:
+        return _model_problems(spec)
+    if kind.is_runtime:
+        return _runtime_problems(spec)
+    return []
+
+
+def _not_a_count(path: _Path, value: str) -> ValueProblem:
+    return ValueProblem(
+        messages.not_a_parameter_count_warning(_path_text(path), value, suggestion_for(value)), (path,)
+    )
+
+
+def _model_problems(spec: Mapping[str, Any]) -> list[ValueProblem]:
+    value = spec.get("modelParameterSize")
+    # An empty size is "no size" (SPEC §2), not a value that reads as 0.
+    if isinstance(value, str) and value and try_parse_parameter_count(value) is None:
+        return [_not_a_count(("spec", "modelParameterSize"), value)]
+    return []
+
+
+def _runtime_problems(spec: Mapping[str, Any]) -> list[ValueProblem]:
+    problems: list[ValueProblem] = []
+    size_range = spec.get("modelSizeRange")
+    if isinstance(size_range, Mapping):
+        bounds: dict[str, Any] = {}
+        for bound in ("min", "max"):
+            value = size_range.get(bound)
+            if not isinstance(value, str):
+                continue  # absent (or null): no bound
+            path: _Path = ("spec", "modelSizeRange", bound)
+            parsed = try_parse_parameter_count(value)
+            if parsed is None:
+                problems.append(_not_a_count(path, value))
+            else:
+                bounds[bound] = parsed
+        if "min" in bounds and "max" in bounds and bounds["min"] > bounds["max"]:
+            problems.append(
+                ValueProblem(
+                    messages.min_above_max_warning(size_range["min"], size_range["max"]),
+                    (("spec", "modelSizeRange", "min"), ("spec", "modelSizeRange", "max")),
+                )
+            )
+    entries = spec.get("supportedModelFormats")
+    if isinstance(entries, Sequence) and not isinstance(entries, str):
+        for index, entry in enumerate(entries):
+            if not isinstance(entry, Mapping):
+                continue
+            for part in ("modelFormat", "modelFramework"):
+                selector = entry.get(part)
+                if not isinstance(selector, Mapping):
+                    continue
+                operator = selector.get("operator")
+                if isinstance(operator, str) and operator not in KNOWN_OPERATORS:
+                    path = ("spec", "supportedModelFormats", index, part, "operator")
+                    problems.append(
+                        ValueProblem(messages.unknown_operator_warning(_path_text(path), operator), (path,))
+                    )
+    return problems
+
+
+def decide_sizes(
+    kind: Kind,
+    new: Mapping[str, Any] | None,
+    old: Mapping[str, Any] | None,
+    operation: str,
+    *,
+    strict: bool = False,
+) -> Decision:
+    """SPEC §7 for a model or runtime CREATE/UPDATE: allowed with a warning per problem; with ``strict``,
+    denied for the problems whose values the request sets or changes (the rest stay warnings)."""
+    if operation not in (Operation.CREATE, Operation.UPDATE) or new is None:
+        return ALLOWED
+    problems = size_problems(kind, new)
+    if not problems:
+        return ALLOWED
+    deleting = (new.get("metadata") or {}).get("deletionTimestamp") is not None
+    if not strict or deleting:
+        return Decision(allowed=True, warnings=tuple(messages.admission_warning(p.message) for p in problems))
+    previous = old if operation == Operation.UPDATE else None
+    kept = [p for p in problems if p.unchanged_in(previous, new)]
+    denied = [p for p in problems if p not in kept]
+    warnings = tuple(messages.admission_warning(p.message) for p in kept)
+    if not denied:
+        return Decision(allowed=True, warnings=warnings)
+    message = messages.truncate("; ".join(p.message for p in denied))
+    return Decision(allowed=False, message=message, warnings=warnings)
+
+
+# --- field paths -------------------------------------------------------------------------------------------
+
+
+def _path_text(path: _Path) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+    return text
+
+
+_MISSING = object()
+
+
+def _get(body: Mapping[str, Any], path: _Path) -> Any:
+    value: Any = body
+    for part in path:
+        if isinstance(part, int):
+            if not isinstance(value, Sequence) or isinstance(value, str) or part >= len(value):
+                return _MISSING
+            value = value[part]
+        else:
+            if not isinstance(value, Mapping):
+                return _MISSING
+            value = value.get(part, _MISSING)
+            if value is None:
+                return _MISSING
+    return value

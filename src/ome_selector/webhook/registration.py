@@ -1,0 +1,183 @@
+"""The ValidatingWebhookConfiguration: built here, written with kubernetes_asyncio (not Kopf's ``managed``).
+
+Kopf's managed mode writes ``timeoutSeconds: 30`` and no ``namespaceSelector``, and on exit leaves the
+configuration object behind (emptied). SPEC §7 and issue 7 want failurePolicy, timeout and namespace selection
+configurable, ``Fail`` for InferenceServices and ``Ignore`` for the size warnings, and a per-run configuration
+removed on stop — so the operator writes the object itself:
+
+- :class:`LocalRegistration` creates ``<prefix>-<random>`` with url clientConfigs when the server starts
+  listening (and replaces it when the server restarts with a rotated certificate), and deletes it on stop;
+- :class:`CaBundleRegistration` keeps the ``caBundle`` of a static, chart-installed configuration equal to
+  the CA the server uses, and leaves the object alone otherwise.
+
+The webhook paths are Kopf's handler ids (:data:`HANDLER_IDS`); a chart's service clientConfig uses them too.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Mapping
+from typing import Any, cast
+
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from ome_selector.api.resources import API_GROUP, API_VERSION, Kind
+from ome_selector.webhook.config import WebhookConfig
+
+__all__ = [
+    "HANDLER_IDS",
+    "WEBHOOK_DOMAIN",
+    "CaBundleRegistration",
+    "LocalRegistration",
+    "build_configuration",
+    "build_webhook",
+    "webhook_name",
+]
+
+logger = logging.getLogger(__name__)
+
+WEBHOOK_DOMAIN = "ome-selector.ome.io"
+#: Kopf handler id of each kind's webhook = the last segment of its URL path, e.g. ``/validate-basemodels``.
+HANDLER_IDS: Mapping[Kind, str] = {
+    Kind.INFERENCE_SERVICE: "validate-inferenceservices",
+    Kind.BASE_MODEL: "validate-basemodels",
+    Kind.CLUSTER_BASE_MODEL: "validate-clusterbasemodels",
+    Kind.SERVING_RUNTIME: "validate-servingruntimes",
+    Kind.CLUSTER_SERVING_RUNTIME: "validate-clusterservingruntimes",
+}
+_LABELS = {"app.kubernetes.io/name": "ome-selector", "app.kubernetes.io/managed-by": "ome-selector"}
+
+
+def webhook_name(kind: Kind) -> str:
+    """The name the apiserver quotes in denials: ``admission webhook "<name>" denied the request: …``."""
+    return f"{kind.plural}.{WEBHOOK_DOMAIN}"
+
+
+def build_webhook(kind: Kind, client_config: Mapping[str, Any], config: WebhookConfig) -> dict[str, Any]:
+    """One ``webhooks[]`` entry: CREATE and UPDATE of ``kind`` (never its status), with the configured
+    policy."""
+    url = client_config.get("url")
+    clientconfig: dict[str, Any] = {}
+    if url is not None:
+        clientconfig["url"] = f"{str(url).rstrip('/')}/{HANDLER_IDS[kind]}"
+    if client_config.get("caBundle"):
+        clientconfig["caBundle"] = client_config["caBundle"]
+    policy = config.failure_policy if kind is Kind.INFERENCE_SERVICE else config.sizes_failure_policy
+    webhook: dict[str, Any] = {
+        "name": webhook_name(kind),
+        "clientConfig": clientconfig,
+        "rules": [
+            {
+                "apiGroups": [API_GROUP],
+                "apiVersions": [API_VERSION],
+                "operations": ["CREATE", "UPDATE"],
+                "resources": [kind.plural],
+                "scope": "Namespaced" if kind.namespaced else "Cluster",
+            }
+        ],
+        "failurePolicy": policy,
+        "matchPolicy": "Equivalent",
+        "sideEffects": "None",  # so server-side dry-run requests are checked too
+        "timeoutSeconds": config.timeout_seconds,
+        "admissionReviewVersions": ["v1"],
+    }
+    if config.namespace_selector:
+        webhook["namespaceSelector"] = dict(config.namespace_selector)
+    return webhook
+
+
+WEBHOOK_KINDS: tuple[Kind, ...] = (
+    Kind.INFERENCE_SERVICE,
+    Kind.BASE_MODEL,
+    Kind.CLUSTER_BASE_MODEL,
+    Kind.SERVING_RUNTIME,
+    Kind.CLUSTER_SERVING_RUNTIME,
+)
+
+
+def build_configuration(
+    name: str, client_config: Mapping[str, Any], config: WebhookConfig, *, instance: str = ""
+) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name, "labels": dict(_LABELS)}
+    if instance:
+        metadata["annotations"] = {f"{WEBHOOK_DOMAIN}/instance": instance}
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": metadata,
+        "webhooks": [build_webhook(kind, client_config, config) for kind in WEBHOOK_KINDS],
+    }
+
+
+class LocalRegistration:
+    """A per-run ValidatingWebhookConfiguration with url clientConfigs: created, replaced, deleted on stop."""
+
+    def __init__(self, api_client: client.ApiClient, config: WebhookConfig, *, instance: str = "") -> None:
+        self._api = client.AdmissionregistrationV1Api(api_client)
+        self._config = config
+        self._instance = instance
+        self.name = f"{config.managed_name}-{secrets.token_hex(4)}"
+        self._created = False
+
+    async def apply(self, client_config: Mapping[str, Any]) -> None:
+        body = build_configuration(self.name, client_config, self._config, instance=self._instance)
+        if not self._created:
+            await self._api.create_validating_webhook_configuration(cast(Any, body))
+            self._created = True
+            logger.info(
+                "registered ValidatingWebhookConfiguration %s at %s", self.name, client_config.get("url")
+            )
+            return
+        current = await self._api.read_validating_webhook_configuration(self.name)
+        body["metadata"]["resourceVersion"] = current.metadata.resource_version
+        await self._api.replace_validating_webhook_configuration(self.name, cast(Any, body))
+        logger.info("updated ValidatingWebhookConfiguration %s at %s", self.name, client_config.get("url"))
+
+    async def remove(self) -> None:
+        if not self._created:
+            return
+        try:
+            await self._api.delete_validating_webhook_configuration(self.name)
+        except ApiException as error:
+            if error.status != 404:
+                raise
+        self._created = False
+        logger.info("removed ValidatingWebhookConfiguration %s", self.name)
+
+
+class CaBundleRegistration:
+    """Keeps ``caBundle`` of every webhook in a static (chart-installed) configuration current."""
+
+    def __init__(self, api_client: client.ApiClient, name: str) -> None:
+        self._client = api_client
+        self._api = client.AdmissionregistrationV1Api(api_client)
+        self.name = name
+
+    async def apply(self, client_config: Mapping[str, Any]) -> bool:
+        """Set the bundle where it differs; True when the object was changed. A missing object is logged."""
+        bundle = client_config.get("caBundle")
+        if not bundle:
+            return False
+        try:
+            current = await self._api.read_validating_webhook_configuration(self.name)
+        except ApiException as error:
+            if error.status == 404:
+                logger.warning("ValidatingWebhookConfiguration %s not found; caBundle not set", self.name)
+                return False
+            raise
+        body = self._client.sanitize_for_serialization(current)
+        changed = False
+        for webhook in body.get("webhooks") or []:
+            clientconfig = webhook.setdefault("clientConfig", {})
+            if clientconfig.get("caBundle") != bundle:
+                clientconfig["caBundle"] = bundle
+                changed = True
+        if changed:
+            await self._api.replace_validating_webhook_configuration(self.name, cast(Any, body))
+            logger.info("set caBundle of ValidatingWebhookConfiguration %s", self.name)
+        return changed
+
+    async def remove(self) -> None:
+        """The configuration belongs to the chart: nothing to undo."""
