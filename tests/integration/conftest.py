@@ -20,9 +20,12 @@ def running_operator(control_plane: ControlPlane) -> Iterator[StartOperator]:
     started: list[OperatorThread] = []
 
     def start(**overrides: Any) -> OperatorThread:
-        config = OperatorConfig(
-            kubeconfig=control_plane.kubeconfig, health_address=None, resync_seconds=3600.0, **overrides
-        )
+        defaults: dict[str, Any] = {
+            "kubeconfig": control_plane.kubeconfig,
+            "health_address": None,
+            "resync_seconds": 3600.0,
+        }
+        config = OperatorConfig(**(defaults | overrides))
         runner = OperatorThread(config)
         started.append(runner)
         return runner.start()

@@ -1,0 +1,115 @@
+"""What a platform engineer sees: kubectl columns and describe, health, metrics and `ome-selector cleanup`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import urllib.request
+from typing import Any
+
+from ome_selector.testing import objects
+from ome_selector.testing.controlplane import ControlPlane, free_port
+from ome_selector.testing.kube import create, eventually, get, runtime_ready
+
+
+def _scenario(api_client: Any, namespace: str) -> None:
+    create(api_client, objects.model("llama", namespace=namespace, size="3.21B"))
+    create(api_client, objects.runtime("rt-1b", namespace=namespace, size_range=("500M", "2B")))
+    create(api_client, objects.inference_service("chat", namespace=namespace, model_name="llama"))
+
+
+def test_kubectl_shows_the_verdict_and_the_event(
+    api_client: Any, control_plane: ControlPlane, namespace: str, running_operator: Any
+) -> None:
+    _scenario(api_client, namespace)
+    running_operator()
+    eventually(lambda: runtime_ready(api_client, "chat", namespace), what="RuntimeReady")
+    wide = control_plane.kubectl("get", "isvc", "-n", namespace, "-o", "wide").stdout
+    header, row = wide.splitlines()[:2]
+    assert header.split()[:5] == ["NAME", "MODEL", "RUNTIME", "RUNTIMEREADY", "REASON"]
+    assert "MESSAGE" in header
+    assert row.split()[:4] == ["chat", "llama", "False", "RuntimeNotFound"]
+    assert "model size 3.21B is outside supported range [500M, 2B]" in row
+    narrow = control_plane.kubectl("get", "isvc", "-n", namespace).stdout
+    assert "MESSAGE" not in narrow
+    described = eventually(
+        lambda: (
+            (out := control_plane.kubectl("describe", "isvc", "chat", "-n", namespace).stdout)
+            and "RuntimeNotFound" in out.split("Events:")[-1]
+            and out
+        ),
+        what="the event in kubectl describe",
+    )
+    events = described.split("Events:")[-1]
+    assert "Warning" in events
+    assert "ome-selector" in events
+    assert "no runtime supports model llama" in events
+
+
+def test_health_and_metrics_endpoints(api_client: Any, namespace: str, running_operator: Any) -> None:
+    _scenario(api_client, namespace)
+    port = free_port()
+    runner = running_operator(health_address=("127.0.0.1", port), namespaces=[namespace])
+    runner.wait_idle()
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as response:
+        assert response.status == 200
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+        text = response.read().decode()
+    for needle in (
+        'ome_selector_evaluations_total{reason="RuntimeNotFound",status="False"} 1.0',
+        'ome_selector_inferenceservices{reason="RuntimeNotFound",status="False"} 1.0',
+        "ome_selector_evaluation_duration_seconds_bucket",
+        "ome_selector_workqueue_depth 0.0",
+        'ome_selector_api_writes_total{operation="patch_status"} 1.0',
+    ):
+        assert needle in text, needle
+
+
+def _cleanup(control_plane: ControlPlane, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ome_selector.cli.ome_selector",
+            "--kubeconfig",
+            str(control_plane.kubeconfig),
+            "cleanup",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+
+
+def test_cleanup_removes_only_our_condition(
+    api_client: Any, control_plane: ControlPlane, namespace: str, running_operator: Any
+) -> None:
+    _scenario(api_client, namespace)
+    runner = running_operator()
+    eventually(lambda: runtime_ready(api_client, "chat", namespace), what="RuntimeReady")
+    runner.stop()
+    from kubernetes import client
+
+    body = get(api_client, "InferenceService", "chat", namespace)
+    body["status"]["conditions"].append({"type": "Ready", "status": "True", "reason": "Up"})
+    body["status"]["url"] = "http://chat"
+    client.CustomObjectsApi(api_client).replace_namespaced_custom_object_status(
+        "ome.io", "v1beta1", namespace, "inferenceservices", "chat", body
+    )
+
+    dry = _cleanup(control_plane, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert f"would remove RuntimeReady from inferenceservice {namespace}/chat" in dry.stdout
+    assert runtime_ready(api_client, "chat", namespace) is not None
+
+    done = _cleanup(control_plane)
+    assert done.returncode == 0, done.stderr
+    assert f"removed RuntimeReady from inferenceservice {namespace}/chat" in done.stdout
+    status = get(api_client, "InferenceService", "chat", namespace)["status"]
+    assert runtime_ready(api_client, "chat", namespace) is None
+    assert [c["type"] for c in status["conditions"]] == ["Ready"]
+    assert status["url"] == "http://chat"
+    again = _cleanup(control_plane)
+    assert f"removed RuntimeReady from inferenceservice {namespace}/chat" not in again.stdout
