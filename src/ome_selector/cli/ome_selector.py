@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ome_selector import __version__
+from ome_selector.webhook.cli import add_webhook_arguments, webhook_config_from_args
 
 
 def _address(text: str) -> tuple[str, int]:
@@ -58,6 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--log-format", choices=["json", "plain"], default="json")
     run.add_argument("-v", "--verbose", action="store_true")
+    add_webhook_arguments(run)  # --webhook-* and --strict-sizes (ome_selector.webhook.cli)
 
     cleanup = commands.add_parser(
         "cleanup", help="remove the RuntimeReady condition from every InferenceService"
@@ -93,6 +95,7 @@ def _run(args: argparse.Namespace) -> int:
         kubeconfig=args.kubeconfig,
         context=args.context,
         health_address=args.health_bind_address,
+        webhook=webhook_config_from_args(args),
     )
     asyncio.run(Operator(config).run())
     return 0
