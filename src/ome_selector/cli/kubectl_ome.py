@@ -28,6 +28,11 @@ PROG = "kubectl ome"
 EXIT_OK = 0
 EXIT_ERROR = 1
 
+#: The synopsis of SPEC §6 (argparse cannot say that -f repeats).
+EXPLAIN_USAGE = (
+    "%(prog)s (--model NAME | --isvc NAME) [-n NAMESPACE] [-f PATH]... [-o table|wide|json|yaml] [-h]"
+)
+
 _EXPLAIN_DESCRIPTION = """\
 Show how runtime selection judges every serving runtime for a model: whether it supports the model, whether it
 can be auto-selected, its priority, score and rank, and the reason when it cannot. Runtimes considered are the
@@ -81,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     explain_parser = runtime_commands.add_parser(
         "explain",
+        usage=EXPLAIN_USAGE,
         help="show why each runtime is or is not selected for a model",
         description=_EXPLAIN_DESCRIPTION,
         epilog=_EXPLAIN_EPILOG,

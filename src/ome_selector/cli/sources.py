@@ -238,6 +238,8 @@ def _json_values(text: str, origin: str) -> list[Any]:
 
 
 def _type_name(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return "an object"
     if isinstance(value, list):
         return "an array"
     if isinstance(value, str):

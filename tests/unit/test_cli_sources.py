@@ -1,0 +1,336 @@
+"""Reading objects from files for `kubectl ome runtime explain -f` (SPEC §6, §1 "Loading from files").
+
+Table-driven: each case writes a small file tree, reads it as `-f` would, and checks the objects that end up
+in the catalog, or the exact error message (which must name the file, and the field path for invalid objects).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from ome_selector.api.resources import Kind, ObjectKey, Runtime
+from ome_selector.cli.sources import FileSource, RawObject, SourceError, load_catalog, parse_documents
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+MALFORMED = REPO_ROOT / "tests" / "data" / "cli" / "malformed"
+
+
+def cbm(name: str, extra: str = "") -> str:
+    return (
+        f"apiVersion: ome.io/v1beta1\nkind: ClusterBaseModel\nmetadata:\n  name: {name}\n"
+        f"spec:\n  modelFormat:\n    name: safetensors\n{extra}"
+    )
+
+
+def csr(name: str) -> str:
+    return (
+        f"apiVersion: ome.io/v1beta1\nkind: ClusterServingRuntime\nmetadata:\n  name: {name}\n"
+        "spec:\n  supportedModelFormats:\n    - modelFormat:\n        name: safetensors\n"
+        "      autoSelect: true\n"
+    )
+
+
+def bm(name: str, namespace: str | None = None) -> str:
+    ns = f"  namespace: {namespace}\n" if namespace else ""
+    return f"apiVersion: ome.io/v1beta1\nkind: BaseModel\nmetadata:\n  name: {name}\n{ns}"
+
+
+def key(kind: Kind, name: str, namespace: str | None = None) -> ObjectKey:
+    return ObjectKey(kind, namespace, name)
+
+
+CBM, CSR, BM, SR, ISVC = (
+    Kind.CLUSTER_BASE_MODEL,
+    Kind.CLUSTER_SERVING_RUNTIME,
+    Kind.BASE_MODEL,
+    Kind.SERVING_RUNTIME,
+    Kind.INFERENCE_SERVICE,
+)
+
+
+@dataclass
+class Case:
+    id: str
+    files: dict[str, str]
+    paths: list[str]
+    keys: set[ObjectKey] = field(default_factory=set)
+    error: str | None = None
+    namespace: str = "default"
+
+
+CASES = [
+    Case(
+        "multi-document YAML, empty documents and comments dropped",
+        {"a.yaml": f"# header\n---\n{cbm('m1')}---\n---\n{csr('r1')}\n---\n# trailing comment only\n"},
+        ["a.yaml"],
+        {key(CBM, "m1"), key(CSR, "r1")},
+    ),
+    Case(
+        "kind: List is expanded, also nested, and null items are skipped",
+        {
+            "list.yaml": "apiVersion: v1\nkind: List\nitems:\n"
+            "  - apiVersion: ome.io/v1beta1\n    kind: ClusterBaseModel\n    metadata: {name: m1}\n"
+            "  - null\n"
+            "  - apiVersion: v1\n    kind: List\n    items:\n"
+            "      - apiVersion: ome.io/v1beta1\n        kind: ClusterServingRuntime\n"
+            "        metadata: {name: r1}\n"
+        },
+        ["list.yaml"],
+        {key(CBM, "m1"), key(CSR, "r1")},
+    ),
+    Case(
+        "a List with items: null holds nothing",
+        {"l.yaml": "apiVersion: v1\nkind: List\nitems: null\n"},
+        ["l.yaml"],
+    ),
+    Case(
+        "directories are read recursively: *.yaml, *.yml, *.json only",
+        {
+            "cat/a.yaml": cbm("m1"),
+            "cat/sub/deeper/b.yml": csr("r1"),
+            "cat/sub/c.json": '{"apiVersion": "ome.io/v1beta1", "kind": "ClusterBaseModel", '
+            '"metadata": {"name": "m2"}}',
+            "cat/sub/notes.txt": "not: [read",
+            "cat/README.md": "# not read",
+            "cat/d.yaml.bak": "not: [read",
+        },
+        ["cat"],
+        {key(CBM, "m1"), key(CSR, "r1"), key(CBM, "m2")},
+    ),
+    Case(
+        "a file named explicitly is read whatever its name",
+        {"objects.txt": cbm("m1")},
+        ["objects.txt"],
+        {key(CBM, "m1")},
+    ),
+    Case(
+        "a JSON file may hold several concatenated objects",
+        {
+            "s.json": '{"apiVersion": "ome.io/v1beta1", "kind": "ClusterBaseModel",\n'
+            ' "metadata": {"name": "m1"}}\n'
+            '{"apiVersion": "ome.io/v1beta1", "kind": "ClusterBaseModel", "metadata": {"name": "m2"}}\n'
+        },
+        ["s.json"],
+        {key(CBM, "m1"), key(CBM, "m2")},
+    ),
+    Case("a file named twice is read once", {"a.yaml": cbm("m1")}, ["a.yaml", "a.yaml"], {key(CBM, "m1")}),
+    Case(
+        "a file named and also inside a named directory is read once",
+        {"cat/a.yaml": cbm("m1")},
+        ["cat/a.yaml", "cat", "./cat/"],
+        {key(CBM, "m1")},
+    ),
+    Case(
+        "two objects with one kind and name in two files: an error naming both files",
+        {"one/a.yaml": cbm("m1"), "two/b.yaml": cbm("m1", "  disabled: true\n")},
+        ["one", "two"],
+        error="ClusterBaseModel m1 is defined twice: in one/a.yaml and in two/b.yaml",
+    ),
+    Case(
+        "two objects with one kind and name in one file",
+        {"a.yaml": f"{csr('r1')}---\n{csr('r1')}"},
+        ["a.yaml"],
+        error="ClusterServingRuntime r1 is defined twice: in a.yaml and in a.yaml",
+    ),
+    Case(
+        "a namespaced object without metadata.namespace is in the -n namespace (so it can clash)",
+        {"a.yaml": bm("m1"), "b.yaml": bm("m1", "team-a")},
+        ["a.yaml", "b.yaml"],
+        error="BaseModel team-a/m1 is defined twice: in a.yaml and in b.yaml",
+        namespace="team-a",
+    ),
+    Case(
+        "the same name in two namespaces, or as BaseModel and ClusterBaseModel, is no clash",
+        {"a.yaml": bm("m1"), "b.yaml": bm("m1", "team-a"), "c.yaml": cbm("m1")},
+        ["a.yaml", "b.yaml", "c.yaml"],
+        {key(BM, "m1", "default"), key(BM, "m1", "team-a"), key(CBM, "m1")},
+    ),
+    Case(
+        "metadata.namespace on a cluster-scoped object is ignored",
+        {"a.yaml": cbm("m1").replace("  name: m1\n", "  name: m1\n  namespace: elsewhere\n")},
+        ["a.yaml"],
+        {key(CBM, "m1")},
+    ),
+    Case(
+        "other kinds and apiVersions are skipped, also without a kind",
+        {
+            "mixed.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: ome-demo}\n---\n"
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {replicas: nope}\n---\n"
+            "apiVersion: ome.io/v1alpha1\nkind: ClusterBaseModel\nmetadata: {name: old-version}\n---\n"
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [a.yaml]\n---\n"
+            "apiVersion: ome.io/v1beta1\nkind: FineTunedWeight\nmetadata: {name: w}\n---\n"
+            "just: a mapping\n---\n" + cbm("kept")
+        },
+        ["mixed.yaml"],
+        {key(CBM, "kept")},
+    ),
+    Case(
+        "null fields count as absent",
+        {
+            "nulls.yaml": "apiVersion: ome.io/v1beta1\nkind: ServingRuntime\n"
+            "metadata: {name: r1, namespace: null, labels: null}\n"
+            "spec:\n  disabled: null\n  modelSizeRange: null\n  acceleratorRequirements: null\n"
+            "  supportedModelFormats:\n    - modelFormat: {name: safetensors, version: null, weight: null}\n"
+            "      modelFramework: null\n      priority: null\n      autoSelect: null\n---\n"
+            "apiVersion: ome.io/v1beta1\nkind: ClusterBaseModel\nmetadata: {name: m1}\nspec: null\n---\n"
+            "apiVersion: ome.io/v1beta1\nkind: InferenceService\nmetadata: {name: i1, annotations: null}\n"
+            "spec: {model: {name: m1}, runtime: null, engine: null}\n"
+        },
+        ["nulls.yaml"],
+        {key(SR, "r1", "ns1"), key(CBM, "m1"), key(ISVC, "i1", "ns1")},
+        namespace="ns1",
+    ),
+    Case(
+        "unquoted dates stay strings (as the API server keeps them)",
+        {
+            "d.yaml": "apiVersion: ome.io/v1beta1\nkind: InferenceService\n"
+            "metadata: {name: i1, deletionTimestamp: 2026-01-02T03:04:05Z}\nspec: {model: {name: m}}\n"
+        },
+        ["d.yaml"],
+        {key(ISVC, "i1", "default")},
+    ),
+    Case("a path that does not exist", {}, ["missing.yaml"], error='the path "missing.yaml" does not exist'),
+    Case(
+        "an object whose items are not an array",
+        {"l.yaml": "apiVersion: v1\nkind: List\nitems: {a: b}\n"},
+        ["l.yaml"],
+        error="l.yaml: items: must be an array, not an object",
+    ),
+    Case(
+        "a List item that is not an object",
+        {"l.yaml": "apiVersion: v1\nkind: List\nitems:\n  - just text\n"},
+        ["l.yaml"],
+        error="l.yaml: items[0]: must be an object, not a string",
+    ),
+    Case(
+        "a scalar document among others names the document",
+        {"a.yaml": f"{cbm('m1')}---\n42\n"},
+        ["a.yaml"],
+        error="a.yaml: document 2: must be an object, not a number",
+    ),
+    Case(
+        "invalid objects name the file, the object and the field path",
+        {"a.yaml": cbm("m1", "  modelParameterSize: 7\n")},
+        ["a.yaml"],
+        error="a.yaml: ClusterBaseModel m1: spec.modelParameterSize: must be a string, not 7 (int)",
+    ),
+    Case(
+        "a file that is not UTF-8",
+        {"a.yaml": "kind: \udcff"},
+        ["a.yaml"],
+        error="a.yaml: not UTF-8 text (byte 6)",
+    ),
+]
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text.encode("utf-8", "surrogateescape"))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+def test_reading_files(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _write(tmp_path, case.files)
+    monkeypatch.chdir(tmp_path)
+    source = FileSource(case.paths, case.namespace)
+    if case.error is not None:
+        with pytest.raises(SourceError) as caught:
+            load_catalog(source.read(), source.namespace)
+        assert str(caught.value) == case.error
+        return
+    catalog = load_catalog(source.read(), source.namespace)
+    assert set(catalog.keys()) == case.keys
+
+
+MALFORMED_CASES = {
+    "priority-zero.yaml": "ClusterServingRuntime bad-priority: spec.supportedModelFormats[0].priority: "
+    "must be greater than or equal to 1, not 0 (int)",
+    "size-not-a-string.yaml": "ClusterBaseModel bad-size: spec.modelParameterSize: "
+    "must be a string, not 3.21 (float)",
+    "missing-format-name.yaml": "ServingRuntime no-format-name: "
+    "spec.supportedModelFormats[1].modelFormat.name: required value",
+    "isvc-missing-model-name.yaml": "InferenceService no-model-name: spec.model.name: required value",
+    "missing-name.yaml": "metadata.name: required value",
+    "invalid-yaml.yaml": "invalid YAML: did not find expected key (line 5, column 2)",
+    "invalid-json.json": "invalid JSON: "
+    "Expecting property name enclosed in double quotes (line 2, column 33)",
+    "not-an-object.yaml": "must be an object, not an array",
+    "list-bad-item.yaml": "ClusterServingRuntime bad-disabled: items[1].spec.disabled: must be a boolean, "
+    "not 'yes' (str)",
+    "second-document-bad.yaml": "document 2: ClusterServingRuntime weight-as-text: "
+    "spec.supportedModelFormats[0].modelFormat.weight: must be an integer, not '2' (str)",
+    "list-items-not-a-list.yaml": "items: must be an array, not an object",
+}
+
+
+@pytest.mark.parametrize("name", sorted(MALFORMED_CASES))
+def test_malformed_fixtures_name_the_file_and_the_field(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO_ROOT)
+    relative = f"tests/data/cli/malformed/{name}"
+    source = FileSource([relative])
+    with pytest.raises(SourceError) as caught:
+        load_catalog(source.read(), source.namespace)
+    assert str(caught.value) == f"{relative}: {MALFORMED_CASES[name]}"
+
+
+def test_every_malformed_fixture_has_a_case() -> None:
+    assert sorted(path.name for path in MALFORMED.iterdir()) == sorted(MALFORMED_CASES)
+
+
+def test_a_linked_file_is_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _write(tmp_path, {"real/a.yaml": cbm("m1")})
+    (tmp_path / "link.yaml").symlink_to(tmp_path / "real" / "a.yaml")
+    monkeypatch.chdir(tmp_path)
+    source = FileSource(["real", "link.yaml"])
+    assert source.files() == ["real/a.yaml"]
+    assert set(load_catalog(source.read(), "default").keys()) == {key(CBM, "m1")}
+
+
+def test_directories_are_walked_in_name_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _write(
+        tmp_path,
+        {name: cbm(name.replace("/", "-").split(".")[0]) for name in ["b.yaml", "a/z.yaml", "a.yaml"]},
+    )
+    monkeypatch.chdir(tmp_path)
+    assert FileSource(["."]).files() == [os.path.join(".", "a.yaml"), "./b.yaml", "./a/z.yaml"]
+
+
+def test_standard_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO(f"{cbm('m1')}---\n{csr('r1')}"))
+    objects = FileSource(["-", "-"]).read()
+    assert [raw.origin for raw in objects] == ["<stdin>", "<stdin>"]
+    assert set(load_catalog(objects, "default").keys()) == {key(CBM, "m1"), key(CSR, "r1")}
+
+
+def test_parse_documents_locates_list_items() -> None:
+    text = f"{cbm('m0')}---\napiVersion: v1\nkind: List\nitems:\n  - {{kind: X}}\n  - {{kind: Y}}\n"
+    located = [(raw.document, raw.path) for raw in parse_documents(text, "f.yaml")]
+    assert located == [(1, ""), (2, "items[0]"), (2, "items[1]")]
+
+
+def test_defaults_are_applied_as_the_crds_do() -> None:
+    raw = RawObject(
+        {
+            "apiVersion": "ome.io/v1beta1",
+            "kind": "ServingRuntime",
+            "metadata": {"name": "r"},
+            "spec": {
+                "supportedModelFormats": [{"modelFormat": {"name": "onnx"}, "modelFramework": {"name": "t"}}]
+            },
+        },
+        "r.yaml",
+    )
+    runtime = load_catalog([raw], "ns").get(key(SR, "r", "ns"))
+    assert isinstance(runtime, Runtime)
+    entry = runtime.spec.supported_model_formats[0]
+    assert entry.priority == 1
+    assert entry.auto_select is False
+    assert entry.model_format is not None
+    assert (entry.model_format.operator, entry.model_format.weight) == ("Equal", 1)
