@@ -1,4 +1,4 @@
-"""Builders for the selection-core tests: every object goes through the real loader, as the operator's would."""
+"""Builders for the selection-core tests: every object goes through the real loader, as the operator's do."""
 
 from __future__ import annotations
 
@@ -75,7 +75,9 @@ def entry(
 ) -> dict[str, Any]:
     return _drop_none(
         {
-            "modelFormat": _drop_none({"name": fmt, "version": version, "operator": operator, "weight": weight})
+            "modelFormat": _drop_none(
+                {"name": fmt, "version": version, "operator": operator, "weight": weight}
+            )
             if fmt is not None
             else None,
             "modelFramework": _drop_none(
@@ -96,8 +98,8 @@ def runtime_doc(
     name: str,
     *entries: dict[str, Any],
     namespace: str | None = None,
-    min: str | None = None,  # noqa: A002 - the field's name
-    max: str | None = None,  # noqa: A002
+    min: str | None = None,
+    max: str | None = None,
     size_range: dict[str, Any] | None = None,
     disabled: bool | None = None,
     classes: list[str] | None = None,
@@ -113,7 +115,12 @@ def runtime_doc(
         }
     )
     kind = "ServingRuntime" if namespace is not None else "ClusterServingRuntime"
-    return {"apiVersion": GV, "kind": kind, "metadata": _drop_none({"name": name, "namespace": namespace}), "spec": spec}
+    return {
+        "apiVersion": GV,
+        "kind": kind,
+        "metadata": _drop_none({"name": name, "namespace": namespace}),
+        "spec": spec,
+    }
 
 
 def runtime(name: str, *entries: dict[str, Any], **kwargs: Any) -> Runtime:
@@ -142,7 +149,9 @@ def isvc(
             "runtime": runtime_ref,
             "engine": engine,
             "decoder": decoder,
-            "acceleratorSelector": {"acceleratorClass": selector_class} if selector_class is not None else None,
+            "acceleratorSelector": {"acceleratorClass": selector_class}
+            if selector_class is not None
+            else None,
         }
     )
     metadata = _drop_none(
@@ -153,7 +162,9 @@ def isvc(
             "deletionTimestamp": deletion_timestamp,
         }
     )
-    resource = load_resource({"apiVersion": GV, "kind": "InferenceService", "metadata": metadata, "spec": spec})
+    resource = load_resource(
+        {"apiVersion": GV, "kind": "InferenceService", "metadata": metadata, "spec": spec}
+    )
     assert isinstance(resource, InferenceService)
     return resource
 

@@ -116,35 +116,145 @@ ISVC: dict[str, Any] = {
 }
 
 INVALID = [
-    (_with(RT, ["spec", "supportedModelFormats", 0, "modelFormat"], {}), "spec.supportedModelFormats[0].modelFormat.name", "required value", "entry format name required"),  # noqa: E501
-    (_with(RT, ["spec", "supportedModelFormats", 0, "priority"], 0), "spec.supportedModelFormats[0].priority", "greater than or equal to 1", "priority 0"),  # noqa: E501
-    (_with(RT, ["spec", "supportedModelFormats", 0, "priority"], -3), "spec.supportedModelFormats[0].priority", "greater than or equal to 1", "negative priority"),  # noqa: E501
-    (_with(RT, ["spec", "supportedModelFormats", 0, "priority"], "2"), "spec.supportedModelFormats[0].priority", "must be an integer", "priority as string"),  # noqa: E501
-    (_with(RT, ["spec", "supportedModelFormats", 0, "priority"], True), "spec.supportedModelFormats[0].priority", "must be an integer", "priority as boolean"),  # noqa: E501
-    (_with(RT, ["spec", "supportedModelFormats", 0, "priority"], 1.5), "spec.supportedModelFormats[0].priority", "must be an integer", "priority as float"),  # noqa: E501
-    (_with(RT, ["spec", "supportedModelFormats", 0, "modelFormat", "version"], 1.0), "spec.supportedModelFormats[0].modelFormat.version", "must be a string", "version as a YAML float"),  # noqa: E501
-    (_with(RT, ["spec", "supportedModelFormats", 0, "modelFormat", "weight"], "1"), "spec.supportedModelFormats[0].modelFormat.weight", "must be an integer", "weight as string"),  # noqa: E501
-    (_with(RT, ["spec", "supportedModelFormats", 0, "modelFramework", "operator"], 3), "spec.supportedModelFormats[0].modelFramework.operator", "must be a string", "operator as number"),  # noqa: E501
-    (_with(RT, ["spec", "supportedModelFormats", 0, "autoSelect"], "true"), "spec.supportedModelFormats[0].autoSelect", "must be a boolean", "autoSelect as string"),  # noqa: E501
-    (_with(RT, ["spec", "supportedModelFormats", 0], "safetensors"), "spec.supportedModelFormats[0]", "must be an object", "entry as string"),  # noqa: E501
-    (_with(RT, ["spec", "supportedModelFormats"], {"a": 1}), "spec.supportedModelFormats", "must be an array", "entries as object"),  # noqa: E501
-    (_with(RT, ["spec", "modelSizeRange", "min"], 2000000000), "spec.modelSizeRange.min", "must be a string", "min as number"),  # noqa: E501
+    (
+        _with(RT, ["spec", "supportedModelFormats", 0, "modelFormat"], {}),
+        "spec.supportedModelFormats[0].modelFormat.name",
+        "required value",
+        "entry format name required",
+    ),
+    (
+        _with(RT, ["spec", "supportedModelFormats", 0, "priority"], 0),
+        "spec.supportedModelFormats[0].priority",
+        "greater than or equal to 1",
+        "priority 0",
+    ),
+    (
+        _with(RT, ["spec", "supportedModelFormats", 0, "priority"], -3),
+        "spec.supportedModelFormats[0].priority",
+        "greater than or equal to 1",
+        "negative priority",
+    ),
+    (
+        _with(RT, ["spec", "supportedModelFormats", 0, "priority"], "2"),
+        "spec.supportedModelFormats[0].priority",
+        "must be an integer",
+        "priority as string",
+    ),
+    (
+        _with(RT, ["spec", "supportedModelFormats", 0, "priority"], True),
+        "spec.supportedModelFormats[0].priority",
+        "must be an integer",
+        "priority as boolean",
+    ),
+    (
+        _with(RT, ["spec", "supportedModelFormats", 0, "priority"], 1.5),
+        "spec.supportedModelFormats[0].priority",
+        "must be an integer",
+        "priority as float",
+    ),
+    (
+        _with(RT, ["spec", "supportedModelFormats", 0, "modelFormat", "version"], 1.0),
+        "spec.supportedModelFormats[0].modelFormat.version",
+        "must be a string",
+        "version as a YAML float",
+    ),
+    (
+        _with(RT, ["spec", "supportedModelFormats", 0, "modelFormat", "weight"], "1"),
+        "spec.supportedModelFormats[0].modelFormat.weight",
+        "must be an integer",
+        "weight as string",
+    ),
+    (
+        _with(RT, ["spec", "supportedModelFormats", 0, "modelFramework", "operator"], 3),
+        "spec.supportedModelFormats[0].modelFramework.operator",
+        "must be a string",
+        "operator as number",
+    ),
+    (
+        _with(RT, ["spec", "supportedModelFormats", 0, "autoSelect"], "true"),
+        "spec.supportedModelFormats[0].autoSelect",
+        "must be a boolean",
+        "autoSelect as string",
+    ),
+    (
+        _with(RT, ["spec", "supportedModelFormats", 0], "safetensors"),
+        "spec.supportedModelFormats[0]",
+        "must be an object",
+        "entry as string",
+    ),
+    (
+        _with(RT, ["spec", "supportedModelFormats"], {"a": 1}),
+        "spec.supportedModelFormats",
+        "must be an array",
+        "entries as object",
+    ),
+    (
+        _with(RT, ["spec", "modelSizeRange", "min"], 2000000000),
+        "spec.modelSizeRange.min",
+        "must be a string",
+        "min as number",
+    ),
     (_with(RT, ["spec", "disabled"], "no"), "spec.disabled", "must be a boolean", "disabled as string"),
-    (_with(RT, ["spec", "acceleratorRequirements", "acceleratorClasses"], ["a", 1]), "spec.acceleratorRequirements.acceleratorClasses[1]", "must be a string", "class as number"),  # noqa: E501
+    (
+        _with(RT, ["spec", "acceleratorRequirements", "acceleratorClasses"], ["a", 1]),
+        "spec.acceleratorRequirements.acceleratorClasses[1]",
+        "must be a string",
+        "class as number",
+    ),
     (_with(RT, ["spec"], ["x"]), "spec", "must be an object", "spec as list"),
-    (_with(MODEL, ["spec", "modelParameterSize"], 7), "spec.modelParameterSize", "must be a string", "size as number"),  # noqa: E501
-    (_with(MODEL, ["spec", "modelFormat", "name"], 5), "spec.modelFormat.name", "must be a string", "format name as number"),  # noqa: E501
-    (_with(MODEL, ["spec", "diffusionPipeline"], {"additionalComponents": {"k": {"library": 1}}}), "spec.diffusionPipeline.additionalComponents.k.library", "must be a string", "component library as number"),  # noqa: E501
+    (
+        _with(MODEL, ["spec", "modelParameterSize"], 7),
+        "spec.modelParameterSize",
+        "must be a string",
+        "size as number",
+    ),
+    (
+        _with(MODEL, ["spec", "modelFormat", "name"], 5),
+        "spec.modelFormat.name",
+        "must be a string",
+        "format name as number",
+    ),
+    (
+        _with(MODEL, ["spec", "diffusionPipeline"], {"additionalComponents": {"k": {"library": 1}}}),
+        "spec.diffusionPipeline.additionalComponents.k.library",
+        "must be a string",
+        "component library as number",
+    ),
     (_with(MODEL, ["metadata", "name"], None), "metadata.name", "required value", "name missing"),
     (_with(MODEL, ["metadata", "name"], ""), "metadata.name", "required value", "name empty"),
     (_with(MODEL, ["metadata", "name"], 12), "metadata.name", "must be a string", "name as number"),
     (_with(MODEL, ["metadata"], "m"), "metadata", "must be an object", "metadata as string"),
     (_with(ISVC, ["spec", "model"], {}), "spec.model.name", "required value", "isvc model name required"),
-    (_with(ISVC, ["spec", "model", "name"], None), "spec.model.name", "required value", "isvc model name null"),
-    (_with(ISVC, ["spec", "runtime", "autoSync"], "false"), "spec.runtime.autoSync", "must be a boolean", "autoSync as string"),  # noqa: E501
-    (_with(ISVC, ["spec", "engine", "runner", "image"], 3), "spec.engine.runner.image", "must be a string", "image as number"),  # noqa: E501
-    (_with(ISVC, ["metadata", "annotations"], {"ome.io/accelerator-class": 1}), "metadata.annotations.ome.io/accelerator-class", "must be a string", "annotation as number"),  # noqa: E501
-    (_with(ISVC, ["metadata", "namespace"], None), "metadata.namespace", "required value", "namespaced without namespace"),  # noqa: E501
+    (
+        _with(ISVC, ["spec", "model", "name"], None),
+        "spec.model.name",
+        "required value",
+        "isvc model name null",
+    ),
+    (
+        _with(ISVC, ["spec", "runtime", "autoSync"], "false"),
+        "spec.runtime.autoSync",
+        "must be a boolean",
+        "autoSync as string",
+    ),
+    (
+        _with(ISVC, ["spec", "engine", "runner", "image"], 3),
+        "spec.engine.runner.image",
+        "must be a string",
+        "image as number",
+    ),
+    (
+        _with(ISVC, ["metadata", "annotations"], {"ome.io/accelerator-class": 1}),
+        "metadata.annotations.ome.io/accelerator-class",
+        "must be a string",
+        "annotation as number",
+    ),
+    (
+        _with(ISVC, ["metadata", "namespace"], None),
+        "metadata.namespace",
+        "required value",
+        "namespaced without namespace",
+    ),
 ]
 
 
@@ -275,7 +385,9 @@ def test_mapping_bodies_are_accepted() -> None:
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=8),
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3)
+    ),
     max_leaves=12,
 )
 
@@ -316,7 +428,10 @@ def documents(draw: st.DrawFn) -> Any:
         | json_values
     )
     return draw(
-        st.fixed_dictionaries({"apiVersion": st.just(GV), "kind": st.just(kind)}, optional={"metadata": st.just(metadata), "spec": st.just(spec)})  # noqa: E501
+        st.fixed_dictionaries(
+            {"apiVersion": st.just(GV), "kind": st.just(kind)},
+            optional={"metadata": st.just(metadata), "spec": st.just(spec)},
+        )
         | json_values
     )
 
@@ -327,7 +442,10 @@ def test_loading_never_raises_anything_but_load_error(doc: Any, default_namespac
     try:
         load_resource(doc, default_namespace=default_namespace)
     except LoadError as error:
-        assert isinstance(error.path, str)
+        path = error.path
+    else:
+        return
+    assert isinstance(path, str)
 
 
 def test_inference_service_helper_roundtrip() -> None:

@@ -71,7 +71,10 @@ READS_AS_ZERO = [
     ("1" + "0" * 400 + "B", "beyond a double with suffix"),
     ("9" * 5000, "more digits than int() reads (4300)"),
     ("1" + "0" * 300 + "T", "in range as a number, beyond a double once multiplied"),
-    ("179769313486231580793728971405303415079934132710037826936173778980444968292764750946649017977587207096330286416692887910946555547851940402630657488671505820681908902000708383676273854845817711531764475730270069855571366959622842914819860834936475292719074168444365510704342711559699508093042880177904174497792", "2**1024: rounds to infinity"),  # noqa: E501
+    (
+        "179769313486231580793728971405303415079934132710037826936173778980444968292764750946649017977587207096330286416692887910946555547851940402630657488671505820681908902000708383676273854845817711531764475730270069855571366959622842914819860834936475292719074168444365510704342711559699508093042880177904174497792",
+        "2**1024: rounds to infinity",
+    ),
 ]
 
 
@@ -152,7 +155,9 @@ def test_every_grammatical_value_reads_exactly(text: str) -> None:
     number = text.rstrip("MBT")
     multiplier = {"M": 10**6, "B": 10**9, "T": 10**12}.get(text[-1], 1)
     whole, _, decimals = number.partition(".")
-    expected = (F(int(whole or "0")) + (F(int(decimals), 10 ** len(decimals)) if decimals else 0)) * multiplier
+    expected = (
+        F(int(whole or "0")) + (F(int(decimals), 10 ** len(decimals)) if decimals else 0)
+    ) * multiplier
     assert parse_parameter_count(text) == expected
 
 

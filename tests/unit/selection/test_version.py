@@ -1,4 +1,4 @@
-"""Versions and operators (SPEC §9): parsing, Equal/GreaterThan/GreaterThanOrEqual, precision and prefix guard."""
+"""Versions and operators (SPEC §9): parsing, Equal, GreaterThan(OrEqual), the precision and prefix guard."""
 
 from __future__ import annotations
 
@@ -62,8 +62,8 @@ def test_unparseable_versions(text: str) -> None:
     assert parse_version(text) is None
 
 
-# (runtime version, operator, model version, matches, why). Rows marked "guard" fail without the precision/prefix
-# guard of GreaterThan/GreaterThanOrEqual: the plain comparison of the numbers would say yes.
+# (runtime version, operator, model version, matches, why). Rows marked "guard" fail without the precision and
+# prefix guard of GreaterThan/GreaterThanOrEqual: the plain comparison of the numbers would say yes.
 MATCHES = [
     # Equal: numbers and identifiers; precision and prefix ignored
     ("1.8.0", "Equal", "1.8.0", True, "equal"),

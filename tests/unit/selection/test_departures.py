@@ -1,0 +1,121 @@
+"""One test per row of SPEC §9's "Where this contract departs" table: each pins the contract's behaviour and,
+where it is observable, shows what upstream OME (cfa05c69) would have done instead."""
+
+from __future__ import annotations
+
+from selection_builders import NS, catalog, entry, isvc, model, runtime
+
+from ome_selector.selection.explain import explain
+from ome_selector.selection.outcome import OutcomeKind, evaluate
+from ome_selector.selection.quantity import format_parameter_count, parse_parameter_count
+from ome_selector.selection.version import version_matches
+
+
+def test_one_sided_or_empty_ranges_are_open_bounds_not_a_crash() -> None:
+    # Upstream dereferenced both bounds (nil pointer crash); here a missing bound is open.
+    m = model(size="405B")
+    c = catalog(
+        m,
+        runtime("big", entry(), min="70B"),
+        runtime("small", entry(), max="13B"),
+        runtime("empty", entry(), size_range={}),
+    )
+    verdicts = {v.name: v for v in explain(c, m, NS).verdicts}
+    assert verdicts["big"].compatible
+    assert verdicts["big"].range_text == "[70B, inf)"
+    assert verdicts["small"].reason == "model size 405B is outside supported range (-inf, 13B]"
+    assert verdicts["empty"].compatible
+    assert verdicts["empty"].range_text is None
+
+
+def test_parsing_accepts_only_the_grammar() -> None:
+    # Go's ParseFloat accepted these; upstream would read 1e9 as a billion and Inf as infinity.
+    for text in ("1e9", "+5", "Inf", "NaN", "-1B", "1e3B"):
+        assert parse_parameter_count(text) == 0, text
+    m = model(size="1e9")  # reads as 0 here, a billion upstream
+    c = catalog(m, runtime("rt", entry(), min="500M", max="2B"))
+    assert explain(c, m, NS).verdicts[0].reason == "model size 1e9 is outside supported range [500M, 2B]"
+
+
+def test_score_is_the_matching_entry_only() -> None:
+    # Upstream took the maximum over every entry with autoSelect != false (here 5 from the second entry).
+    rt = runtime("rt", entry(priority=1), entry(priority=5, auto_select=None))
+    m = model()
+    verdict = explain(catalog(m, rt), m, NS).verdicts[0]
+    assert verdict.score == 1
+    assert verdict.priority == 1
+
+
+def test_auto_selectable_needs_autoselect_on_the_matching_entry() -> None:
+    # Upstream: any entry with autoSelect true made the runtime auto-selectable, even one for another format.
+    rt = runtime("rt", entry(auto_select=False), entry("onnx", auto_select=True))
+    m = model()
+    verdict = explain(catalog(m, rt), m, NS).verdicts[0]
+    assert verdict.supports_model
+    assert not verdict.compatible
+    assert verdict.reason == "autoSelect is not enabled for the matching format safetensors"
+
+
+def test_tie_distance_is_exact() -> None:
+    # Upstream truncated the float distance to an integer: 0.4 and 0.2 parameters both became 0, and the
+    # name decided ("a" first). Exactly, "b" is closer.
+    m = model(size="10")
+    c = catalog(m, runtime("a", entry(), min="9.8", max="10.2"), runtime("b", entry(), min="9.9", max="10.1"))
+    assert [v.name for v in explain(c, m, NS).ranked] == ["b", "a"]
+
+
+def test_unknown_operator_never_matches() -> None:
+    # Upstream applied the precision/prefix guard and then fell back to Equal: equal versions matched.
+    assert not version_matches("1.0.0", "LessThanOrEqual", "1.0.0")
+    m = model(version="1.0.0")
+    c = catalog(m, runtime("rt", entry(version="1.0.0", operator="Equals")))
+    verdict = explain(c, m, NS).verdicts[0]
+    assert not verdict.supports_model
+    assert verdict.reason.endswith("format version mismatch (model=1.0.0, runtime=1.0.0)")
+
+
+def test_model_without_format_is_metadata_pending_not_an_error() -> None:
+    # Upstream failed with "model format name is required".
+    result = evaluate(catalog(model(fmt=None), runtime("rt", entry())), isvc())
+    assert result is not None
+    assert result.kind is OutcomeKind.MODEL_METADATA_PENDING
+    assert (result.status, result.reason) == ("Unknown", "ModelMetadataPending")
+
+
+def test_no_runtime_message_names_the_model_and_every_runtime_of_the_format_in_order() -> None:
+    # Upstream: the format name as "model", random (map) order, only a first reason, and runtimes that merely
+    # lacked autoSelect were left out.
+    c = catalog(
+        model("llama", size="3B"),
+        runtime("z-manual", entry(auto_select=False)),
+        runtime("a-small", entry(), max="1B"),
+        runtime("b-local", entry(arch="X"), namespace=NS),
+    )
+    result = evaluate(c, isvc(model_name="llama"))
+    assert result is not None
+    assert result.message == (
+        "no runtime supports model llama (checked 3 runtimes: 1 namespace-scoped, 2 cluster-scoped): "
+        "ns/b-local (model format 'mt:safetensors' not in supported formats: "
+        "model has no architecture but runtime requires X); "
+        "a-small (model size 3B is outside supported range (-inf, 1B]); "
+        "z-manual (autoSelect is not enabled for the matching format safetensors)"
+    )
+
+
+def test_named_runtime_is_used_anyway_with_an_advisory() -> None:
+    # Upstream: a hard error in the controller, and nothing at admission.
+    c = catalog(model(size="3.21B"), runtime("srt-llama-3-2-1b-instruct", entry(), min="500M", max="2B"))
+    result = evaluate(c, isvc(runtime_name="srt-llama-3-2-1b-instruct"))
+    assert result is not None
+    assert (result.status, result.reason) == ("True", "RuntimeSpecified")
+    assert result.advisory == (
+        "runtime srt-llama-3-2-1b-instruct does not declare support for model m: "
+        "model size 3.21B is outside supported range [500M, 2B]"
+    )
+
+
+def test_writing_counts_follows_the_spec_rule() -> None:
+    # Upstream wrote a K suffix, "3.2B" for 3.21e9 and "1000.00B" at the carry.
+    assert format_parameter_count(3_210_000_000) == "3.21B"
+    assert format_parameter_count(999_999_999_999) == "1T"
+    assert format_parameter_count(350_000) == "350000"

@@ -1,0 +1,37 @@
+"""The selection core stays pure: importing it loads no Kubernetes client, no Kopf and no HTTP stack.
+
+(import-linter checks the static imports; this checks what an import really loads, transitive ones included.)
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+CORE = [
+    "ome_selector.api",
+    "ome_selector.api.loading",
+    "ome_selector.catalog",
+    "ome_selector.selection.explain",
+    "ome_selector.selection.outcome",
+    "ome_selector.selection.messages",
+]
+FORBIDDEN = [
+    "kopf",
+    "kubernetes",
+    "kubernetes_asyncio",
+    "aiohttp",
+    "requests",
+    "urllib3",
+    "ome_selector.operator",
+]
+
+
+def test_importing_the_core_loads_nothing_forbidden() -> None:
+    code = (
+        "import sys\n"
+        + "".join(f"import {module}\n" for module in CORE)
+        + f"print(sorted(m for m in sys.modules if m.split('.')[0] in {FORBIDDEN!r} or m in {FORBIDDEN!r}))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]", result.stdout
