@@ -35,6 +35,7 @@ from ome_selector.catalog.catalog import Catalog
 from ome_selector.operator.listing import GROUP, VERSION, list_objects
 from ome_selector.webhook.config import WebhookConfig
 from ome_selector.webhook.decisions import Decision, Lookup, decide_inference_service, decide_sizes
+from ome_selector.webhook.incluster import ObjectRef, SecretCertificates
 from ome_selector.webhook.registration import HANDLER_IDS, CaBundleRegistration, LocalRegistration
 from ome_selector.webhook.tls import TlsFiles, generate_serving_files, load_cert_dir
 
@@ -286,6 +287,7 @@ class Admission:
         """``settings.admission.server``: listen, (re-)register on every client config, unregister on exit."""
         config = self.config
         with contextlib.ExitStack() as stack:
+            await self._secret_certificates(stack)  # in-cluster certificate mode only (.incluster)
             files = self._tls_files(stack)
             addr, port = config.bind_address
             server = kopf.WebhookServer(
@@ -339,6 +341,33 @@ class Admission:
             await asyncio.sleep(self.config.file_check_interval)
             if self._client_config is not None:
                 await _apply_logged(registration, self._client_config)
+
+    async def _secret_certificates(self, stack: contextlib.ExitStack) -> None:
+        """In-cluster mode: the pair kept in ``cert_secret``, written to ``cert_dir`` and re-checked."""
+        config = self.config
+        if config.cert_secret is None or config.cert_dir is None:
+            return
+        api_client = await self.operator.access.api_client()
+        certificates = SecretCertificates(
+            api_client,
+            ObjectRef.parse(config.cert_secret),
+            config.cert_dir,
+            service=ObjectRef.parse(config.service) if config.service else None,
+            hosts=(config.host,),
+        )
+        try:
+            await certificates.ensure()
+        except BaseException:
+            await api_client.close()
+            raise
+
+        async def keep() -> None:
+            try:
+                await certificates.keep()
+            finally:
+                await api_client.close()
+
+        stack.callback(asyncio.create_task(keep(), name="webhook-certificates").cancel)
 
     def _tls_files(self, stack: contextlib.ExitStack) -> TlsFiles:
         config = self.config

@@ -52,6 +52,12 @@ class WebhookConfig:
     file_check_interval: float = 60.0
     #: Only for benchmarks: answer every request "allowed" without looking at it (a no-op webhook).
     noop: bool = False
+    #: In-cluster certificate mode (the chart's default), ``NAMESPACE/NAME``: the CA and serving certificate
+    #: are generated into this Secret (kept across restarts) and written as files into ``cert_dir``
+    #: (:mod:`.incluster`).
+    cert_secret: str | None = None
+    #: ``NAMESPACE/NAME`` of the webhook Service: its DNS names go into a generated certificate.
+    service: str | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.timeout_seconds <= 30:
@@ -59,6 +65,11 @@ class WebhookConfig:
         for policy in (self.failure_policy, self.sizes_failure_policy):
             if policy not in ("Fail", "Ignore"):
                 raise ValueError(f"failurePolicy must be Fail or Ignore, got {policy!r}")
+        if self.cert_secret is not None and self.cert_dir is None:
+            raise ValueError("a certificate Secret needs a certificate directory to write the files into")
+        for reference in (self.cert_secret, self.service):
+            if reference is not None and not _REFERENCE.fullmatch(reference):
+                raise ValueError(f"expected NAMESPACE/NAME, got {reference!r}")
         if not _NAME.fullmatch(self.managed_name) or len(self.managed_name) > 200:
             raise ValueError(
                 f"webhook configuration name prefix {self.managed_name!r} is not a DNS subdomain"
@@ -66,6 +77,7 @@ class WebhookConfig:
 
 
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
+_REFERENCE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 _KEY = r"[A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?"
 _VALUE = r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?|"
 _SET = re.compile(rf"\s*(?P<key>{_KEY})\s+(?P<op>in|notin)\s+\((?P<values>[^)]*)\)\s*")

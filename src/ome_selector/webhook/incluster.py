@@ -1,0 +1,257 @@
+"""In-cluster webhook certificates kept in a Secret: the chart's default certificate mode.
+
+The operator generates a CA and a serving certificate for its webhook Service (with :mod:`.tls`, never
+Kopf's generator), stores them in one Secret (``tls.crt``, ``tls.key``, ``ca.crt``, as cert-manager names
+them) so every restart serves the same CA, and writes the three files into the certificate directory (an
+emptyDir: the root filesystem is read-only). The static configuration's ``caBundle`` is then kept current by
+:class:`~.registration.CaBundleRegistration` from ``ca.crt``, as for a mounted cert-manager Secret.
+
+Least privilege: only ``get`` and ``update`` on that one Secret (the chart creates it empty, so RBAC can name
+it with ``resourceNames``); ``create`` is used only when it is missing (local runs with broad rights).
+
+A stored pair is reused while it is readable, matches its key, names every host the apiserver may dial, and
+has more than :data:`RENEW_BEFORE` left; otherwise a new CA and certificate replace it (optimistic
+concurrency on the Secret's resourceVersion). :meth:`SecretCertificates.keep` re-checks periodically, so a
+long-running pod renews before expiry; Kopf's server reloads the rewritten files and the caBundle follows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import datetime
+import logging
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cryptography import x509
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives import serialization
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from ome_selector.webhook.tls import (
+    CA_FILE,
+    CERT_FILE,
+    KEY_FILE,
+    CertificateAuthority,
+    TlsFiles,
+    serving_hosts,
+)
+
+__all__ = [
+    "CERT_VALIDITY",
+    "RENEW_BEFORE",
+    "ObjectRef",
+    "SecretCertificates",
+    "service_dns_names",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Validity of the generated CA and serving certificate.
+CERT_VALIDITY = datetime.timedelta(days=730)
+#: A stored certificate with less than this left is replaced.
+RENEW_BEFORE = datetime.timedelta(days=240)
+#: How often a running operator re-checks the stored certificate.
+CHECK_INTERVAL_SECONDS = 12 * 3600.0
+_KEYS = (CA_FILE, KEY_FILE, CERT_FILE)  # write order: a reader polling the files sees a complete set last
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """A namespaced object named ``NAMESPACE/NAME`` on the command line."""
+
+    namespace: str
+    name: str
+
+    @classmethod
+    def parse(cls, text: str) -> ObjectRef:
+        namespace, _, name = text.partition("/")
+        if not namespace or not name or "/" in name:
+            raise ValueError(f"expected NAMESPACE/NAME, got {text!r}")
+        return cls(namespace, name)
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def service_dns_names(service: ObjectRef) -> list[str]:
+    """Every name the apiserver may use for a Service (it dials ``<name>.<namespace>.svc``)."""
+    base = f"{service.name}.{service.namespace}"
+    return [service.name, base, f"{base}.svc", f"{base}.svc.cluster.local"]
+
+
+class SecretCertificates:
+    """The webhook's CA and serving certificate, kept in ``secret`` and mirrored as files in ``cert_dir``."""
+
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        secret: ObjectRef,
+        cert_dir: Path,
+        *,
+        service: ObjectRef | None = None,
+        hosts: Iterable[str | None] = (),
+        validity: datetime.timedelta = CERT_VALIDITY,
+        renew_before: datetime.timedelta = RENEW_BEFORE,
+    ) -> None:
+        self._client = api_client
+        self._core: Any = client.CoreV1Api(api_client)
+        self.secret = secret
+        self.cert_dir = cert_dir
+        service_names = service_dns_names(service) if service is not None else []
+        dns_names, ip_addresses = serving_hosts(*service_names, *hosts)
+        self.dns_names = dns_names
+        self.ip_addresses = ip_addresses
+        self._validity = validity
+        self._renew_before = renew_before
+        self._common_name = service_names[2] if service_names else "ome-selector-webhook"
+
+    async def ensure(self, *, now: datetime.datetime | None = None) -> TlsFiles:
+        """Reuse or (re)generate the stored pair, write the files where they differ, and name them."""
+        now = now or datetime.datetime.now(datetime.UTC)
+        current = await self._read()
+        data = _decoded(current)
+        if not self._usable(data, now):
+            data = await self._store(current, now)
+        self._write_files(data)
+        return TlsFiles(self.cert_dir / CERT_FILE, self.cert_dir / KEY_FILE, self.cert_dir / CA_FILE)
+
+    async def keep(self, interval: float = CHECK_INTERVAL_SECONDS) -> None:
+        """Re-check forever (run as a task); failures are logged and retried at the next interval."""
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.ensure()
+            except (ApiException, OSError, ValueError) as error:
+                logger.warning("could not check the webhook certificate in Secret %s: %s", self.secret, error)
+
+    # --- internals ---------------------------------------------------------------------------------------
+
+    async def _read(self) -> dict[str, Any] | None:
+        try:
+            secret = await self._core.read_namespaced_secret(self.secret.name, self.secret.namespace)
+        except ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+        body: dict[str, Any] = self._client.sanitize_for_serialization(secret)
+        return body
+
+    def _usable(self, data: Mapping[str, bytes], now: datetime.datetime) -> bool:
+        if any(not data.get(key) for key in _KEYS):
+            return False
+        try:
+            cert = x509.load_pem_x509_certificate(data[CERT_FILE])
+            ca = x509.load_pem_x509_certificate(data[CA_FILE])
+            key = serialization.load_pem_private_key(data[KEY_FILE], password=None)
+            sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        except (ValueError, TypeError, UnsupportedAlgorithm, x509.ExtensionNotFound) as error:
+            logger.info(
+                "the certificate in Secret %s is unreadable (%s); generating a new one", self.secret, error
+            )
+            return False
+        public = serialization.PublicFormat.SubjectPublicKeyInfo
+        same_key = key.public_key().public_bytes(
+            serialization.Encoding.PEM, public
+        ) == cert.public_key().public_bytes(serialization.Encoding.PEM, public)
+        names = set(sans.get_values_for_type(x509.DNSName))
+        addresses = {str(address) for address in sans.get_values_for_type(x509.IPAddress)}
+        reasons = []
+        if not same_key:
+            reasons.append("its key does not match")
+        if cert.issuer != ca.subject:
+            reasons.append("it was not issued by the stored CA")
+        if not set(self.dns_names) <= names or not set(self.ip_addresses) <= addresses:
+            reasons.append("it does not name every host of the webhook Service")
+        if min(cert.not_valid_after_utc, ca.not_valid_after_utc) - now < self._renew_before:
+            reasons.append("it expires soon")
+        if cert.not_valid_before_utc > now:
+            reasons.append("it is not valid yet")
+        if reasons:
+            logger.info("replacing the certificate in Secret %s: %s", self.secret, ", ".join(reasons))
+            return False
+        return True
+
+    async def _store(self, current: dict[str, Any] | None, now: datetime.datetime) -> dict[str, bytes]:
+        authority = CertificateAuthority(f"{self._common_name}-ca", validity=self._validity)
+        pair = authority.issue(
+            self._common_name, dns_names=self.dns_names, ip_addresses=self.ip_addresses, server=True
+        )
+        data = {CA_FILE: authority.cert_pem, KEY_FILE: pair.key_pem, CERT_FILE: pair.cert_pem}
+        encoded = {key: base64.b64encode(value).decode("ascii") for key, value in data.items()}
+        if current is None:
+            body = {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {
+                    "name": self.secret.name,
+                    "namespace": self.secret.namespace,
+                    "labels": {
+                        "app.kubernetes.io/name": "ome-selector",
+                        "app.kubernetes.io/component": "webhook",
+                    },
+                },
+                "type": "Opaque",
+                "data": encoded,
+            }
+            try:
+                await self._core.create_namespaced_secret(self.secret.namespace, body)
+            except ApiException as error:
+                if error.status != 409:
+                    raise
+                return await self._winner(now)
+        else:
+            # Guarded by resourceVersion: a concurrent writer makes it fail instead of being overwritten.
+            body = dict(current)
+            body["data"] = encoded
+            try:
+                await self._core.replace_namespaced_secret(self.secret.name, self.secret.namespace, body)
+            except ApiException as error:
+                if error.status != 409:
+                    raise
+                return await self._winner(now)
+        logger.info(
+            "stored a new webhook CA and certificate (valid until %s) in Secret %s",
+            (now + self._validity).date().isoformat(),
+            self.secret,
+        )
+        return data
+
+    async def _winner(self, now: datetime.datetime) -> dict[str, bytes]:
+        """Another writer stored a pair at the same time: use theirs if it fits."""
+        data = _decoded(await self._read())
+        if not self._usable(data, now):
+            raise RuntimeError(f"Secret {self.secret} changed while storing the webhook certificate")
+        return data
+
+    def _write_files(self, data: Mapping[str, bytes]) -> None:
+        """Write only what differs (Kopf's server restarts its listener when the files change)."""
+        self.cert_dir.mkdir(parents=True, exist_ok=True)
+        for key in _KEYS:
+            path = self.cert_dir / key
+            if path.is_file() and path.read_bytes() == data[key]:
+                continue
+            temporary = self.cert_dir / f".{key}.tmp"
+            temporary.unlink(missing_ok=True)
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if key == KEY_FILE else 0o644)
+            with os.fdopen(fd, "wb") as file:
+                file.write(data[key])
+            temporary.replace(path)
+
+
+def _decoded(secret: Mapping[str, Any] | None) -> dict[str, bytes]:
+    raw = (secret or {}).get("data") or {}
+    data: dict[str, bytes] = {}
+    for key in _KEYS:
+        value = raw.get(key)
+        if isinstance(value, str):
+            try:
+                data[key] = base64.b64decode(value, validate=True)
+            except ValueError:
+                continue
+    return data
