@@ -597,3 +597,37 @@ def test_ome_catalog_models_without_metadata(kubectl_ome: Any) -> None:
     assert {r["reason"] for r in document["runtimes"]} == {
         "model llama-3-2-3b-instruct has no modelFormat yet"
     }
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback(hostile_env: dict[str, str], tmp_path: Path) -> None:
+    """`kubectl ome runtime explain ... | head -1`: no BrokenPipeError noise on stderr."""
+    entry = {"modelFormat": {"name": "safetensors"}, "autoSelect": True}
+    items: list[dict[str, Any]] = [
+        {
+            "apiVersion": "ome.io/v1beta1",
+            "kind": "ClusterServingRuntime",
+            "metadata": {"name": f"rt-{i:05d}"},
+            "spec": {"supportedModelFormats": [entry]},
+        }
+        for i in range(4000)
+    ]
+    model = {"modelFormat": {"name": "safetensors"}}
+    items.append(
+        {"apiVersion": "ome.io/v1beta1", "kind": "ClusterBaseModel", "metadata": {"name": "m"}, "spec": model}
+    )
+    manifest = tmp_path / "many.json"
+    manifest.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    with subprocess.Popen(
+        [str(KUBECTL_OME), "runtime", "explain", "-f", str(manifest), "--model", "m", "-o", "wide"],
+        env=hostile_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as process:
+        assert process.stdout is not None
+        assert process.stderr is not None
+        assert process.stdout.readline().startswith("RUNTIME ")
+        process.stdout.close()
+        stderr = process.stderr.read()
+        assert process.wait(timeout=60) == 0
+    assert stderr == ""

@@ -194,6 +194,27 @@ CASES = [
         ["d.yaml"],
         {key(ISVC, "i1", "default")},
     ),
+    Case(
+        "a key given twice in a YAML mapping is an error (kubectl refuses it too)",
+        {"a.yaml": cbm("m1").replace("  name: m1\n", "  name: m1\n  name: m2\n")},
+        ["a.yaml"],
+        error='a.yaml: invalid YAML: mapping key "name" already defined (line 5, column 3)',
+    ),
+    Case(
+        "YAML merge keys may be overridden",
+        {
+            "a.yaml": "x: &base {name: m0}\n---\n"
+            + cbm("m1").replace("metadata:\n", "metadata:\n  <<: {name: m0}\n")
+        },
+        ["a.yaml"],
+        {key(CBM, "m1")},
+    ),
+    Case(
+        "a key given twice in a JSON object is an error",
+        {"a.json": '{"apiVersion": "ome.io/v1beta1", "kind": "ClusterBaseModel", "kind": "BaseModel"}'},
+        ["a.json"],
+        error='a.json: invalid JSON: mapping key "kind" already defined',
+    ),
     Case("a path that does not exist", {}, ["missing.yaml"], error='the path "missing.yaml" does not exist'),
     Case(
         "an object whose items are not an array",

@@ -9,6 +9,7 @@ core; this module only wires an object source to it and prints the result.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -204,8 +205,9 @@ def main() -> int:
     try:
         return run()
     except BrokenPipeError:
-        # `kubectl ome ... | head`: the reader left; say nothing more (and keep Python quiet at exit).
-        sys.stderr.close()
+        # `kubectl ome ... | head`: the reader left. Send stdout to /dev/null so the exit flush stays quiet.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
     except KeyboardInterrupt:
         return 130

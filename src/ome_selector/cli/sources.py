@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -88,7 +88,22 @@ class ObjectSource(Protocol):
 
 
 class _Loader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
-    """Safe YAML without timestamp resolution: the API server keeps an unquoted date as a string, so do we."""
+    """Safe YAML read as kubectl reads it: an unquoted date stays a string (as the API server keeps it), and a
+    key given twice in one mapping is an error rather than a silent "last one wins"."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, Hashable) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f'mapping key "{key}" already defined', key_node.start_mark
+                )
+            seen.add(key)
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
+        return mapping
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -181,6 +196,20 @@ def parse_documents(text: str, origin: str, *, json_only: bool = False) -> list[
     return objects
 
 
+class _DuplicateKeyError(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refusing a key given twice (kubectl does too)."""
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKeyError(f'mapping key "{key}" already defined')
+        result[key] = value
+    return result
+
+
 def _expand_lists(document: Any, at: RawObject) -> Iterator[RawObject]:
     """The document itself, or each item of a ``kind: List`` (recursively), located like ``at``."""
     if not isinstance(document, Mapping):
@@ -219,7 +248,7 @@ def _yaml_problem(error: yaml.YAMLError) -> str:
 
 def _json_values(text: str, origin: str) -> list[Any]:
     """One or more concatenated JSON values (a JSON stream, as kubectl accepts)."""
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(object_pairs_hook=_unique_keys)
     values: list[Any] = []
     position = 0
     length = len(text)
@@ -234,6 +263,8 @@ def _json_values(text: str, origin: str) -> list[Any]:
             raise SourceError(
                 f"{origin}: invalid JSON: {error.msg} (line {error.lineno}, column {error.colno})"
             ) from error
+        except _DuplicateKeyError as error:
+            raise SourceError(f"{origin}: invalid JSON: {error}") from error
         values.append(value)
 
 
