@@ -405,6 +405,7 @@ def test_isvc_without_spec_model(kubectl_ome: Any, tmp_path: Path) -> None:
             "argument -o/--output: invalid choice",
         ),
         (["runtime", "explain", "--model", "a", "--bogus"], "unrecognized arguments: --bogus"),
+        (["runtime", "explain", "-f", "samples/", "--model", ""], "argument --model: must not be empty"),
         (["runtime"], "the following arguments are required: COMMAND"),
         ([], "the following arguments are required: COMMAND"),
     ],

@@ -73,6 +73,13 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_ERROR, f"error: {message}\n")
 
 
+def _name(text: str) -> str:
+    """An object name; an empty one is a usage error rather than a lookup that cannot succeed."""
+    if not text:
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The whole `kubectl ome` command line."""
     parser = _Parser(prog=PROG, description="Inspect OME runtime selection (ome-selector).")
@@ -94,8 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     subject = explain_parser.add_mutually_exclusive_group(required=True)
-    subject.add_argument("--model", metavar="NAME", help="the BaseModel (else ClusterBaseModel) to explain")
-    subject.add_argument("--isvc", metavar="NAME", help="the InferenceService whose model to explain")
+    subject.add_argument(
+        "--model", metavar="NAME", type=_name, help="the BaseModel (else ClusterBaseModel) to explain"
+    )
+    subject.add_argument(
+        "--isvc", metavar="NAME", type=_name, help="the InferenceService whose model to explain"
+    )
     explain_parser.add_argument(
         "-n",
         "--namespace",
