@@ -61,8 +61,8 @@ examples:
 exit status: 0 when it could explain (also when there are no runtimes), 1 on a usage, file or lookup error."""
 
 
-class UsageError(Exception):
-    """A command line that cannot be run; reported with the usage text and exit status 1."""
+class CommandError(Exception):
+    """A failed lookup (model or InferenceService not found, ...); ``str()`` is the message for stderr."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -139,13 +139,13 @@ def object_source(args: argparse.Namespace) -> ObjectSource:
         return FileSource(tuple(args.filenames), args.namespace or DEFAULT_NAMESPACE)
     # The live mode (SPEC §6: one consistent, paged listing of the current kubeconfig context) plugs in here
     # as another ObjectSource; everything after this point is shared.
-    raise SourceError("live mode is not available yet; pass -f PATH")
+    raise CommandError("live mode is not available yet; pass -f PATH")
 
 
 def _find_isvc(catalog: Catalog, namespace: str, name: str) -> InferenceService:
     resource = catalog.get(ObjectKey(Kind.INFERENCE_SERVICE, namespace, name))
     if not isinstance(resource, InferenceService):
-        raise SourceError(f"InferenceService {name} not found in namespace {namespace}")
+        raise CommandError(f"InferenceService {name} not found in namespace {namespace}")
     return resource
 
 
@@ -169,7 +169,10 @@ def _notes(catalog: Catalog, model: Model, isvc: InferenceService | None) -> lis
 
 
 def explain_command(args: argparse.Namespace, source: ObjectSource) -> tuple[Explanation, list[str]]:
-    """The explanation for the parsed command line and the notes for stderr; SourceError on a lookup error."""
+    """The explanation for the parsed command line and the notes for stderr.
+
+    Raises :class:`SourceError` when the objects cannot be read and :class:`CommandError` when a lookup fails.
+    """
     namespace = source.namespace
     catalog = load_catalog(source.read(), namespace)
     isvc: InferenceService | None = None
@@ -177,14 +180,14 @@ def explain_command(args: argparse.Namespace, source: ObjectSource) -> tuple[Exp
         isvc = _find_isvc(catalog, namespace, args.isvc)
         model_name = isvc.model_name
         if model_name is None:
-            raise SourceError(
+            raise CommandError(
                 f"InferenceService {namespace}/{isvc.name} has no spec.model; runtime selection ignores it"
             )
     else:
         model_name = args.model
     model = catalog.resolve_model(namespace, model_name)
     if model is None:
-        raise SourceError(messages.model_not_found(model_name, namespace))
+        raise CommandError(messages.model_not_found(model_name, namespace))
     explanation = explain(catalog, model, namespace, isvc)
     notes = _notes(catalog, model, isvc)
     if not explanation.verdicts:
@@ -200,7 +203,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         return exit_.code if isinstance(exit_.code, int) else EXIT_ERROR
     try:
         explanation, notes = explain_command(args, object_source(args))
-    except SourceError as error:
+    except (SourceError, CommandError) as error:
         sys.stderr.write(f"error: {error}\n")
         return EXIT_ERROR
     text = render(explanation, args.output)
