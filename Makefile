@@ -55,3 +55,22 @@ cluster-down: venv ## stop the background control plane
 
 clean: cluster-down ## remove the virtual environment and local state
 	rm -rf $(VENV) $(CLUSTER_DIR) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+
+# --- the deployable product (issue 8): chart, plain manifests, image, kind e2e ------------------------------
+IMAGE ?= ome-selector:dev
+
+.PHONY: manifests chart-lint image e2e-kind
+
+manifests: venv ## copy manifests/crds into the chart and render manifests/install.yaml from it (default values)
+	@bindir=$$(hack/ensure-binaries.sh) && OME_SELECTOR_BIN_DIR="$$bindir" $(PY) -m ome_selector.testing.chart
+
+chart-lint: ## helm lint --strict the chart, with its default values and the other modes
+	@bindir=$$(hack/ensure-binaries.sh) && for set in "" "--set webhook.certManager.enabled=true" \
+	  "--set watchNamespaces={a,b} --set reportOnly=true --set crds.install=false" "--set webhook.enabled=false"; do \
+	  "$$bindir/helm" lint --strict charts/ome-selector $$set || exit 1; done
+
+image: ## build the container image $(IMAGE) (needs a Docker engine)
+	docker build -t $(IMAGE) .
+
+e2e-kind: venv ## kind cluster, build and load $(IMAGE), helm install, the e2e scenario, delete (needs Docker and kind)
+	IMAGE=$(IMAGE) PYTHON=$(PY) hack/e2e-kind.sh

@@ -109,7 +109,8 @@ class SecretCertificates:
         self.ip_addresses = ip_addresses
         self._validity = validity
         self._renew_before = renew_before
-        self._common_name = service_names[2] if service_names else "ome-selector-webhook"
+        # The common name is informational (Go's TLS checks only the SANs) and limited to 64 characters.
+        self._common_name = (service_names[2] if service_names else "ome-selector-webhook")[:60]
 
     async def ensure(self, *, now: datetime.datetime | None = None) -> TlsFiles:
         """Reuse or (re)generate the stored pair, write the files where they differ, and name them."""
@@ -178,7 +179,7 @@ class SecretCertificates:
         return True
 
     async def _store(self, current: dict[str, Any] | None, now: datetime.datetime) -> dict[str, bytes]:
-        authority = CertificateAuthority(f"{self._common_name}-ca", validity=self._validity)
+        authority = CertificateAuthority("ome-selector-webhook-ca", validity=self._validity)
         pair = authority.issue(
             self._common_name, dns_names=self.dns_names, ip_addresses=self.ip_addresses, server=True
         )

@@ -1,0 +1,306 @@
+"""The chart's RBAC is exactly what the code needs: proved by running with the ServiceAccount's own token.
+
+Each test renders the chart, creates its ServiceAccount, (Cluster)Roles, bindings, certificate Secret and
+ValidatingWebhookConfiguration for real, mints a token with TokenRequest (`kubectl create token`), and runs
+the operator and its webhook in-process with a kubeconfig holding only that token, configured from the
+rendered Deployment's own arguments, through the shared e2e scenario (ome_selector.testing.scenario).
+A missing verb fails the scenario or shows up as a 403 in the logs or the API-error metric; a granted verb
+without an entry in INTENDED_USES fails the rule comparison, and every entry names the call that needs it.
+
+The one liberty taken: the apiserver cannot reach a Service here (no kube-proxy), so the test (as admin)
+points the chart's webhook clientConfigs at the operator's loopback port. The operator itself only touches
+the caBundle, exactly as in a cluster.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from ome_selector.cli.ome_selector import _parser
+from ome_selector.testing.chart import render
+from ome_selector.testing.controlplane import ControlPlane, free_port
+from ome_selector.testing.scenario import run_scenario
+from ome_selector.webhook.cli import webhook_config_from_args
+
+# (apiGroup, resource, verb) → the code that makes the call. The chart grants exactly these (webhook on,
+# operator-generated certificates, not report-only); the other modes grant subsets.
+INTENDED_USES: dict[tuple[str, str, str], str] = {
+    **{
+        ("ome.io", plural, "list"): "startup and resync listing (operator/listing.py); Kopf's watch re-lists"
+        for plural in (
+            "basemodels",
+            "clusterbasemodels",
+            "servingruntimes",
+            "clusterservingruntimes",
+            "inferenceservices",
+        )
+    },
+    **{
+        ("ome.io", plural, "watch"): "Kopf @kopf.on.event watch streams (operator/app.py)"
+        for plural in (
+            "basemodels",
+            "clusterbasemodels",
+            "servingruntimes",
+            "clusterservingruntimes",
+            "inferenceservices",
+        )
+    },
+    ("ome.io", "basemodels", "get"): "webhook: confirming read of a missing model (webhook/admission.py)",
+    ("ome.io", "clusterbasemodels", "get"): "webhook: confirming read of a missing model",
+    ("ome.io", "servingruntimes", "get"): "webhook: confirming read of a missing named runtime",
+    ("ome.io", "clusterservingruntimes", "get"): "webhook: confirming read of a missing named runtime",
+    ("ome.io", "inferenceservices", "get"): "re-read after a 409 on the status write (operator/writer.py)",
+    ("ome.io", "inferenceservices/status", "patch"): "the RuntimeReady condition (operator/writer.py)",
+    ("", "events", "create"): "one event per changing write (operator/writer.py)",
+    ("admissionregistration.k8s.io", "validatingwebhookconfigurations", "get"): (
+        "read the chart's configuration before setting its caBundle (webhook/registration.py)"
+    ),
+    ("admissionregistration.k8s.io", "validatingwebhookconfigurations", "update"): (
+        "set the caBundle of the chart's configuration (webhook/registration.py)"
+    ),
+    ("", "secrets", "get"): "read the stored webhook CA and certificate (webhook/incluster.py)",
+    ("", "secrets", "update"): "store a new webhook CA and certificate (webhook/incluster.py)",
+}
+#: Rules that must name their objects.
+NAMED = {("admissionregistration.k8s.io", "validatingwebhookconfigurations"), ("", "secrets")}
+RBAC_KINDS = {"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
+APPLIED_KINDS = RBAC_KINDS | {"ServiceAccount", "Secret", "ValidatingWebhookConfiguration"}
+
+
+def granted(docs: list[dict[str, Any]], release: str) -> dict[tuple[str, str, str], list[str]]:
+    """(apiGroup, resource, verb) → resourceNames, over the operator's roles (not the plugin reader's)."""
+    rules: dict[tuple[str, str, str], list[str]] = {}
+    for doc in docs:
+        if doc["kind"] not in {"ClusterRole", "Role"} or doc["metadata"]["name"].endswith("-plugin-reader"):
+            continue
+        assert doc["metadata"]["name"].startswith(release), doc["metadata"]["name"]
+        for rule in doc["rules"]:
+            assert "nonResourceURLs" not in rule, rule
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    for verb in rule["verbs"]:
+                        assert "*" not in (group, resource, verb), rule
+                        rules[(group, resource, verb)] = list(rule.get("resourceNames") or [])
+    return rules
+
+
+def token_kubeconfig(control_plane: ControlPlane, namespace: str, account: str, path: Path) -> Path:
+    """A kubeconfig with only the ServiceAccount's TokenRequest token (server and CA from the admin's)."""
+    token = control_plane.kubectl("create", "token", account, "-n", namespace, "--duration=1h").stdout.strip()
+    admin = yaml.safe_load(control_plane.kubeconfig.read_text())
+    cluster = admin["clusters"][0]["cluster"]
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "local", "cluster": cluster}],
+                "users": [{"name": account, "user": {"token": token}}],
+                "contexts": [{"name": "sa", "context": {"cluster": "local", "user": account}}],
+                "current-context": "sa",
+            }
+        )
+    )
+    path.chmod(0o600)
+    return path
+
+
+class Installed:
+    """The chart's RBAC, ServiceAccount, Secret and webhook configuration, applied for real."""
+
+    def __init__(self, control_plane: ControlPlane, namespace: str, values: dict[str, Any]) -> None:
+        self.control_plane = control_plane
+        self.namespace = namespace
+        self.release = f"rbac{uuid.uuid4().hex[:6]}"
+        values = {
+            # Only this test's namespace: other tests' InferenceServices never reach this webhook.
+            "webhook": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}},
+            **values,
+        }
+        self.docs = render(values, release=self.release, namespace=namespace)
+        self.port = free_port()
+        applied = []
+        for doc in self.docs:
+            if doc["kind"] not in APPLIED_KINDS:
+                continue
+            if doc["kind"] == "ValidatingWebhookConfiguration":
+                for webhook in doc["webhooks"]:
+                    path = webhook["clientConfig"].pop("service")["path"]
+                    webhook["clientConfig"]["url"] = f"https://127.0.0.1:{self.port}{path}"
+            applied.append(doc)
+        self.cluster_scoped = [
+            (doc["kind"], doc["metadata"]["name"]) for doc in applied if "namespace" not in doc["metadata"]
+        ]
+        control_plane.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(applied))
+
+    def one(self, kind: str) -> dict[str, Any]:
+        found = [doc for doc in self.docs if doc["kind"] == kind]
+        assert len(found) == 1, (kind, found)
+        return found[0]
+
+    def operator_overrides(self, kubeconfig: Path, cert_dir: Path) -> dict[str, Any]:
+        """OperatorConfig fields from the rendered Deployment's arguments, parsed by `ome-selector run`."""
+        container = self.one("Deployment")["spec"]["template"]["spec"]["containers"][0]
+        args = _parser().parse_args(["run", *container["args"]])
+        webhook = webhook_config_from_args(args)
+        assert webhook is not None
+        assert webhook.cert_dir is not None
+        # The pod's emptyDir and Service become a temporary directory and the loopback port here.
+        webhook = type(webhook)(
+            **{**vars(webhook), "bind_address": ("127.0.0.1", self.port), "cert_dir": cert_dir}
+        )
+        return {
+            "kubeconfig": kubeconfig,
+            "namespaces": args.namespaces,
+            "report_only": args.report_only,
+            "webhook": webhook,
+        }
+
+    def delete_cluster_scoped(self) -> None:
+        for kind, name in self.cluster_scoped:
+            self.control_plane.kubectl("delete", kind, name, "--ignore-not-found", check=False)
+
+
+@dataclass
+class Env:
+    control_plane: ControlPlane
+    api_client: Any
+    namespace: str
+    running_operator: Any
+    tmp_path: Path
+    caplog: pytest.LogCaptureFixture
+    installed: list[Installed] = field(default_factory=list)
+
+    def install(self, values: dict[str, Any]) -> Installed:
+        self.installed.append(Installed(self.control_plane, self.namespace, values))
+        return self.installed[-1]
+
+
+@pytest.fixture
+def env(  # noqa: PLR0917 - pytest fixtures arrive as arguments
+    control_plane: ControlPlane,
+    api_client: Any,
+    namespace: str,
+    running_operator: Any,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> Iterator[Env]:
+    bundle = Env(control_plane, api_client, namespace, running_operator, tmp_path, caplog)
+    yield bundle
+    for item in bundle.installed:
+        item.delete_cluster_scoped()
+
+
+def test_intended_uses_are_exactly_the_default_grants() -> None:
+    rules = granted(render(), "ome-selector")
+    assert set(rules) == set(INTENDED_USES), {
+        "granted without an intended use": sorted(set(rules) - set(INTENDED_USES)),
+        "intended but not granted": sorted(set(INTENDED_USES) - set(rules)),
+    }
+    for (group, resource, verb), names in rules.items():
+        assert bool(names) == ((group, resource) in NAMED), (group, resource, verb, names)
+
+
+def _forbidden(records: list[logging.LogRecord]) -> list[str]:
+    pattern = re.compile(r"forbidden|\b403\b", re.IGNORECASE)
+    return [record.getMessage() for record in records if pattern.search(record.getMessage())]
+
+
+def _api_errors(runner: Any) -> dict[str, float]:
+    errors: dict[str, float] = {}
+    for family in runner.operator.metrics.registry.collect():
+        for sample in family.samples:
+            if sample.name == "ome_selector_api_errors_total" and sample.value:
+                errors[sample.labels["operation"]] = sample.value
+    return errors
+
+
+def _run_with_token(env: Env, installed: Installed) -> Any:
+    control_plane, api_client, namespace = env.control_plane, env.api_client, env.namespace
+    tmp_path, caplog = env.tmp_path, env.caplog
+    account = installed.one("ServiceAccount")["metadata"]["name"]
+    kubeconfig = token_kubeconfig(control_plane, namespace, account, tmp_path / "token.kubeconfig")
+    caplog.set_level(logging.INFO)
+    runner = env.running_operator(**installed.operator_overrides(kubeconfig, tmp_path / "certs"))
+    report = run_scenario(api_client, control_plane.kubectl, namespace)
+    assert len(report.steps) == 6, report.steps
+    runner.wait_idle()
+    assert _forbidden(caplog.records) == []
+    assert _api_errors(runner) == {}
+    # Evidence for the grants that the scenario does not show by itself.
+    secret = installed.one("Secret")["metadata"]["name"]
+    stored = yaml.safe_load(
+        control_plane.kubectl("get", "secret", secret, "-n", namespace, "-o", "yaml").stdout
+    )
+    assert set(stored["data"]) == {"ca.crt", "tls.crt", "tls.key"}
+    configuration = installed.one("ValidatingWebhookConfiguration")["metadata"]["name"]
+    live = yaml.safe_load(
+        control_plane.kubectl("get", "validatingwebhookconfiguration", configuration, "-o", "yaml").stdout
+    )
+    assert {w["clientConfig"].get("caBundle") for w in live["webhooks"]} == {stored["data"]["ca.crt"]}
+    return runner
+
+
+def _cannot(
+    control_plane: ControlPlane, account: str, home: str, namespace: str, *checks: tuple[str, ...]
+) -> None:
+    """The ServiceAccount ``home/account`` may do none of ``checks`` in ``namespace``."""
+    subject = f"--as=system:serviceaccount:{home}:{account}"
+    for check in checks:
+        result = control_plane.kubectl("auth", "can-i", *check, subject, "-n", namespace, check=False)
+        assert result.stdout.strip() == "no", (check, result.stdout, result.stderr)
+
+
+def test_cluster_wide_install_runs_the_scenario_with_its_own_token(env: Env) -> None:
+    control_plane, namespace = env.control_plane, env.namespace
+    installed = env.install({})
+    _run_with_token(env, installed)
+    account = installed.one("ServiceAccount")["metadata"]["name"]
+    _cannot(
+        control_plane,
+        account,
+        namespace,
+        namespace,
+        ("list", "secrets"),
+        ("get", "secrets/some-other-secret"),
+        ("create", "secrets"),
+        ("update", "validatingwebhookconfigurations/someone-elses"),
+        ("patch", "inferenceservices.ome.io"),
+        ("update", "inferenceservices.ome.io/status"),
+        ("delete", "inferenceservices.ome.io"),
+        ("create", "servingruntimes.ome.io"),
+        ("list", "namespaces"),
+        ("list", "customresourcedefinitions.apiextensions.k8s.io"),
+        ("create", "leases.coordination.k8s.io"),
+    )
+
+
+def test_namespaced_install_runs_the_scenario_with_its_own_token(env: Env) -> None:
+    control_plane, namespace = env.control_plane, env.namespace
+    installed = env.install({"watchNamespaces": [namespace]})
+    assert {d["kind"] for d in installed.docs if d["kind"] in RBAC_KINDS} == RBAC_KINDS
+    rules = granted(installed.docs, installed.release)
+    assert set(rules) == set(INTENDED_USES)  # the same calls, split into Roles and a ClusterRole
+    runner = _run_with_token(env, installed)
+    assert runner.operator.config.namespaces == [namespace]
+    account = installed.one("ServiceAccount")["metadata"]["name"]
+    _cannot(
+        control_plane,
+        account,
+        namespace,
+        "default",
+        ("list", "inferenceservices.ome.io"),
+        ("create", "events"),
+    )
+    _cannot(
+        control_plane, account, namespace, namespace, ("list", "servingruntimes.ome.io", "--all-namespaces")
+    )
