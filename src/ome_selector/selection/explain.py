@@ -78,33 +78,39 @@ class Explanation:
 
 
 def verdicts_for(
-    profiles: Iterable[RuntimeProfile], model: ModelProfile, accelerator_classes: Sequence[str] = ()
+    profiles: Iterable[RuntimeProfile],
+    model: ModelProfile,
+    accelerator_classes: Sequence[str] = (),
+    *,
+    reasons: bool = True,
 ) -> tuple[RuntimeVerdict, ...]:
     """Verdicts for ``profiles`` in table order: ranked first in rank order, then namespaced first, then by
-    name."""
-    format_name = model.spec.format_name
+    name. ``reasons=False`` leaves format-mismatch reasons empty (see :func:`~.matcher.check`)."""
+    format_name = model.format_name
     ranked: list[tuple[RankKey, RuntimeProfile, RuntimeCheck]] = []
-    rest: list[RuntimeVerdict] = []
+    rest: list[tuple[bool, str, RuntimeProfile, RuntimeCheck]] = []
     for profile in profiles:
-        result = check(profile, model, accelerator_classes)
+        result = check(profile, model, accelerator_classes, reasons=reasons)
         if result.auto_selectable:
             ranked.append((rank_key(profile, result.score, model.size), profile, result))
-            continue
-        rest.append(
-            RuntimeVerdict(
-                runtime=profile.runtime,
-                supports_model=result.supports_model,
-                compatible=False,
-                reason=result.reason,
-                score=result.score,
-                priority=result.priority,
-                rank=None,
-                range_text=profile.range_text,
-                serves_format=profile.serves_format(format_name),
-            )
-        )
+        else:
+            rest.append((profile.is_cluster, profile.name, profile, result))
     ranked.sort(key=lambda item: item[0])
-    rest.sort(key=lambda v: (v.is_cluster, v.name))
+    rest.sort(key=lambda item: item[:2])
+    others = tuple(
+        RuntimeVerdict(
+            runtime=profile.runtime,
+            supports_model=result.supports_model,
+            compatible=False,
+            reason=result.reason,
+            score=result.score,
+            priority=result.priority,
+            rank=None,
+            range_text=profile.range_text,
+            serves_format=profile.serves_format(format_name),
+        )
+        for _, _, profile, result in rest
+    )
     winners = tuple(
         RuntimeVerdict(
             runtime=profile.runtime,
@@ -119,7 +125,7 @@ def verdicts_for(
         )
         for position, (_, profile, result) in enumerate(ranked, start=1)
     )
-    return winners + tuple(rest)
+    return winners + others
 
 
 def explain(

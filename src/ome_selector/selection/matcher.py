@@ -8,7 +8,7 @@ and returns a :class:`RuntimeCheck` with the first failing reason, the matching 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -43,47 +43,52 @@ class RuntimeProfile:
     """A runtime with everything selection needs pre-computed; built once per runtime version."""
 
     runtime: Runtime
+    name: str
+    is_cluster: bool
+    disabled: bool
+    entries: tuple[SupportedModelFormat, ...]
     lower: Fraction | None
     upper: Fraction | None
     range_text: str | None
-    format_names: frozenset[str]
+    entries_by_format: Mapping[str, tuple[int, ...]]
     accelerator_classes: frozenset[str]
 
     @classmethod
     def of(cls, runtime: Runtime) -> RuntimeProfile:
         spec = runtime.spec
+        by_format: dict[str, list[int]] = {}
+        for index, entry in enumerate(spec.supported_model_formats):
+            if entry.model_format is not None:
+                by_format.setdefault(entry.model_format.name, []).append(index)
         size_range = spec.model_size_range
         minimum = size_range.min if size_range is not None else None
         maximum = size_range.max if size_range is not None else None
         return cls(
             runtime=runtime,
+            name=runtime.name,
+            is_cluster=runtime.is_cluster,
+            disabled=spec.disabled,
+            entries=spec.supported_model_formats,
             lower=parse_parameter_count(minimum) if minimum is not None else None,
             upper=parse_parameter_count(maximum) if maximum is not None else None,
             range_text=messages.interval_text(minimum, maximum),
-            format_names=frozenset(
-                entry.model_format.name
-                for entry in spec.supported_model_formats
-                if entry.model_format is not None
-            ),
+            entries_by_format={name: tuple(indices) for name, indices in by_format.items()},
             accelerator_classes=frozenset(spec.accelerator_classes),
         )
+
+    @property
+    def format_names(self) -> frozenset[str]:
+        """The format names the entries declare."""
+        return frozenset(self.entries_by_format)
 
     @property
     def has_range(self) -> bool:
         """Whether ``modelSizeRange`` has at least one bound."""
         return self.range_text is not None
 
-    @property
-    def is_cluster(self) -> bool:
-        return self.runtime.is_cluster
-
-    @property
-    def name(self) -> str:
-        return self.runtime.name
-
     def serves_format(self, format_name: str) -> bool:
         """Whether some entry names this format (such runtimes are listed in the no-runtime message)."""
-        return format_name in self.format_names
+        return format_name in self.entries_by_format
 
     def admits_size(self, size: Fraction) -> bool:
         lower_ok = self.lower is None or self.lower <= size
@@ -109,6 +114,7 @@ class ModelProfile:
     model: Model
     size: Fraction | None
     label: str
+    format_name: str
 
     @classmethod
     def of(cls, model: Model) -> ModelProfile:
@@ -116,6 +122,7 @@ class ModelProfile:
         framework = spec.model_framework
         return cls(
             model=model,
+            format_name=spec.format_name,
             size=parse_parameter_count(spec.model_parameter_size) if spec.model_parameter_size else None,
             label=messages.format_label(
                 spec.format_name,
@@ -309,36 +316,63 @@ def find_matching_entry(model: ModelSpec, entries: Iterable[SupportedModelFormat
 
 
 def check(
-    profile: RuntimeProfile, model: ModelProfile, accelerator_classes: Iterable[str] = ()
+    profile: RuntimeProfile,
+    model: ModelProfile,
+    accelerator_classes: Iterable[str] = (),
+    *,
+    reasons: bool = True,
 ) -> RuntimeCheck:
-    """Run SPEC §3 for one runtime: the first failing check gives the reason; then auto-selectability."""
+    """Run SPEC §3 for one runtime: the first failing check gives the reason; then auto-selectability.
+
+    With ``reasons=False`` the costly reason of a runtime without a matching entry (every entry's mismatches)
+    is left empty: ranking does not need it, and a caller that shows it asks again.
+    """
     spec = model.spec
     if not spec.has_format:
         return RuntimeCheck(False, False, messages.model_pending_reason(model.model.name), None, 0, None)
 
-    entries = profile.runtime.spec.supported_model_formats
-    index = find_matching_entry(spec, entries) if profile.serves_format(spec.format_name) else None
+    entries = profile.entries
+    # Only entries naming the model's format can match it: the profile indexes them by name, in entry order.
+    index: int | None = None
+    for candidate in profile.entries_by_format.get(model.format_name, ()):
+        if entry_matches(spec, entries[candidate]):
+            index = candidate
+            break
     entry = entries[index] if index is not None else None
     score = entry_score(entry, spec) if entry is not None else 0
     priority = entry.priority if entry is not None else None
 
-    def rejected(reason: str) -> RuntimeCheck:
-        return RuntimeCheck(False, False, reason, index, score, priority)
-
-    if profile.runtime.spec.disabled:
-        return rejected(messages.REASON_DISABLED)
-    if any(cls not in profile.accelerator_classes for cls in accelerator_classes):
-        return rejected(messages.REASON_ACCELERATOR)
-    if entry is None:
-        reasons = [entry_mismatch_reason(spec, candidate) for candidate in entries]
-        return rejected(messages.format_not_supported_reason(model.label, reasons))
-    range_text = profile.range_text
-    if model.size is not None and range_text is not None and not profile.admits_size(model.size):
-        return rejected(messages.size_outside_reason(spec.model_parameter_size or "", range_text))
+    failure = _failure(profile, model, accelerator_classes, entry, reasons=reasons)
+    if failure is not None or entry is None:
+        return RuntimeCheck(False, False, failure or "", index, score, priority)
 
     if not entry.auto_select:
-        reason = messages.autoselect_disabled_reason(spec.format_name)
+        reason = messages.autoselect_disabled_reason(model.format_name)
         return RuntimeCheck(True, False, reason, index, score, priority)
     if score <= 0:
         return RuntimeCheck(True, False, messages.score_reason(score), index, score, priority)
     return RuntimeCheck(True, True, "", index, score, priority)
+
+
+def _failure(
+    profile: RuntimeProfile,
+    model: ModelProfile,
+    accelerator_classes: Iterable[str],
+    entry: SupportedModelFormat | None,
+    *,
+    reasons: bool,
+) -> str | None:
+    """The reason of the first failing check among SPEC §3's 1–4, None when all pass."""
+    if profile.disabled:
+        return messages.REASON_DISABLED
+    if accelerator_classes and not profile.accelerator_classes.issuperset(accelerator_classes):
+        return messages.REASON_ACCELERATOR
+    if entry is None:
+        if not reasons:
+            return ""
+        spec = model.spec
+        entry_reasons = [entry_mismatch_reason(spec, c) for c in profile.entries]
+        return messages.format_not_supported_reason(model.label, entry_reasons)
+    if model.size is not None and profile.range_text is not None and not profile.admits_size(model.size):
+        return messages.size_outside_reason(model.spec.model_parameter_size or "", profile.range_text)
+    return None

@@ -6,7 +6,7 @@ Only text is built here; the decisions are made by :mod:`.matcher`, :mod:`.expla
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 __all__ = [
     "ADMISSION_WARNING_LIMIT",
@@ -151,7 +151,7 @@ def no_runtime_message(
     model: str,
     namespaced_count: int,
     cluster_count: int,
-    entries: Sequence[str],
+    entries: Iterable[str],
     other_formats: int,
     isvc: str,
     namespace: str,
@@ -160,7 +160,8 @@ def no_runtime_message(
     """The SPEC §5 no-runtime message, cut to ``limit`` characters.
 
     ``entries`` are the runtimes with an entry for the model's format, already written as ``ns/name (reason)``
-    or ``name (reason)`` and in order; ``other_formats`` counts the other runtimes checked. When the text is
+    or ``name (reason)`` and in order; it is consumed lazily, only as far as the text can hold, so reasons can
+    be computed on demand. ``other_formats`` counts the other runtimes checked. When the text is
     too long, the entries that do not fit (and the other-formats clause, which comes last) are replaced by ``;
     … <m> more (kubectl ome runtime explain --isvc <isvc> -n <ns>)``, where ``m`` counts the checked runtimes
     the text no longer names (``checked - shown``).
@@ -170,21 +171,29 @@ def no_runtime_message(
         f"no runtime supports model {model} "
         f"(checked {total} runtimes: {namespaced_count} namespace-scoped, {cluster_count} cluster-scoped): "
     )
-    items = list(entries)
-    if other_formats:
-        items.append(f"{other_formats} runtimes serve other formats")
-    if total == 0:
-        items = ["no runtimes are installed"]
-    full = head + "; ".join(items)
-    if len(full) <= limit:
-        return full
+    taken: list[str] = []
+    length = len(head)
+    for entry in entries:
+        taken.append(entry)
+        length += len(entry) + (len("; ") if len(taken) > 1 else 0)
+        if length > limit:
+            break
+    else:
+        items = list(taken)
+        if other_formats:
+            items.append(f"{other_formats} runtimes serve other formats")
+        if total == 0:
+            items = ["no runtimes are installed"]
+        full = head + "; ".join(items)
+        if len(full) <= limit:
+            return full
 
     def marker(shown: int) -> str:
         return f"{ELLIPSIS} {total - shown} more (kubectl ome runtime explain --isvc {isvc} -n {namespace})"
 
     shown = 0
     text = head
-    for entry in entries:
+    for entry in taken:
         candidate = text + ("; " if shown else "") + entry
         if len(candidate) + len("; ") + len(marker(shown + 1)) > limit:
             break

@@ -10,15 +10,18 @@ warning.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
+from operator import itemgetter
 from typing import Literal
 
 from ome_selector.api.resources import InferenceService, Model, Runtime
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.selection import messages
-from ome_selector.selection.explain import RuntimeVerdict, verdicts_for
+from ome_selector.selection.explain import RuntimeVerdict
 from ome_selector.selection.matcher import check
+from ome_selector.selection.scoring import rank_key
 
 __all__ = [
     "CONDITION_TYPE",
@@ -27,6 +30,7 @@ __all__ = [
     "OutcomeKind",
     "evaluate",
     "no_runtime_entry",
+    "runtime_entry",
 ]
 
 CONDITION_TYPE = "RuntimeReady"
@@ -103,12 +107,16 @@ def _warning(reason: str, message: str) -> EventSpec:
     return EventSpec(type="Warning", reason=reason, message=message)
 
 
-def no_runtime_entry(verdict: RuntimeVerdict) -> str:
-    """One runtime as the no-runtime message lists it: ``<namespace>/<name> (<reason>)`` or ``<name>
-    (<reason>)``."""
-    runtime = verdict.runtime
+def runtime_entry(runtime: Runtime, reason: str) -> str:
+    """One runtime as the no-runtime message lists it: ``<namespace>/<name> (<reason>)`` for a
+    ServingRuntime, ``<name> (<reason>)`` for a ClusterServingRuntime."""
     where = f"{runtime.namespace}/" if runtime.namespace is not None and not runtime.is_cluster else ""
-    return f"{where}{runtime.name} ({verdict.reason})"
+    return f"{where}{runtime.name} ({reason})"
+
+
+def no_runtime_entry(verdict: RuntimeVerdict) -> str:
+    """A verdict as the no-runtime message lists it (see :func:`runtime_entry`)."""
+    return runtime_entry(verdict.runtime, verdict.reason)
 
 
 def evaluate(catalog: Catalog, isvc: InferenceService) -> Outcome | None:
@@ -180,29 +188,48 @@ def _named_runtime(catalog: Catalog, isvc: InferenceService, model: Model, runti
 
 def _auto_select(catalog: Catalog, isvc: InferenceService, model: Model) -> Outcome:
     namespace = isvc.namespace
-    # Only runtimes with an entry naming the model's format can match it; the index hands exactly those over.
+    # Only runtimes with an entry naming the model's format can match it; the index hands exactly those over,
+    # namespaced first, then by name (the order of the no-runtime message).
     candidates = catalog.runtime_profiles_for_format(namespace, model.spec.format_name)
-    verdicts = verdicts_for(candidates, catalog.model_profile(model), isvc.accelerator_classes)
-    if verdicts and verdicts[0].rank == 1:
-        best = verdicts[0]
-        message = messages.runtime_selected(best.runtime.kind.value, best.name, best.score)
+    profile = catalog.model_profile(model)
+    classes = isvc.accelerator_classes
+    # Ranking needs no reasons; the message below asks for the few it can hold.
+    results = [(candidate, check(candidate, profile, classes, reasons=False)) for candidate in candidates]
+    best = min(
+        (
+            (rank_key(candidate, result.score, profile.size), candidate, result)
+            for candidate, result in results
+            if result.auto_selectable
+        ),
+        key=itemgetter(0),
+        default=None,
+    )
+    if best is not None:
+        _, winner, result = best
+        message = messages.runtime_selected(winner.runtime.kind.value, winner.name, result.score)
         return Outcome(
             OutcomeKind.RUNTIME_SELECTED,
             "True",
             "RuntimeSelected",
             message,
             None,
-            best.runtime,
+            winner.runtime,
             model,
-            score=best.score,
+            score=result.score,
         )
+
+    def entries() -> Iterator[str]:
+        for candidate, result in results:
+            reason = result.reason or check(candidate, profile, classes).reason
+            yield runtime_entry(candidate.runtime, reason)
+
     namespaced, cluster = catalog.runtime_counts(namespace)
     message = messages.no_runtime_message(
         model=model.name,
         namespaced_count=namespaced,
         cluster_count=cluster,
-        entries=[no_runtime_entry(v) for v in verdicts],
-        other_formats=namespaced + cluster - len(verdicts),
+        entries=entries(),
+        other_formats=namespaced + cluster - len(results),
         isvc=isvc.name,
         namespace=namespace,
     )

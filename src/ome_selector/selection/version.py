@@ -11,6 +11,7 @@ operator.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 __all__ = [
     "EQUAL",
@@ -65,10 +66,25 @@ def _identifiers(text: str) -> tuple[str, ...] | None:
     return None if "" in parts else parts
 
 
+# Versions repeat across runtimes and decisions: results are cached, except for long (odd) strings.
+_CACHED_LENGTH = 64
+
+
 def parse_version(text: str) -> Version | None:
     """Parse ``text`` as upstream OME does; None when it is not a version (such a version never matches)."""
     if not isinstance(text, str) or not text:
         return None
+    if len(text) <= _CACHED_LENGTH:
+        return _parse_cached(text)
+    return _parse(text)
+
+
+@lru_cache(maxsize=4096)
+def _parse_cached(text: str) -> Version | None:
+    return _parse(text)
+
+
+def _parse(text: str) -> Version | None:
     parts = text.split(".", 2)
     precision = len(parts)
     major_text = parts[0]
@@ -133,6 +149,17 @@ def version_matches(runtime_version: str, operator: str, model_version: str) -> 
     """
     if operator not in KNOWN_OPERATORS:
         return False
+    if len(runtime_version) <= _CACHED_LENGTH and len(model_version) <= _CACHED_LENGTH:
+        return _matches_cached(runtime_version, operator, model_version)
+    return _matches(runtime_version, operator, model_version)
+
+
+@lru_cache(maxsize=8192)
+def _matches_cached(runtime_version: str, operator: str, model_version: str) -> bool:
+    return _matches(runtime_version, operator, model_version)
+
+
+def _matches(runtime_version: str, operator: str, model_version: str) -> bool:
     model = parse_version(model_version)
     runtime = parse_version(runtime_version)
     if model is None or runtime is None:
