@@ -58,6 +58,8 @@ def test_auto_select_then_score() -> None:
     assert absent.reason == "autoSelect is not enabled for the matching format safetensors"
     negative = judge(runtime("rt", entry(weight=-1)), model())
     assert negative == RuntimeCheck(True, False, "auto-select score is -1", 0, -1, 1)
+    zero = judge(runtime("rt", entry(weight=-1, framework="tf", fw_weight=1)), model(framework="tf"))
+    assert zero == RuntimeCheck(True, False, "auto-select score is 0", 0, 0, 1)
 
 
 def test_model_without_format_is_pending_for_every_runtime() -> None:
@@ -320,6 +322,13 @@ PIPELINES: list[tuple[dict[str, Any] | None, dict[str, Any] | None, str, str]] =
         "pipeline class mismatch (model=SDXL, runtime=FluxPipeline)",
         "class differs",
     ),
+    (
+        {"className": ""},
+        {"className": "SDXL"},
+        "pipeline class mismatch (model=SDXL, runtime=)",
+        "an empty runtime class is present: it must equal the model's",
+    ),
+    ({"className": ""}, {"className": ""}, "", "empty classes on both sides"),
     (
         {"scheduler": {"library": "diffusers"}},
         {},
