@@ -476,10 +476,10 @@ def test_stdin(kubectl_ome: Any) -> None:
     assert json.loads(result.stdout)["selected"]["name"] == "sglang-qwen3-medium"
 
 
-def test_without_f_live_mode_is_not_there_yet(kubectl_ome: Any) -> None:
+def test_without_f_an_unreadable_kubeconfig_is_an_error_not_a_table(kubectl_ome: Any) -> None:
     result = kubectl_ome("runtime", "explain", "--model", "qwen3-8b")
     assert (result.returncode, result.stdout) == (1, "")
-    assert result.stderr == "error: live mode is not available yet; pass -f PATH\n"
+    assert result.stderr.startswith("error: cannot read the kubeconfig: ")
 
 
 def test_help_is_prefixed_kubectl_ome(kubectl_ome: Any) -> None:
@@ -490,7 +490,7 @@ def test_help_is_prefixed_kubectl_ome(kubectl_ome: Any) -> None:
     assert explain.returncode == 0
     assert explain.stdout.startswith(
         "usage: kubectl ome runtime explain (--model NAME | --isvc NAME) [-n NAMESPACE] [-f PATH]... "
-        "[-o table|wide|json|yaml] [-h]\n"
+        "[-o table|wide|json|yaml]\n       [--kubeconfig PATH] [--context NAME] [-h]\n"
     )
     assert "kubectl ome runtime explain -f samples/ --model llama-3-2-3b-instruct" in explain.stdout
 

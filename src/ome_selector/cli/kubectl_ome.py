@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NoReturn
 
 from ome_selector import __version__
@@ -31,7 +32,8 @@ EXIT_ERROR = 1
 
 #: The synopsis of SPEC §6 (argparse cannot say that -f repeats).
 EXPLAIN_USAGE = (
-    "%(prog)s (--model NAME | --isvc NAME) [-n NAMESPACE] [-f PATH]... [-o table|wide|json|yaml] [-h]"
+    "%(prog)s (--model NAME | --isvc NAME) [-n NAMESPACE] [-f PATH]... [-o table|wide|json|yaml]\n"
+    "       [--kubeconfig PATH] [--context NAME] [-h]"
 )
 
 _EXPLAIN_DESCRIPTION = """\
@@ -43,12 +45,18 @@ With --isvc the model is the InferenceService's spec.model.name and the accelera
 part. The table always shows auto-selection, also when the InferenceService names a runtime (a note on stderr
 says so).
 
+Without -f it reads the cluster of the current kubeconfig context (or --kubeconfig/--context) through one
+consistent, paged listing; the namespace is -n, else the context's, else "default".
+
 With -f (files or directories, repeatable) only those objects are read, never the cluster or the kubeconfig.
 Directories are read recursively (*.yaml, *.yml, *.json); "kind: List" is expanded; other kinds are skipped;
 a namespaced object without metadata.namespace is in the -n namespace."""
 
 _EXPLAIN_EPILOG = """\
 examples:
+  # Why did the cluster choose this runtime?
+  kubectl ome runtime explain --isvc llama-3b-auto -n ome-demo
+
   # Check a catalog before applying it
   kubectl ome runtime explain -f samples/ --model llama-3-2-3b-instruct
 
@@ -123,6 +131,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="read objects from this file or directory (recursively), not the cluster; repeatable; - = stdin",
     )
     explain_parser.add_argument(
+        "--kubeconfig", metavar="PATH", type=Path, help="kubeconfig file (without -f; default as kubectl)"
+    )
+    explain_parser.add_argument("--context", metavar="NAME", help="kubeconfig context (without -f)")
+    explain_parser.add_argument(
         "-o",
         "--output",
         choices=OUTPUT_FORMATS,
@@ -134,12 +146,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def object_source(args: argparse.Namespace) -> ObjectSource:
-    """Where the objects come from: the `-f` files, or (not yet available) the cluster."""
+    """Where the objects come from: the `-f` files (never the kubeconfig), else the current cluster."""
     if args.filenames:
         return FileSource(tuple(args.filenames), args.namespace or DEFAULT_NAMESPACE)
-    # The live mode (SPEC §6: one consistent, paged listing of the current kubeconfig context) plugs in here
-    # as another ObjectSource; everything after this point is shared.
-    raise CommandError("live mode is not available yet; pass -f PATH")
+    from ome_selector.cli.cluster_source import ClusterSource  # noqa: PLC0415 - only live mode loads the client
+
+    return ClusterSource(args.namespace, args.kubeconfig, args.context)
 
 
 def _find_isvc(catalog: Catalog, namespace: str, name: str) -> InferenceService:
