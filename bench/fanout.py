@@ -280,7 +280,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r['evaluations']:.0f} evaluations); raw status PATCH {r['raw_patch_seconds']:.2f}s "
                 f"({per_write * 1000:.2f} ms each) → ratio {r['seconds'] / r['raw_patch_seconds']:.2f}x"
             )
-        if args.memory_objects:
+    if args.memory_objects:
+        # A control plane of its own: the operator must index exactly these objects.
+        with running_control_plane() as plane:
             m = memory(plane, args.memory_objects, args.memory_objects // 10, args.memory_objects // 10)
             print(
                 f"  memory: {m['objects']:.0f} objects indexed (created in {m['create_seconds']:.0f}s), "
