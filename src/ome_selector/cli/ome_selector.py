@@ -87,6 +87,9 @@ def _run(args: argparse.Namespace) -> int:
         log_format=kopf.LogFormat.JSON if args.log_format == "json" else kopf.LogFormat.PLAIN,
     )
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    if not args.verbose:
+        # Kopf logs "Handler ... succeeded" for every watch event of every object: noise at this scale.
+        logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     config = OperatorConfig(
         namespaces=args.namespaces,
         report_only=args.report_only,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import socket
@@ -96,6 +97,8 @@ class Operator:
         # Decide nothing before every model and runtime is known: one consistent listing first.
         snapshot = await list_objects(self._api_client, namespaces=self.config.namespaces)
         controller.replace_all(snapshot.bodies)
+        # The catalog is long-lived: keep the collector from re-scanning it on every full collection.
+        gc.freeze()
         self.controller = controller
         controller.start()
         controller.mark_ready()
