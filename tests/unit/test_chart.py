@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -525,3 +526,34 @@ def test_install_manifest_is_the_default_render_plus_its_namespace() -> None:
         "CustomResourceDefinition",
         "ValidatingWebhookConfiguration",
     }
+
+
+def test_every_value_is_in_the_readme_configuration_table() -> None:
+    values = yaml.safe_load((chart.CHART_DIR / "values.yaml").read_text())
+    readme = (chart.REPO_ROOT / "README.md").read_text()
+    table = readme.split("### Configuration", 1)[1].split("\n## ", 1)[0]
+    free_form = {
+        "resources",
+        "podSecurityContext",
+        "securityContext",
+        "namespaceSelector",
+        "issuerRef",
+        "labels",
+    }
+
+    def keys(tree: dict[str, Any], prefix: str = "") -> Iterator[str]:
+        for key, value in tree.items():
+            path = f"{prefix}{key}"
+            if isinstance(value, dict) and value and key not in free_form:
+                yield from keys(value, f"{path}.")
+            else:
+                yield path
+
+    missing = [
+        path
+        for path in keys(values)
+        if f"`{path}`" not in table
+        and f".{path.rsplit('.', 1)[-1]}`" not in table
+        and path.split(".")[-1] not in table
+    ]
+    assert not missing, f"values missing from the README's configuration table: {missing}"
