@@ -173,7 +173,8 @@ def payload(wheel: Path) -> Path:
     python = _interpreter()
     venv = _cache_root(python)
     if not (venv / ".complete").is_file():
-        shutil.rmtree(venv, ignore_errors=True)
+        for stale in venv.parent.glob("payload-venv-*"):  # older constraints or pyproject
+            shutil.rmtree(stale, ignore_errors=True)
         venv.parent.mkdir(parents=True, exist_ok=True)
         created = _run(python, "-m", "venv", venv)
         assert created.returncode == 0, created.stderr

@@ -1,0 +1,118 @@
+"""The in-cluster certificate mode (webhook/incluster.py) against the real apiserver.
+
+The RBAC test shows the chart's path (an empty Secret filled with get/update only); these cases cover the
+rest: creating a missing Secret, reusing a stored pair, and replacing one that expires soon, names other
+hosts or cannot be read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import datetime
+import ssl
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from cryptography import x509
+from kubernetes import client
+
+from ome_selector.operator.connection import ClusterAccess
+from ome_selector.testing.controlplane import ControlPlane
+from ome_selector.webhook.incluster import RENEW_BEFORE, ObjectRef, SecretCertificates, service_dns_names
+
+T = TypeVar("T")
+NOW = datetime.datetime.now(datetime.UTC)
+
+
+def _with_certificates(
+    control_plane: ControlPlane,
+    namespace: str,
+    cert_dir: Path,
+    action: Callable[[SecretCertificates], Awaitable[T]],
+    service: str = "webhook",
+) -> T:
+    async def run() -> T:
+        api_client = await ClusterAccess(control_plane.kubeconfig).api_client()
+        async with api_client:
+            certificates = SecretCertificates(
+                api_client,
+                ObjectRef(namespace, "webhook-tls"),
+                cert_dir,
+                service=ObjectRef(namespace, service),
+            )
+            return await action(certificates)
+
+    return asyncio.run(run())
+
+
+def _stored(api_client: Any, namespace: str) -> dict[str, bytes]:
+    secret = client.CoreV1Api(api_client).read_namespaced_secret("webhook-tls", namespace)
+    return {key: base64.b64decode(value) for key, value in (secret.data or {}).items()}
+
+
+def _sans(pem: bytes) -> set[str]:
+    cert = x509.load_pem_x509_certificate(pem)
+    return set(
+        cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value.get_values_for_type(
+            x509.DNSName
+        )
+    )
+
+
+def test_missing_secret_is_created_and_the_files_verify_for_the_service(
+    control_plane: ControlPlane, api_client: Any, namespace: str, tmp_path: Path
+) -> None:
+    files = _with_certificates(control_plane, namespace, tmp_path, lambda c: c.ensure())
+    stored = _stored(api_client, namespace)
+    assert set(stored) == {"ca.crt", "tls.crt", "tls.key"}
+    assert files.cert_file.read_bytes() == stored["tls.crt"]
+    assert files.key_file.read_bytes() == stored["tls.key"]
+    assert files.key_file.stat().st_mode & 0o777 == 0o600
+    assert files.ca_file is not None
+    assert files.ca_file.read_bytes() == stored["ca.crt"]
+    assert _sans(stored["tls.crt"]) >= set(service_dns_names(ObjectRef(namespace, "webhook")))
+    # Issued by the stored CA, and the pair loads into a TLS server context.
+    x509.load_pem_x509_certificate(stored["tls.crt"]).verify_directly_issued_by(
+        x509.load_pem_x509_certificate(stored["ca.crt"])
+    )
+    ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(files.cert_file, files.key_file)
+
+
+def test_a_stored_pair_is_reused_and_the_files_are_not_rewritten(
+    control_plane: ControlPlane, api_client: Any, namespace: str, tmp_path: Path
+) -> None:
+    _with_certificates(control_plane, namespace, tmp_path, lambda c: c.ensure())
+    first = _stored(api_client, namespace)
+    mtime = (tmp_path / "tls.crt").stat().st_mtime_ns
+    _with_certificates(control_plane, namespace, tmp_path / "restarted", lambda c: c.ensure())
+    _with_certificates(control_plane, namespace, tmp_path, lambda c: c.ensure())
+    assert _stored(api_client, namespace) == first
+    assert (tmp_path / "restarted" / "ca.crt").read_bytes() == first["ca.crt"]
+    assert (tmp_path / "tls.crt").stat().st_mtime_ns == mtime
+
+
+def test_a_pair_that_expires_soon_names_other_hosts_or_is_unreadable_is_replaced(
+    control_plane: ControlPlane, api_client: Any, namespace: str, tmp_path: Path
+) -> None:
+    _with_certificates(control_plane, namespace, tmp_path, lambda c: c.ensure())
+    original = _stored(api_client, namespace)
+    # Renewal: seen from a moment when less than RENEW_BEFORE is left.
+    expiry = x509.load_pem_x509_certificate(original["tls.crt"]).not_valid_after_utc
+    later = expiry - RENEW_BEFORE + datetime.timedelta(days=1)
+    _with_certificates(control_plane, namespace, tmp_path, lambda c: c.ensure(now=later))
+    renewed = _stored(api_client, namespace)
+    assert renewed["ca.crt"] != original["ca.crt"]
+    assert (tmp_path / "ca.crt").read_bytes() == renewed["ca.crt"]
+    # Another Service name (a renamed release): a certificate for the new name.
+    _with_certificates(control_plane, namespace, tmp_path, lambda c: c.ensure(), service="renamed")
+    assert f"renamed.{namespace}.svc" in _sans(_stored(api_client, namespace)["tls.crt"])
+    # Garbage in the Secret.
+    client.CoreV1Api(api_client).patch_namespaced_secret(
+        "webhook-tls", namespace, {"data": {"tls.crt": base64.b64encode(b"not a certificate").decode()}}
+    )
+    _with_certificates(control_plane, namespace, tmp_path, lambda c: c.ensure(), service="renamed")
+    repaired = _stored(api_client, namespace)
+    assert repaired["tls.crt"].startswith(b"-----BEGIN CERTIFICATE-----")
+    assert (tmp_path / "tls.crt").read_bytes() == repaired["tls.crt"]
