@@ -26,8 +26,10 @@ import pytest
 import yaml
 
 from ome_selector.cli.ome_selector import _parser
+from ome_selector.testing import objects
 from ome_selector.testing.chart import render
 from ome_selector.testing.controlplane import ControlPlane, free_port
+from ome_selector.testing.kube import eventually
 from ome_selector.testing.scenario import run_scenario
 from ome_selector.webhook.cli import webhook_config_from_args
 
@@ -186,7 +188,7 @@ class Env:
 
 
 @pytest.fixture
-def env(  # noqa: PLR0917 - pytest fixtures arrive as arguments
+def env(
     control_plane: ControlPlane,
     api_client: Any,
     namespace: str,
@@ -224,6 +226,23 @@ def _api_errors(runner: Any) -> dict[str, float]:
     return errors
 
 
+def _wait_until_the_webhook_denies(control_plane: ControlPlane, namespace: str) -> None:
+    """The apiserver has the caBundle and calls the operator: a dry-run of an unservable request is denied."""
+    probe = objects.inference_service(
+        "probe", namespace=namespace, model_name="absent", engine={"minReplicas": 1}
+    )
+
+    def denied() -> bool:
+        result = control_plane.kubectl(
+            "create", "--dry-run=server", "-f", "-", input=yaml.safe_dump(probe), check=False
+        )
+        return "denied the request: model absent not found" in result.stderr
+
+    eventually(
+        denied, timeout=30, interval=0.1, what="the chart's webhook configuration to reach the operator"
+    )
+
+
 def _run_with_token(env: Env, installed: Installed) -> Any:
     control_plane, api_client, namespace = env.control_plane, env.api_client, env.namespace
     tmp_path, caplog = env.tmp_path, env.caplog
@@ -231,6 +250,7 @@ def _run_with_token(env: Env, installed: Installed) -> Any:
     kubeconfig = token_kubeconfig(control_plane, namespace, account, tmp_path / "token.kubeconfig")
     caplog.set_level(logging.INFO)
     runner = env.running_operator(**installed.operator_overrides(kubeconfig, tmp_path / "certs"))
+    _wait_until_the_webhook_denies(control_plane, namespace)
     report = run_scenario(api_client, control_plane.kubectl, namespace)
     assert len(report.steps) == 6, report.steps
     runner.wait_idle()
