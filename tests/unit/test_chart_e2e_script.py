@@ -38,7 +38,7 @@ def test_script_runs_the_shared_scenario_with_arguments_it_accepts() -> None:
     args = ["/tmp/kubeconfig" if a == "$KUBECONFIG" else a for a in args]
     args = [a.replace("$SCENARIO_NAMESPACE", "e2e").replace("$KUBECTL", "kubectl") for a in args]
     with (
-        mock.patch.object(scenario.config, "new_client_from_config") as new_client,
+        mock.patch("kubernetes.config.new_client_from_config") as new_client,
         mock.patch.object(scenario, "run_scenario") as run,
     ):
         assert scenario.main(args) == 0
