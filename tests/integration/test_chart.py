@@ -103,3 +103,25 @@ def test_crds_of_someone_else_are_never_replaced_or_adopted(control_plane: Contr
         assert "CustomResourceDefinition" not in beside.stdout
     finally:
         control_plane.kubectl("label", "crd", crd, "app.kubernetes.io/part-of=ome-selector", "--overwrite")
+
+
+@pytest.mark.parametrize(
+    "values", [{}, {"webhook": {"certManager": {"enabled": True}}}], ids=["default", "cert-manager"]
+)
+def test_the_pod_passes_the_restricted_pod_security_standard(
+    control_plane: ControlPlane, namespace: str, values: dict[str, Any]
+) -> None:
+    control_plane.kubectl("label", "namespace", namespace, "pod-security.kubernetes.io/enforce=restricted")
+    deployment = next(d for d in chart.render(values, namespace=namespace) if d["kind"] == "Deployment")
+    template = deployment["spec"]["template"]
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "pss-probe", "namespace": namespace, "labels": template["metadata"]["labels"]},
+        "spec": template["spec"],
+    }
+    result = control_plane.kubectl(
+        "create", "--dry-run=server", "-f", "-", input=yaml.safe_dump(pod), check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert "violate" not in result.stderr, result.stderr
