@@ -14,8 +14,11 @@ the caBundle, exactly as in a cluster.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -144,8 +147,8 @@ class Installed:
         ]
         control_plane.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(applied))
 
-    def one(self, kind: str) -> dict[str, Any]:
-        found = [doc for doc in self.docs if doc["kind"] == kind]
+    def one(self, kind: str, suffix: str = "") -> dict[str, Any]:
+        found = [doc for doc in self.docs if doc["kind"] == kind and doc["metadata"]["name"].endswith(suffix)]
         assert len(found) == 1, (kind, found)
         return found[0]
 
@@ -302,6 +305,41 @@ def test_cluster_wide_install_runs_the_scenario_with_its_own_token(env: Env) -> 
         ("list", "customresourcedefinitions.apiextensions.k8s.io"),
         ("create", "leases.coordination.k8s.io"),
     )
+
+
+def test_plugin_reader_role_is_enough_for_kubectl_ome_runtime_explain(env: Env) -> None:
+    """A user bound to <release>-plugin-reader explains from the live cluster; nothing less is needed."""
+    control_plane, namespace = env.control_plane, env.namespace
+    installed = env.install({"webhook": {"enabled": False}})
+    reader = installed.one("ClusterRole", "-plugin-reader")["metadata"]["name"]
+    control_plane.kubectl("create", "serviceaccount", "explainer", "-n", namespace)
+    binding = f"{installed.release}-explainer"
+    installed.cluster_scoped.append(("ClusterRoleBinding", binding))
+    control_plane.kubectl(
+        "create", "clusterrolebinding", binding, f"--clusterrole={reader}",
+        f"--serviceaccount={namespace}:explainer",
+    )  # fmt: skip
+    kubeconfig = token_kubeconfig(control_plane, namespace, "explainer", env.tmp_path / "reader.kubeconfig")
+    control_plane.kubectl(
+        "create", "-f", "-",
+        input=yaml.safe_dump_all(
+            [
+                objects.model("llama", namespace=namespace, size="3.21B"),
+                objects.runtime("rt-3b", namespace=namespace, size_range=("2B", "4B")),
+            ]
+        ),
+    )  # fmt: skip
+    explain = [sys.executable, "-m", "ome_selector.cli.kubectl_ome", "runtime", "explain", "--model", "llama"]
+    result = subprocess.run(
+        [*explain, "-n", namespace, "-o", "json", f"--kubeconfig={kubeconfig}"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["selected"] == {
+        "kind": "ServingRuntime",
+        "name": "rt-3b",
+        "namespace": namespace,
+    }
 
 
 def test_namespaced_install_runs_the_scenario_with_its_own_token(env: Env) -> None:
