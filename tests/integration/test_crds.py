@@ -6,6 +6,7 @@ deletions.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import uuid
@@ -99,6 +100,7 @@ class Objects:
     def __init__(self, api_client: Any, namespace: str) -> None:
         self.api = client.CustomObjectsApi(api_client)
         self.namespace = namespace
+        self.cluster_scoped: list[tuple[str, str]] = []  # (plural, name) to delete after the test
 
     def create(self, document: dict[str, Any], **options: Any) -> dict[str, Any]:
         kind = document["kind"]
@@ -106,6 +108,8 @@ class Objects:
             created = self.api.create_cluster_custom_object(
                 GROUP, VERSION, PLURALS[kind], document, **options
             )
+            if not options.get("dry_run"):
+                self.cluster_scoped.append((PLURALS[kind], document["metadata"]["name"]))
         else:
             created = self.api.create_namespaced_custom_object(
                 GROUP, VERSION, self.namespace, PLURALS[kind], document, **options
@@ -140,8 +144,13 @@ class Objects:
 
 
 @pytest.fixture
-def objects(api_client: Any, namespace: str) -> Objects:
-    return Objects(api_client, namespace)
+def objects(api_client: Any, namespace: str) -> Iterator[Objects]:
+    """Cluster-scoped objects are deleted afterwards: other tests count the runtimes they can see."""
+    made = Objects(api_client, namespace)
+    yield made
+    for plural, name in made.cluster_scoped:
+        with contextlib.suppress(ApiException):
+            made.api.delete_cluster_custom_object(GROUP, VERSION, plural, name)
 
 
 # --------------------------------------------------------------------------------------------- valid objects
