@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from ome_selector.operator.app import OperatorConfig
+from ome_selector.testing.admission import wait_until_serving
 from ome_selector.testing.controlplane import ControlPlane
 from ome_selector.testing.operator_thread import OperatorThread
 
@@ -15,8 +16,11 @@ StartOperator = Callable[..., OperatorThread]
 
 
 @pytest.fixture
-def running_operator(control_plane: ControlPlane) -> Iterator[StartOperator]:
-    """A factory: `running_operator(report_only=True, ...)` starts an operator; all are stopped at the end."""
+def running_operator(control_plane: ControlPlane, api_client: Any) -> Iterator[StartOperator]:
+    """A factory: `running_operator(report_only=True, ...)` starts an operator; all are stopped at the end.
+
+    With `webhook=WebhookConfig(...)` it also waits until the apiserver calls the operator's webhook.
+    """
     started: list[OperatorThread] = []
 
     def start(**overrides: Any) -> OperatorThread:
@@ -28,7 +32,10 @@ def running_operator(control_plane: ControlPlane) -> Iterator[StartOperator]:
         config = OperatorConfig(**(defaults | overrides))
         runner = OperatorThread(config)
         started.append(runner)
-        return runner.start()
+        runner.start()
+        if runner.operator.admission is not None:
+            wait_until_serving(runner, api_client)
+        return runner
 
     yield start
     for runner in reversed(started):

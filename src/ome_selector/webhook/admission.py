@@ -154,6 +154,8 @@ class Admission:
         self.configuration_name: str | None = None
         #: Where the apiserver reaches the server (local mode).
         self.url: str | None = None
+        #: How many negative answers were re-checked with a direct read (tests and logs).
+        self.confirmations = 0
         self._reader: DirectReader | None = None
         self._client_config: kopf.WebhookClientConfig | None = None
 
@@ -171,6 +173,7 @@ class Admission:
     def configure(self, settings: kopf.OperatorSettings) -> None:
         settings.admission.server = self.serve
         settings.admission.managed = None  # we write the configuration ourselves (see .registration)
+        _quiet_kopf_webhook_logs()
 
     # --- handlers ------------------------------------------------------------------------------------------
 
@@ -197,6 +200,7 @@ class Admission:
                 reader = self._reader
                 if reader is None:
                     raise RuntimeError("no API client for the confirming read")
+                self.confirmations += 1
                 catalog = await reader.catalog_for(decision.confirm)
                 decision = decide_inference_service(
                     catalog, body, old, operation, namespace=namespace, confirmed=True
@@ -276,6 +280,9 @@ class Admission:
                     text=f"ome-selector could not check the request: {failures[0]}"
                 )
             allowed = bool(response.get("response", {}).get("allowed"))
+            status: Any = response.get("response", {}).get("status")
+            if not allowed and isinstance(status, dict) and status.get("code") == DENIED_CODE:
+                status.setdefault("reason", "Forbidden")  # kubectl: "Error from server (Forbidden): …"
             metrics.admission_seconds.labels(kind, "true" if allowed else "false").observe(
                 time.perf_counter() - started
             )
@@ -375,6 +382,22 @@ class Admission:
             return load_cert_dir(config.cert_dir)
         directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ome-selector-webhook-")))
         return generate_serving_files(directory, config.host, config.bind_address[0])
+
+
+class _OurWebhookOutcomes(logging.Filter):
+    """Drops Kopf's per-request "Webhook '…' succeeded/failed permanently" lines for our handlers: a denial
+    is an answer, not an operator error, and is logged once by :meth:`Admission._answer`."""
+
+    _PREFIXES = tuple(f"Webhook {handler_id!r} " for handler_id in HANDLER_IDS.values())
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (isinstance(record.msg, str) and record.msg.startswith(self._PREFIXES))
+
+
+def _quiet_kopf_webhook_logs() -> None:
+    kopf_objects = logging.getLogger("kopf.objects")
+    if not any(isinstance(f, _OurWebhookOutcomes) for f in kopf_objects.filters):
+        kopf_objects.addFilter(_OurWebhookOutcomes())
 
 
 async def _apply_logged(registration: CaBundleRegistration, client_config: kopf.WebhookClientConfig) -> None:

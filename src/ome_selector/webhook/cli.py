@@ -114,6 +114,8 @@ def add_webhook_arguments(parser: argparse.ArgumentParser) -> None:
         help="deny (instead of warn about) size values that do not parse, min above max and unknown "
         "operators, unless unchanged from the stored object",
     )
+    # Benchmarks only (bench/admission.py): the same server answering "allowed" without looking.
+    group.add_argument("--webhook-noop", action="store_true", help=argparse.SUPPRESS)
 
 
 def webhook_config_from_args(args: argparse.Namespace) -> WebhookConfig | None:
@@ -130,6 +132,7 @@ def webhook_config_from_args(args: argparse.Namespace) -> WebhookConfig | None:
         timeout_seconds=args.webhook_timeout_seconds,
         namespace_selector=args.webhook_namespace_selector,
         strict_sizes=args.strict_sizes,
+        noop=args.webhook_noop,
         cert_secret=args.webhook_cert_secret,
         service=args.webhook_service,
     )

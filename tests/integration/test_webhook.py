@@ -1,0 +1,534 @@
+"""The admission webhook through the real kube-apiserver (SPEC §7): what `kubectl` users see.
+
+Each test starts its own operator with a webhook on a free loopback port; the operator registers a per-run
+ValidatingWebhookConfiguration and removes it when it stops. Objects live in the test's namespace; the few
+cluster-scoped ones are named after it and deleted afterwards, so other tests count the same runtimes.
+"""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+
+from ome_selector.testing import objects
+from ome_selector.testing.admission import admission_count
+from ome_selector.testing.controlplane import ControlPlane
+from ome_selector.testing.kube import delete, eventually, get, runtime_ready
+from ome_selector.testing.operator_thread import OperatorThread
+from ome_selector.webhook.config import WebhookConfig
+
+CATALOG = Path(__file__).resolve().parents[1] / "data" / "ome-catalog"
+ISVC_WEBHOOK = "inferenceservices.ome-selector.ome.io"
+ENGINE: dict[str, Any] = {"minReplicas": 1}
+LOCAL = ("127.0.0.1", 0)
+
+
+def denial(text: str, webhook: str = ISVC_WEBHOOK) -> str:
+    return f'admission webhook "{webhook}" denied the request: {text}\n'
+
+
+class Kubectl:
+    """`kubectl` with YAML on stdin; returns the finished process (never raises on a non-zero exit)."""
+
+    def __init__(self, plane: ControlPlane) -> None:
+        self._plane = plane
+
+    def __call__(
+        self, *args: str, docs: list[dict[str, Any]] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        stdin = yaml.safe_dump_all(docs) if docs is not None else None
+        return self._plane.kubectl(*args, input=stdin, check=False)
+
+    def create(self, *docs: dict[str, Any], dry_run: bool = False) -> subprocess.CompletedProcess[str]:
+        extra = ["--dry-run=server"] if dry_run else []
+        return self("create", *extra, "-f", "-", docs=list(docs))
+
+    def apply(self, *docs: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+        return self("apply", "-f", "-", docs=list(docs))
+
+
+def warnings_of(result: subprocess.CompletedProcess[str]) -> list[str]:
+    return [
+        line.removeprefix("Warning: ") for line in result.stderr.splitlines() if line.startswith("Warning: ")
+    ]
+
+
+@pytest.fixture
+def kubectl(control_plane: ControlPlane) -> Kubectl:
+    return Kubectl(control_plane)
+
+
+@pytest.fixture
+def webhook(running_operator: Any) -> OperatorThread:
+    runner: OperatorThread = running_operator(webhook=WebhookConfig(bind_address=LOCAL))
+    return runner
+
+
+@pytest.fixture
+def cluster_objects(api_client: Any) -> Iterator[list[tuple[str, str]]]:
+    """(kind, name) of cluster-scoped objects a test creates; deleted afterwards."""
+    created: list[tuple[str, str]] = []
+    yield created
+    for kind, name in created:
+        try:
+            delete(api_client, kind, name)
+        except client.ApiException as error:
+            if error.status != 404:
+                raise
+
+
+def isvc(name: str, ns: str, model: str, runtime: str | None = None, **kwargs: Any) -> dict[str, Any]:
+    kwargs.setdefault("engine", ENGINE)
+    return objects.inference_service(name, namespace=ns, model_name=model, runtime_name=runtime, **kwargs)
+
+
+def cluster_runtime_count(api_client: Any) -> int:
+    listing = client.CustomObjectsApi(api_client).list_cluster_custom_object(
+        "ome.io", "v1beta1", "clusterservingruntimes"
+    )
+    return len(listing["items"])
+
+
+def exists(api_client: Any, kind: str, name: str, namespace: str | None = None) -> bool:
+    try:
+        get(api_client, kind, name, namespace)
+    except client.ApiException as error:
+        if error.status == 404:
+            return False
+        raise
+    return True
+
+
+# --- denials, with the exact SPEC §5 texts ---------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("webhook")
+def test_denials_carry_the_exact_messages(kubectl: Kubectl, namespace: str, api_client: Any) -> None:
+    ns = namespace
+    setup = kubectl.create(
+        objects.model("llama", namespace=ns, size="3.21B"),
+        objects.model("off", namespace=ns, size="1B", disabled=True),
+        objects.runtime("rt-small", namespace=ns, size_range=("500M", "2B")),
+        objects.runtime("rt-disabled", namespace=ns, disabled=True),
+    )
+    assert setup.returncode == 0, setup.stderr
+    cases = {
+        "model-missing": (
+            isvc("a", ns, "ghost"),
+            f"model ghost not found: no BaseModel in namespace {ns} and no ClusterBaseModel",
+        ),
+        "model-disabled": (isvc("b", ns, "off"), "model off is disabled"),
+        "runtime-missing": (
+            isvc("c", ns, "llama", "nope"),
+            f"runtime nope not found in namespace {ns} or at cluster scope",
+        ),
+        "runtime-disabled": (
+            isvc("d", ns, "llama", "rt-disabled"),
+            "namespace-scoped runtime rt-disabled is disabled",
+        ),
+    }
+    for case, (doc, text) in cases.items():
+        result = kubectl.create(doc)
+        assert result.returncode == 1, case
+        assert result.stderr.startswith('Error from server (Forbidden): error when creating "STDIN": '), case
+        assert result.stderr.endswith(denial(text)), (case, result.stderr)
+    assert not exists(api_client, "InferenceService", "a", ns)
+
+    clusters = cluster_runtime_count(api_client)
+    tail = f"; {clusters} runtimes serve other formats" if clusters else ""
+    no_runtime = (
+        f"no runtime supports model llama (checked {2 + clusters} runtimes: 2 namespace-scoped, "
+        f"{clusters} cluster-scoped): {ns}/rt-disabled (runtime is disabled); "
+        f"{ns}/rt-small (model size 3.21B is outside supported range [500M, 2B]){tail}"
+    )
+    # Cluster runtimes of the session serve the same format: give the model one of its own.
+    llama = objects.model("llama", namespace=ns, size="3.21B")
+    fmt = f"fmt-{ns}"
+    llama["spec"]["modelFormat"] = {"name": fmt, "version": "1.0.0"}
+    assert kubectl.apply(llama).returncode == 0
+    for name in ("rt-small", "rt-disabled"):
+        body = objects.runtime(name, namespace=ns, size_range=("500M", "2B"), disabled=name == "rt-disabled")
+        body["spec"]["supportedModelFormats"][0]["modelFormat"] = {"name": fmt, "version": "1.0.0"}
+        assert kubectl.apply(body).returncode == 0
+    result = kubectl.create(isvc("e", ns, "llama"))
+    assert result.returncode == 1
+    assert result.stderr.endswith(denial(no_runtime)), result.stderr
+
+
+# --- warnings returned to the client ---------------------------------------------------------------------
+
+
+def test_product_page_named_runtime_is_admitted_with_the_advisory(
+    webhook: OperatorThread, kubectl: Kubectl, namespace: str, cluster_objects: list[tuple[str, str]]
+) -> None:
+    runtimes = [
+        yaml.safe_load(
+            (CATALOG / "runtimes" / "srt" / "meta" / f"llama-3-2-{size}-instruct-rt.yaml").read_text()
+        )
+        for size in ("1b", "3b")
+    ]
+    cluster_objects.extend(("ClusterServingRuntime", doc["metadata"]["name"]) for doc in runtimes)
+    model = objects.model("llama-3-2-3b-instruct", namespace=namespace, size="3.21B")
+    setup = kubectl.apply(*runtimes, model)
+    assert setup.returncode == 0, setup.stderr
+
+    result = kubectl.create(isvc("llama", namespace, "llama-3-2-3b-instruct", "srt-llama-3-2-1b-instruct"))
+    assert result.returncode == 0, result.stderr
+    (warning,) = warnings_of(result)
+    assert "does not declare support for model" in warning
+    assert "model size 3.21B is outside supported range [500M, 2B]" in warning
+    assert warning == (
+        "runtime srt-llama-3-2-1b-instruct does not declare support for model llama-3-2-3b-instruct: "
+        "model size 3.21B is outside supported range [500M, 2B]"
+    )
+
+
+@pytest.mark.usefixtures("webhook")
+def test_warnings_for_pending_models_sizes_and_operators(
+    kubectl: Kubectl, namespace: str, cluster_objects: list[tuple[str, str]]
+) -> None:
+    ns = namespace
+    pending = kubectl.create(objects.model("raw", namespace=ns, with_format=False), isvc("p", ns, "raw"))
+    assert pending.returncode == 0, pending.stderr
+    assert warnings_of(pending) == ["model raw has no modelFormat yet; runtime selection waits for it"]
+
+    runtime = copy.deepcopy(objects.runtime("lower", namespace=ns, size_range=("2b", "4B")))
+    runtime["spec"]["supportedModelFormats"][0]["modelFramework"]["operator"] = "Newer"
+    result = kubectl.create(runtime)
+    assert result.returncode == 0, result.stderr
+    assert warnings_of(result) == [
+        'spec.modelSizeRange.min "2b" is not a parameter count and reads as 0; '
+        "write a number with an optional M, B or T suffix, such as 2B",
+        'spec.supportedModelFormats[0].modelFramework.operator "Newer" is not a known operator, '
+        "so this entry matches no versioned model",
+    ]
+    inverted = kubectl.create(objects.runtime(f"{ns}-inverted", size_range=("4B", "2B")))
+    cluster_objects.append(("ClusterServingRuntime", f"{ns}-inverted"))
+    assert warnings_of(inverted) == [
+        'spec.modelSizeRange.min "4B" is above max "2B", so every model with a size is rejected'
+    ]
+    model = kubectl.create(objects.model(f"{ns}-sized", size="7 B"))
+    cluster_objects.append(("ClusterBaseModel", f"{ns}-sized"))
+    assert warnings_of(model) == [
+        'spec.modelParameterSize "7 B" is not a parameter count and reads as 0; '
+        "write a number with an optional M, B or T suffix, such as 4B"
+    ]
+
+
+def test_strict_sizes_deny_new_values_but_not_unchanged_ones(
+    running_operator: Any, kubectl: Kubectl, namespace: str, api_client: Any
+) -> None:
+    ns = namespace
+    # Stored before the strict webhook runs (no webhook yet): an old bad value.
+    assert kubectl.create(objects.runtime("legacy", namespace=ns, size_range=("1B", "4b"))).returncode == 0
+    running_operator(webhook=WebhookConfig(bind_address=LOCAL, strict_sizes=True))
+    result = kubectl.create(objects.runtime("fresh", namespace=ns, size_range=("1b", "4B")))
+    assert result.returncode == 1
+    message = (
+        'spec.modelSizeRange.min "1b" is not a parameter count and reads as 0; '
+        "write a number with an optional M, B or T suffix, such as 1B"
+    )
+    assert result.stderr.endswith(denial(message, "servingruntimes.ome-selector.ome.io")), result.stderr
+
+    relabel = kubectl("label", "servingruntime", "legacy", "-n", ns, "team=a")
+    assert relabel.returncode == 0, relabel.stderr
+    assert warnings_of(relabel) == [
+        'spec.modelSizeRange.max "4b" is not a parameter count and reads as 0; '
+        "write a number with an optional M, B or T suffix, such as 4B"
+    ]
+    changed = kubectl(
+        "patch",
+        "servingruntime",
+        "legacy",
+        "-n",
+        ns,
+        "--type=merge",
+        "-p",
+        '{"spec": {"modelSizeRange": {"max": "5b"}}}',
+    )
+    assert changed.returncode == 1
+    assert "denied the request" in changed.stderr
+    fixed = kubectl(
+        "patch",
+        "servingruntime",
+        "legacy",
+        "-n",
+        ns,
+        "--type=merge",
+        "-p",
+        '{"spec": {"modelSizeRange": {"max": "5B"}}}',
+    )
+    assert (fixed.returncode, warnings_of(fixed)) == (0, [])
+    assert get(api_client, "ServingRuntime", "legacy", ns)["spec"]["modelSizeRange"]["max"] == "5B"
+
+
+# --- dry-run, update, deletion -----------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("webhook")
+def test_server_side_dry_run_is_judged_the_same(kubectl: Kubectl, namespace: str, api_client: Any) -> None:
+    ns = namespace
+    denied = kubectl.create(isvc("dry", ns, "ghost"), dry_run=True)
+    assert denied.returncode == 1
+    assert denied.stderr.endswith(
+        denial(f"model ghost not found: no BaseModel in namespace {ns} and no ClusterBaseModel")
+    )
+    assert kubectl.create(objects.model("raw", namespace=ns, with_format=False)).returncode == 0
+    warned = kubectl.create(isvc("dry", ns, "raw"), dry_run=True)
+    assert warned.returncode == 0, warned.stderr
+    assert "(server dry run)" in warned.stdout
+    assert warnings_of(warned) == ["model raw has no modelFormat yet; runtime selection waits for it"]
+    assert not exists(api_client, "InferenceService", "dry", ns)
+
+
+@pytest.mark.usefixtures("webhook")
+def test_update_of_an_unservable_isvc_is_judged_only_when_a_matcher_input_changes(
+    kubectl: Kubectl, namespace: str, api_client: Any
+) -> None:
+    ns = namespace
+    setup = kubectl.create(
+        objects.model("llama", namespace=ns, size="3.21B"),
+        objects.runtime("rt", namespace=ns),
+        isvc("svc", ns, "llama"),
+    )
+    assert setup.returncode == 0, setup.stderr
+    # The runtime goes away: the InferenceService becomes unservable after admission.
+    delete(api_client, "ServingRuntime", "rt", ns)
+    eventually(
+        lambda: (runtime_ready(api_client, "svc", ns) or {}).get("status") == "False", what="RuntimeNotFound"
+    )
+
+    relabel = kubectl("label", "isvc", "svc", "-n", ns, "team=a")
+    assert relabel.returncode == 0, relabel.stderr
+    clusters = cluster_runtime_count(api_client)
+    (warning,) = warnings_of(relabel)
+    assert warning.startswith(
+        f"no runtime supports model llama (checked {clusters} runtimes: 0 namespace-scoped"
+    )
+
+    status = kubectl(
+        "patch",
+        "isvc",
+        "svc",
+        "-n",
+        ns,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        '{"status": {"url": "http://example"}}',
+    )
+    assert (status.returncode, warnings_of(status)) == (0, []), status.stderr
+
+    # A matcher input changes (the accelerator-class annotation): judged, and denied.
+    annotate = kubectl("annotate", "isvc", "svc", "-n", ns, "ome.io/accelerator-class=a100")
+    assert annotate.returncode == 1
+    assert (
+        f'admission webhook "{ISVC_WEBHOOK}" denied the request: no runtime supports model llama'
+        in annotate.stderr
+    )
+    repoint = kubectl(
+        "patch", "isvc", "svc", "-n", ns, "--type=merge", "-p", '{"spec": {"model": {"name": "gone"}}}'
+    )
+    assert repoint.returncode == 1
+    assert repoint.stderr.endswith(
+        denial(f"model gone not found: no BaseModel in namespace {ns} and no ClusterBaseModel")
+    )
+
+
+@pytest.mark.usefixtures("webhook")
+def test_deletion_is_never_blocked(kubectl: Kubectl, namespace: str, api_client: Any) -> None:
+    ns = namespace
+    doc = isvc("svc", ns, "llama")
+    doc["metadata"]["finalizers"] = ["example.com/hold"]
+    setup = kubectl.create(objects.model("llama", namespace=ns), objects.runtime("rt", namespace=ns), doc)
+    assert setup.returncode == 0, setup.stderr
+    assert kubectl("delete", "basemodel", "llama", "-n", ns).returncode == 0
+    eventually(lambda: (runtime_ready(api_client, "svc", ns) or {}).get("reason") == "ModelNotFound")
+
+    deleting = kubectl("delete", "isvc", "svc", "-n", ns, "--wait=false")
+    assert deleting.returncode == 0, deleting.stderr
+    assert get(api_client, "InferenceService", "svc", ns)["metadata"].get("deletionTimestamp")
+    # Removing the finalizer is an UPDATE of an unservable object that changes nothing the matcher reads
+    # except deletion: allowed, and the object goes.
+    release = kubectl(
+        "patch",
+        "isvc",
+        "svc",
+        "-n",
+        ns,
+        "--type=json",
+        "-p",
+        '[{"op": "remove", "path": "/metadata/finalizers"}]',
+    )
+    assert (release.returncode, warnings_of(release)) == (0, []), release.stderr
+    eventually(lambda: not exists(api_client, "InferenceService", "svc", ns), what="deleted")
+
+
+# --- deferral -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("webhook")
+def test_engine_images_defer_auto_selection(kubectl: Kubectl, namespace: str) -> None:
+    ns = namespace
+    model = objects.model("llama", namespace=ns, size="3.21B")
+    model["spec"]["modelFormat"] = {"name": f"fmt-{ns}"}  # no runtime anywhere serves this format
+    assert kubectl.create(model).returncode == 0
+    image = {"runner": {"image": "registry.example/sglang:1"}}
+    both = {"leader": {"runner": {"image": "a"}}, "worker": {"runner": {"image": "b"}}}
+    for name, engine in (("runner", image), ("leader-worker", both)):
+        result = kubectl.create(isvc(name, ns, "llama", engine=engine))
+        assert (result.returncode, warnings_of(result)) == (0, []), result.stderr
+    leader_only = kubectl.create(
+        isvc("leader-only", ns, "llama", engine={"leader": {"runner": {"image": "a"}}})
+    )
+    assert leader_only.returncode == 1
+    assert "denied the request: no runtime supports model llama" in leader_only.stderr
+    no_engine = kubectl.create(isvc("no-engine", ns, "ghost", engine=None))
+    assert (no_engine.returncode, warnings_of(no_engine)) == (0, []), no_engine.stderr
+    missing = kubectl.create(isvc("missing", ns, "ghost", engine=image))
+    assert missing.returncode == 1
+    assert missing.stderr.endswith(
+        denial(f"model ghost not found: no BaseModel in namespace {ns} and no ClusterBaseModel")
+    )
+
+
+# --- objects applied together: the direct-read confirmation -------------------------------------------------
+
+
+@pytest.mark.usefixtures("webhook")
+def test_model_runtime_and_isvc_in_one_apply(kubectl: Kubectl, namespace: str, api_client: Any) -> None:
+    ns = namespace
+    result = kubectl.apply(
+        objects.model("llama", namespace=ns, size="3.21B"),
+        objects.runtime("rt", namespace=ns, size_range=("2B", "4B")),
+        isvc("svc", ns, "llama"),
+        isvc("named", ns, "llama", "rt"),
+    )
+    assert result.returncode == 0, result.stderr
+    assert warnings_of(result) == []
+    condition = eventually(lambda: runtime_ready(api_client, "svc", ns), what="RuntimeReady")
+    assert condition["message"] == "selected ServingRuntime rt (score 2)"
+
+
+def test_confirming_read_finds_what_the_watch_has_not_delivered(
+    webhook: OperatorThread, kubectl: Kubectl, namespace: str
+) -> None:
+    """Deterministic version of the test above: the catalog is kept blind to the namespace."""
+    ns = namespace
+    controller = webhook.operator.controller
+    assert controller is not None
+    observe = controller.observe
+
+    def blind(body: Any) -> None:
+        if (body.get("metadata") or {}).get("namespace") != ns:
+            observe(body)
+
+    controller.observe = blind  # type: ignore[method-assign]
+    before = webhook.operator.admission.confirmations if webhook.operator.admission else 0
+    result = kubectl.apply(
+        objects.model("llama", namespace=ns, size="3.21B"),
+        objects.runtime("rt", namespace=ns),
+        isvc("auto", ns, "llama"),
+        isvc("named", ns, "llama", "rt"),
+    )
+    assert result.returncode == 0, result.stderr
+    assert webhook.operator.admission is not None
+    assert webhook.operator.admission.confirmations == before + 2
+    assert controller.catalog.resolve_model(ns, "llama") is None  # only the direct read saw it
+    # A real denial is still confirmed, then denied.
+    denied = kubectl.create(isvc("ghost", ns, "ghost"))
+    assert denied.returncode == 1
+    assert webhook.operator.admission.confirmations == before + 3
+
+
+# --- readiness, failure policies, registration ------------------------------------------------------------
+
+
+def test_until_indexed_the_webhook_errs_and_the_failure_policy_decides(
+    webhook: OperatorThread, kubectl: Kubectl, namespace: str
+) -> None:
+    controller = webhook.operator.controller
+    assert controller is not None
+    webhook.call(_clear(controller.ready))
+    try:
+        refused = kubectl.create(isvc("svc", namespace, "ghost"))
+        assert refused.returncode == 1
+        assert f'failed calling webhook "{ISVC_WEBHOOK}"' in refused.stderr
+        assert "denied the request" not in refused.stderr
+        # The size webhooks fail open (Ignore): created, without the warning.
+        model = kubectl.create(objects.model("sized", namespace=namespace, size="4b"))
+        assert (model.returncode, warnings_of(model)) == (0, []), model.stderr
+    finally:
+        webhook.call(_set(controller.ready))
+    assert admission_count(webhook, "InferenceService") >= 1
+
+
+async def _clear(event: Any) -> None:
+    event.clear()
+
+
+async def _set(event: Any) -> None:
+    event.set()
+
+
+def test_configuration_is_per_run_configurable_and_removed_on_stop(
+    running_operator: Any, kubectl: Kubectl, namespace: str, api_client: Any
+) -> None:
+    admission = client.AdmissionregistrationV1Api(api_client)
+    selector = {"matchLabels": {"ome-selector-test": namespace}}
+    config = WebhookConfig(
+        bind_address=LOCAL,
+        managed_name="ome-selector-test",
+        failure_policy="Ignore",
+        timeout_seconds=4,
+        namespace_selector=selector,
+    )
+    first = running_operator(webhook=config)
+    assert first.operator.admission is not None
+    name = first.operator.admission.configuration_name
+    assert name is not None
+    assert name.startswith("ome-selector-test-")
+    stored = admission.read_validating_webhook_configuration(name)
+    assert stored.webhooks[0].name == ISVC_WEBHOOK
+    for hook in stored.webhooks:
+        assert hook.timeout_seconds == 4
+        assert hook.namespace_selector.match_labels == selector["matchLabels"]
+        assert hook.failure_policy == "Ignore"
+        assert hook.client_config.url.startswith("https://127.0.0.1:")
+        assert hook.side_effects == "None"
+
+    # The namespace selector: this namespace is not labelled, so nothing is checked here yet.
+    unchecked = kubectl.create(isvc("a", namespace, "ghost"))
+    assert unchecked.returncode == 0, unchecked.stderr
+    assert kubectl("label", "namespace", namespace, f"ome-selector-test={namespace}").returncode == 0
+
+    def denied() -> bool:
+        result = kubectl.create(isvc("b", namespace, "ghost"), dry_run=True)
+        return "denied the request: model ghost not found" in result.stderr
+
+    eventually(denied, what="a denial once the namespace is labelled")
+
+    first.stop()
+    gone = [c.metadata.name for c in admission.list_validating_webhook_configuration().items]
+    assert name not in gone
+    second = running_operator(webhook=config)
+    assert second.operator.admission is not None
+    assert second.operator.admission.configuration_name not in (None, name)
+
+
+def test_latency_is_recorded_by_kind_and_answer(
+    webhook: OperatorThread, kubectl: Kubectl, namespace: str
+) -> None:
+    kubectl.create(isvc("x", namespace, "ghost"))
+    registry = webhook.operator.metrics.registry
+    denied = registry.get_sample_value(
+        "ome_selector_admission_duration_seconds_count", {"kind": "InferenceService", "allowed": "false"}
+    )
+    assert denied == 1
