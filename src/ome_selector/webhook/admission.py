@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import dataclasses
 import logging
 import tempfile
 import time
@@ -312,7 +313,9 @@ class Admission:
             if config.configuration_name is not None:
                 registration = CaBundleRegistration(api_client, config.configuration_name)
             else:
-                registration = LocalRegistration(api_client, config, instance=self.operator.config.instance)
+                registration = LocalRegistration(
+                    api_client, self._local_config(), instance=self.operator.config.instance
+                )
             keeper: asyncio.Task[None] | None = None
             try:
                 async for client_config in server(self._wrap(fn)):
@@ -375,6 +378,19 @@ class Admission:
                 await api_client.close()
 
         stack.callback(asyncio.create_task(keep(), name="webhook-certificates").cancel)
+
+    def _local_config(self) -> WebhookConfig:
+        """An operator limited to some namespaces judges only those, unless told otherwise: its catalog
+        knows no BaseModel or ServingRuntime elsewhere (one could shadow a cluster-scoped one)."""
+        namespaces = self.operator.config.namespaces
+        if self.config.namespace_selector is not None or namespaces is None:
+            return self.config
+        selector = {
+            "matchExpressions": [
+                {"key": "kubernetes.io/metadata.name", "operator": "In", "values": sorted(namespaces)}
+            ]
+        }
+        return dataclasses.replace(self.config, namespace_selector=selector)
 
     def _tls_files(self, stack: contextlib.ExitStack) -> TlsFiles:
         config = self.config

@@ -145,3 +145,18 @@ def test_kopfs_per_request_lines_for_our_webhooks_are_dropped(caplog: pytest.Log
         logger.info("Webhook 'validate-basemodels' succeeded.")
         logger.info("Handler 'watch-basemodels' succeeded.")
     assert [r.getMessage() for r in caplog.records] == ["Handler 'watch-basemodels' succeeded."]
+
+
+def test_a_namespaced_operator_registers_its_webhook_for_its_namespaces_only() -> None:
+    config = WebhookConfig()
+    scoped = Operator(OperatorConfig(health_address=None, namespaces=["b", "a"], webhook=config))
+    assert scoped.admission is not None
+    assert scoped.admission._local_config().namespace_selector == {
+        "matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["a", "b"]}]
+    }
+    chosen = WebhookConfig(namespace_selector={"matchLabels": {"x": "y"}})
+    explicit = Operator(OperatorConfig(health_address=None, namespaces=["a"], webhook=chosen))
+    assert explicit.admission is not None
+    assert explicit.admission._local_config() is chosen
+    _, everywhere = _admission()
+    assert everywhere._local_config().namespace_selector is None
