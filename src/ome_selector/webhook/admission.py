@@ -31,7 +31,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from ome_selector.api.loading import LoadError, load_resource
-from ome_selector.api.resources import Kind, Resource
+from ome_selector.api.resources import Kind, ObjectKey, Resource
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.operator.listing import GROUP, VERSION, list_objects
 from ome_selector.webhook.config import WebhookConfig
@@ -82,8 +82,12 @@ class DirectReader:
         self._api_client = api_client
         self._objects = client.CustomObjectsApi(api_client)
 
-    async def catalog_for(self, lookup: Lookup) -> Catalog:
-        """The model, then the named runtime or every runtime visible from the namespace, as stored now."""
+    async def catalog_for(self, lookup: Lookup, known: Catalog | None = None) -> Catalog:
+        """The model, then the named runtime or every runtime visible from the namespace, as stored now.
+
+        A listed runtime whose resourceVersion equals that of the same runtime in ``known`` (the live catalog)
+        is taken from there instead of being parsed again.
+        """
         catalog = Catalog()
         model = await self._resolve(
             Kind.BASE_MODEL, Kind.CLUSTER_BASE_MODEL, lookup.namespace, lookup.model_name
@@ -104,7 +108,7 @@ class DirectReader:
             kinds=(Kind.SERVING_RUNTIME, Kind.CLUSTER_SERVING_RUNTIME),
         )
         for body in snapshot.bodies:
-            resource = _load(body)
+            resource = _known(known, body) or _load(body)
             if resource is not None:
                 catalog.upsert(resource)
         return catalog
@@ -134,6 +138,23 @@ class DirectReader:
         result.setdefault("apiVersion", f"{GROUP}/{VERSION}")
         result.setdefault("kind", kind.value)
         return result
+
+
+def _known(catalog: Catalog | None, body: Mapping[str, Any]) -> Resource | None:
+    """The object of ``catalog`` with the key and resourceVersion of ``body``, if there is one."""
+    if catalog is None:
+        return None
+    metadata = body.get("metadata") or {}
+    try:
+        kind = Kind(str(body.get("kind")))
+    except ValueError:
+        return None
+    key = ObjectKey(kind, metadata.get("namespace") if kind.namespaced else None, str(metadata.get("name")))
+    stored = catalog.get(key)
+    version = metadata.get("resourceVersion")
+    if stored is None or version is None or stored.resource_version != version:
+        return None
+    return stored
 
 
 def _load(body: Mapping[str, Any]) -> Resource | None:
@@ -202,7 +223,7 @@ class Admission:
                 if reader is None:
                     raise RuntimeError("no API client for the confirming read")
                 self.confirmations += 1
-                catalog = await reader.catalog_for(decision.confirm)
+                catalog = await reader.catalog_for(decision.confirm, controller.catalog)
                 decision = decide_inference_service(
                     catalog, body, old, operation, namespace=namespace, confirmed=True
                 )

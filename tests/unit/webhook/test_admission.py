@@ -10,9 +10,11 @@ import kopf
 import pytest
 from aiohttp import web
 
+from ome_selector.api.loading import load_resource
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.operator.app import Operator, OperatorConfig
-from ome_selector.webhook.admission import Admission
+from ome_selector.testing import objects
+from ome_selector.webhook.admission import Admission, _known
 from ome_selector.webhook.config import WebhookConfig
 from ome_selector.webhook.registration import HANDLER_IDS
 
@@ -160,3 +162,16 @@ def test_a_namespaced_operator_registers_its_webhook_for_its_namespaces_only() -
     assert explicit.admission._local_config() is chosen
     _, everywhere = _admission()
     assert everywhere._local_config().namespace_selector is None
+
+
+def test_a_listed_runtime_unchanged_since_the_watch_saw_it_is_not_parsed_again() -> None:
+    body = objects.runtime("rt", namespace="ns")
+    body["metadata"]["resourceVersion"] = "7"
+    stored = load_resource(body)
+    assert stored is not None
+    live = Catalog.from_resources([stored])
+    assert _known(live, body) is stored
+    assert _known(live, {**body, "metadata": {**body["metadata"], "resourceVersion": "8"}}) is None
+    assert _known(live, {**body, "metadata": {"name": "other", "namespace": "ns"}}) is None
+    assert _known(None, body) is None
+    assert _known(live, {**body, "kind": "Pod"}) is None
