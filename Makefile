@@ -7,10 +7,10 @@ BIN := $(VENV)/bin
 CLUSTER_DIR := .cluster
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help venv lint typecheck importlint unit integration test demo bench binaries cluster-up cluster-down clean
+.PHONY: help venv lint typecheck unit integration test demo bench binaries cluster-up cluster-down clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,9 @@ binaries: ## build or reuse kube-apiserver, etcd, kubectl and helm (prints their
 unit: venv ## unit tests only
 	$(PY) -m pytest tests/unit
 
+integration: venv ## integration tests only (against the local control plane)
+	@bindir=$$(hack/ensure-binaries.sh) && OME_SELECTOR_BIN_DIR="$$bindir" $(PY) -m pytest tests/integration
+
 # Integration tests need the control-plane binaries. Under CI a failure to provide them fails the run;
 # elsewhere the tests skip with one loud line (see tests/conftest.py).
 test: lint typecheck ## lint, types, unit and integration tests
@@ -44,8 +47,10 @@ test: lint typecheck ## lint, types, unit and integration tests
 demo: venv ## start a local control plane, apply the samples and show what a user sees
 	@bindir=$$(hack/ensure-binaries.sh) && OME_SELECTOR_BIN_DIR="$$bindir" $(PY) -m ome_selector.testing.demo
 
-bench: venv ## benchmarks (never part of make test)
+bench: venv ## benchmarks (never part of make test): selection core, fan-out and memory, admission latency
 	$(PY) -m bench
+	@bindir=$$(hack/ensure-binaries.sh) && export OME_SELECTOR_BIN_DIR="$$bindir" && \
+	  $(PY) -m bench.fanout && $(PY) -m bench.admission
 
 cluster-up: venv ## start kube-apiserver + etcd in the background; kubeconfig at .cluster/kubeconfig
 	@bindir=$$(hack/ensure-binaries.sh) && OME_SELECTOR_BIN_DIR="$$bindir" $(PY) -m ome_selector.testing.controlplane up --dir $(CLUSTER_DIR)

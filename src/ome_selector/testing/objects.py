@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 API_VERSION = "ome.io/v1beta1"
+# Copied into every object built (dict(...)), so a test that edits one object never edits the next.
 SAFETENSORS = {"name": "safetensors", "version": "1.0.0"}
 TRANSFORMERS = {"name": "transformers", "version": "4.45.0.dev0"}
 LLAMA = "LlamaForCausalLM"
@@ -25,7 +26,11 @@ def model(
     """A BaseModel (with `namespace`) or ClusterBaseModel, with the metadata OME's agent fills in."""
     spec: dict[str, Any] = {"storage": {"storageUri": f"hf://example/{name}"}}
     if with_format:
-        spec |= {"modelFormat": SAFETENSORS, "modelFramework": TRANSFORMERS, "modelArchitecture": LLAMA}
+        spec |= {
+            "modelFormat": dict(SAFETENSORS),
+            "modelFramework": dict(TRANSFORMERS),
+            "modelArchitecture": LLAMA,
+        }
     if size is not None:
         spec["modelParameterSize"] = size
     if disabled:
@@ -47,8 +52,8 @@ def runtime(
     spec: dict[str, Any] = {
         "supportedModelFormats": [
             {
-                "modelFormat": SAFETENSORS,
-                "modelFramework": TRANSFORMERS,
+                "modelFormat": dict(SAFETENSORS),
+                "modelFramework": dict(TRANSFORMERS),
                 "modelArchitecture": LLAMA,
                 "autoSelect": auto_select,
                 "priority": priority,
