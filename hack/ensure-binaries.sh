@@ -44,7 +44,7 @@ if ! have_all "$BIN_DIR" kube-apiserver etcd kubectl; then
     for b in kube-apiserver etcd kubectl; do install -m 0755 "$found/$b" "$BIN_DIR/$b"; done
     log "installed the envtest archive for v$K8S_VERSION"
   else
-    log "envtest archive unreachable; building from Go modules (cold: tens of minutes, then cached)"
+    log "envtest archive unreachable; building from Go modules (about 6 minutes on 2 cores, then cached)"
   fi
   rm -rf "$tmp"
 fi
