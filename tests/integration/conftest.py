@@ -6,13 +6,29 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from kubernetes import client
 
 from ome_selector.operator.app import OperatorConfig
 from ome_selector.testing.admission import wait_until_serving
 from ome_selector.testing.controlplane import ControlPlane
+from ome_selector.testing.kube import delete
 from ome_selector.testing.operator_thread import OperatorThread
 
 StartOperator = Callable[..., OperatorThread]
+
+
+@pytest.fixture
+def cluster_objects(api_client: Any) -> Iterator[list[tuple[str, str]]]:
+    """(kind, name) of cluster-scoped objects a test creates; deleted afterwards, because other tests count
+    the runtimes they can see (the no-runtime message names how many were checked)."""
+    created: list[tuple[str, str]] = []
+    yield created
+    for kind, name in created:
+        try:
+            delete(api_client, kind, name)
+        except client.ApiException as error:
+            if error.status != 404:
+                raise
 
 
 @pytest.fixture

@@ -20,19 +20,13 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from ome_selector.testing.controlplane import ControlPlane
+from ome_selector.testing.kube import PLURALS
 
 pytestmark = pytest.mark.integration
 
 GROUP, VERSION = "ome.io", "v1beta1"
 REPO_ROOT = Path(__file__).resolve().parents[2]
-CATALOG_DIRS = (REPO_ROOT / "tests" / "data" / "ome-catalog", Path("/work/shared/data/ome-catalog"))
-PLURALS = {
-    "BaseModel": "basemodels",
-    "ClusterBaseModel": "clusterbasemodels",
-    "ServingRuntime": "servingruntimes",
-    "ClusterServingRuntime": "clusterservingruntimes",
-    "InferenceService": "inferenceservices",
-}
+CATALOG_DIR = REPO_ROOT / "tests" / "data" / "ome-catalog"
 CLUSTER_KINDS = {"ClusterBaseModel", "ClusterServingRuntime"}
 
 
@@ -376,13 +370,10 @@ def test_unknown_fields_in_fully_typed_blocks_are_pruned_like_omes(objects: Obje
 
 
 def _catalog_documents() -> Iterator[tuple[str, dict[str, Any]]]:
-    for directory in CATALOG_DIRS:
-        if (directory / "runtimes").is_dir():
-            for path in sorted(directory.rglob("*.yaml")):
-                for document in yaml.safe_load_all(path.read_text(encoding="utf-8")):
-                    if isinstance(document, dict) and document.get("apiVersion") == f"{GROUP}/{VERSION}":
-                        yield str(path.relative_to(directory)), document
-            return
+    for path in sorted(CATALOG_DIR.rglob("*.yaml")):
+        for document in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+            if isinstance(document, dict) and document.get("apiVersion") == f"{GROUP}/{VERSION}":
+                yield str(path.relative_to(CATALOG_DIR)), document
     pytest.skip("OME's catalog is not vendored")
 
 

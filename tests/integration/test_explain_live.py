@@ -12,6 +12,7 @@ import yaml
 
 from ome_selector.cli.kubectl_ome import run
 from ome_selector.testing.controlplane import ControlPlane
+from ome_selector.testing.kube import PLURALS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = REPO_ROOT / "samples"
@@ -43,13 +44,9 @@ def samples_applied(control_plane: ControlPlane) -> Iterator[None]:
     for path in sorted(SAMPLES.glob("*.yaml")):
         for document in yaml.safe_load_all(path.read_text()):
             if document and document["kind"].startswith("Cluster"):
-                plural = {
-                    "ClusterServingRuntime": "clusterservingruntimes",
-                    "ClusterBaseModel": "clusterbasemodels",
-                }
                 control_plane.kubectl(
                     "delete",
-                    f"{plural[document['kind']]}.ome.io",
+                    f"{PLURALS[document['kind']]}.ome.io",
                     document["metadata"]["name"],
                     "--wait=false",
                 )

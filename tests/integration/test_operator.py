@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from kubernetes import client
 
 from ome_selector.testing import objects
@@ -24,19 +22,6 @@ from ome_selector.testing.kube import (
 from ome_selector.testing.operator_thread import OperatorThread
 
 Row = tuple[str, str, str, str | None]  # status, reason, message, event reason
-
-
-@pytest.fixture
-def cluster_objects(api_client: Any) -> Iterator[list[tuple[str, str]]]:
-    """Cluster-scoped objects a test creates; deleted afterwards so other tests count the same runtimes."""
-    created: list[tuple[str, str]] = []
-    yield created
-    for kind, name in created:
-        try:
-            delete(api_client, kind, name)
-        except client.ApiException as error:
-            if error.status != 404:
-                raise
 
 
 def _create_cluster(api_client: Any, created: list[tuple[str, str]], body: dict[str, Any]) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -69,19 +68,6 @@ def kubectl(control_plane: ControlPlane) -> Kubectl:
 def webhook(running_operator: Any) -> OperatorThread:
     runner: OperatorThread = running_operator(webhook=WebhookConfig(bind_address=LOCAL))
     return runner
-
-
-@pytest.fixture
-def cluster_objects(api_client: Any) -> Iterator[list[tuple[str, str]]]:
-    """(kind, name) of cluster-scoped objects a test creates; deleted afterwards."""
-    created: list[tuple[str, str]] = []
-    yield created
-    for kind, name in created:
-        try:
-            delete(api_client, kind, name)
-        except client.ApiException as error:
-            if error.status != 404:
-                raise
 
 
 def isvc(name: str, ns: str, model: str, runtime: str | None = None, **kwargs: Any) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from ome_selector.crds import CRD_NAMES, crd_documents
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CRD_DIR = REPO_ROOT / "manifests" / "crds"
-CATALOG_DIRS = (REPO_ROOT / "tests" / "data" / "ome-catalog", Path("/work/shared/data/ome-catalog"))
+CATALOG_DIR = REPO_ROOT / "tests" / "data" / "ome-catalog"
 SAMPLES_DIR = REPO_ROOT / "samples"
 
 MODEL_KINDS = ("BaseModel", "ClusterBaseModel")
@@ -180,10 +180,8 @@ def _ome_documents(directory: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
 
 
 def _catalog_dir() -> Path:
-    for directory in CATALOG_DIRS:
-        if (directory / "runtimes").is_dir() and (directory / "models").is_dir():
-            return directory
-    pytest.skip(f"OME's catalog is not vendored (looked in {', '.join(map(str, CATALOG_DIRS))})")
+    assert (CATALOG_DIR / "runtimes").is_dir(), f"OME's catalog is vendored under {CATALOG_DIR}"
+    return CATALOG_DIR
 
 
 # A valid object of every kind, using every typed field.

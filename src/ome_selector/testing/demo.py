@@ -14,16 +14,15 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from kubernetes import config
 
-from ome_selector.testing.controlplane import ControlPlane, free_port, running_control_plane
+from ome_selector.testing.controlplane import ControlPlane, running_control_plane
 from ome_selector.testing.kube import eventually, runtime_ready
+from ome_selector.testing.operator_process import operator_process
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 SAMPLES = REPO_ROOT / "samples"
@@ -113,61 +112,6 @@ class Demo:
             return bool(condition and condition["reason"] == reason)
 
         eventually(probe, timeout=60, what=f"{namespace}/{name} to become {reason}")
-
-
-@contextmanager
-def operator_process(plane: ControlPlane) -> Iterator[subprocess.Popen[bytes]]:
-    health = free_port()
-    log = plane.workdir / "operator.log"
-    argv = [
-        sys.executable,
-        "-m",
-        "ome_selector.cli.ome_selector",
-        "--kubeconfig",
-        str(plane.kubeconfig),
-        "run",
-        "--health-bind-address",
-        f"127.0.0.1:{health}",
-        "--webhook-bind-address",
-        "127.0.0.1:0",
-        "--webhook-managed-name",
-        "ome-selector-demo",
-        "--log-format",
-        "plain",
-    ]
-    with log.open("wb") as sink:
-        process = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT)
-    try:
-        _wait(lambda: _healthy(health), process, log)
-        print(
-            f"ome-selector is running (pid {process.pid}, log {log}, metrics http://127.0.0.1:{health}/metrics)"
-        )
-        yield process
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-def _healthy(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as response:
-            return bool(response.status == 200)
-    except OSError:
-        return False
-
-
-def _wait(
-    probe: Callable[[], bool], process: subprocess.Popen[bytes], log: Path, timeout: float = 60.0
-) -> None:
-    deadline = time.monotonic() + timeout
-    while not probe():
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"ome-selector did not become ready:\n{log.read_text()[-3000:]}")
-        time.sleep(0.1)
 
 
 def show_events(demo: Demo, name: str, reason: str) -> None:
@@ -263,7 +207,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     with running_control_plane() as plane:
         print(f"control plane up in {time.monotonic() - started:.1f}s at {plane.server}")
         demo = Demo(plane)
-        with operator_process(plane):
+        webhook = ("--webhook-bind-address", "127.0.0.1:0", "--webhook-managed-name", "ome-selector-demo")
+        with operator_process(plane, *webhook) as operator:
+            print(f"ome-selector is running (pid {operator.process.pid}, log {operator.log})")
             story(demo)
             if keep:
                 print(f"\n{BOLD}DEMO_KEEP=1{RESET}: still running. In another shell:")

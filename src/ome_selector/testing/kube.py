@@ -8,14 +8,10 @@ from typing import Any, TypeVar
 
 from kubernetes import client
 
+from ome_selector.api.resources import Kind
+
 GROUP, VERSION = "ome.io", "v1beta1"
-PLURALS = {
-    "BaseModel": "basemodels",
-    "ClusterBaseModel": "clusterbasemodels",
-    "ServingRuntime": "servingruntimes",
-    "ClusterServingRuntime": "clusterservingruntimes",
-    "InferenceService": "inferenceservices",
-}
+PLURALS = {kind.value: kind.plural for kind in Kind}
 
 T = TypeVar("T")
 
