@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections import Counter
 from typing import Any
@@ -337,6 +338,13 @@ def test_no_footprint_and_restart_is_idempotent(
         for name in _outcome_rows(namespace)
     }
     events = len(client.CoreV1Api(api_client).list_namespaced_event(namespace).items)
+    # A resync (a full re-listing, as after a watch reconnect) with nothing changed writes nothing either.
+    all_writes = _total(first, "ome_selector_api_writes_total")
+    evaluations = _total(first, "ome_selector_evaluations_total")
+    first.call(first.operator.resync())
+    first.wait_idle()
+    assert _total(first, "ome_selector_api_writes_total") == all_writes
+    assert _total(first, "ome_selector_evaluations_total") == evaluations
     first.stop()
 
     second = running_operator()
@@ -447,3 +455,25 @@ def test_a_burst_of_inference_services_costs_one_write_each(
     assert _total(runner, "ome_selector_api_writes_total", operation="create_event") == count
     sample = f"svc-{uuid.uuid4().int % count}"
     assert runtime_ready(api_client, sample, namespace)["reason"] == "RuntimeNotFound"  # type: ignore[index]
+
+
+def test_nothing_is_lost_when_the_apiserver_is_briefly_unavailable(
+    api_client: Any, control_plane: Any, namespace: str, running_operator: Any
+) -> None:
+    create(api_client, objects.model("m", namespace=namespace))
+    create(api_client, objects.runtime("rt-1b", namespace=namespace, size_range=("500M", "2B")))
+    for index in range(20):
+        create(api_client, objects.inference_service(f"svc-{index}", namespace=namespace, model_name="m"))
+    runner = running_operator(namespaces=[namespace])
+    runner.wait_idle()
+    patch(api_client, "BaseModel", "m", {"spec": {"modelParameterSize": "3.21B"}}, namespace)
+    # Frozen while the operator is re-evaluating: its writes (and possibly the watch event) stall or fail
+    # and are retried with backoff once the apiserver answers again.
+    with control_plane.apiserver_paused():
+        time.sleep(3)
+    for index in range(20):
+        _condition(api_client, namespace, f"svc-{index}", "RuntimeNotFound")
+    runner.wait_idle()
+    assert _total(runner, "ome_selector_api_writes_total", operation="patch_status") == 40
+    for index in range(20):
+        assert _event_reasons(api_client, namespace, f"svc-{index}") == Counter({"RuntimeNotFound": 1})

@@ -117,13 +117,16 @@ class Operator:
         while True:
             await asyncio.sleep(self.config.resync_seconds)
             try:
-                snapshot = await list_objects(self._api_client, namespaces=self.config.namespaces)
-            except Exception as error:
+                await self.resync()
+            except Exception as error:  # the next resync tries again
                 self.metrics.api_errors.labels("list").inc()
                 logger.warning("resync listing failed: %s", error)
-                continue
-            if self.controller is not None:
-                self.controller.replace_all(snapshot.bodies)
+
+    async def resync(self) -> None:
+        """One full listing reconciled into the catalog; only what changed is re-evaluated."""
+        snapshot = await list_objects(self._api_client, namespaces=self.config.namespaces)
+        if self.controller is not None:
+            self.controller.replace_all(snapshot.bodies)
 
     async def _serve_health(self, host: str, port: int) -> None:
         async def healthz(_: web.Request) -> web.Response:

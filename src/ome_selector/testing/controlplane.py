@@ -131,6 +131,16 @@ class ControlPlane:
                     process.wait()
         self._processes.clear()
 
+    @contextlib.contextmanager
+    def apiserver_paused(self) -> Iterator[None]:
+        """Freeze kube-apiserver (SIGSTOP) for the duration, as a brief outage looks to its clients."""
+        process = next(p for name, p in self._processes if name == "kube-apiserver")
+        os.kill(process.pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            os.kill(process.pid, signal.SIGCONT)
+
     def kubectl(
         self, *args: str, input: str | None = None, check: bool = True
     ) -> subprocess.CompletedProcess[str]:
