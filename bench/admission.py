@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -28,9 +27,11 @@ from typing import Any
 
 from kubernetes import client, config
 
-from bench.fanout import create_all, metric
+from bench.fanout import create_all
 from ome_selector.testing import objects
-from ome_selector.testing.controlplane import ControlPlane, free_port, running_control_plane
+from ome_selector.testing.admission import ADMISSION_METRIC, PROBE_KIND, wait_until_called
+from ome_selector.testing.controlplane import ControlPlane, running_control_plane
+from ome_selector.testing.operator_process import operator_process
 
 NAMESPACE = "bench"
 WARMUP = 20
@@ -60,52 +61,16 @@ def requests() -> dict[str, dict[str, Any]]:
 
 
 @contextmanager
-def operator(plane: ControlPlane, *, noop: bool) -> Iterator[int]:
-    """The operator with its webhook registered and called by the apiserver; yields its metrics port."""
-    health, webhook = free_port(), free_port()
-    log = (plane.workdir / f"operator-{'noop' if noop else 'real'}.log").open("wb")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "ome_selector.cli.ome_selector",
-            "--kubeconfig",
-            str(plane.kubeconfig),
-            "run",
-            "--health-bind-address",
-            f"127.0.0.1:{health}",
-            "--webhook-bind-address",
-            f"127.0.0.1:{webhook}",
-            "--log-format",
-            "plain",
-            *(["--webhook-noop"] if noop else []),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=log,
-    )
-    try:
-        _wait_serving(plane, process, health)
-        yield health
-    finally:
-        process.terminate()
-        process.wait(30)
-        log.close()
+def operator(plane: ControlPlane, *, noop: bool) -> Iterator[None]:
+    """The operator with its webhook registered and already called by the apiserver."""
+    arguments = ["--webhook-bind-address", "127.0.0.1:0", *(["--webhook-noop"] if noop else [])]
+    with operator_process(plane, *arguments, name=f"operator-{'noop' if noop else 'real'}") as running:
 
+        def probes_answered() -> float:
+            return running.metric(ADMISSION_METRIC, kind=PROBE_KIND)
 
-def _wait_serving(plane: ControlPlane, process: subprocess.Popen[bytes], port: int) -> None:
-    api = _api(plane)
-    probe = {"apiVersion": GV, "kind": "ClusterBaseModel", "metadata": {"name": "probe"}, "spec": {}}
-    deadline = time.monotonic() + 300
-    while True:
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"the operator did not start serving: see {plane.workdir}/operator-*.log")
-        try:
-            if metric(port, "ome_selector_admission_duration_seconds_count", kind="ClusterBaseModel") > 0:
-                return
-            api.create_cluster_custom_object("ome.io", "v1beta1", "clusterbasemodels", probe, dry_run="All")
-        except OSError:
-            pass  # the health endpoint is not up yet
-        time.sleep(0.1)
+        wait_until_called(probes_answered, _client(plane), timeout=300)
+        yield
 
 
 def _client(plane: ControlPlane) -> Any:

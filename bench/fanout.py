@@ -15,13 +15,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import re
 import subprocess
 import sys
 import time
-import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -29,69 +25,11 @@ from kubernetes_asyncio import client as aclient
 from kubernetes_asyncio import config as aconfig
 
 from ome_selector.testing import objects
-from ome_selector.testing.controlplane import ControlPlane, free_port, running_control_plane
+from ome_selector.testing.controlplane import ControlPlane, running_control_plane
+from ome_selector.testing.operator_process import RunningOperator, operator_process
 
 WORKERS = 4
 CONCURRENCY = 32  # object creation only
-
-
-@contextmanager
-def operator_process(
-    plane: ControlPlane, namespaces: list[str] | None
-) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
-    port = free_port()
-    scope = [arg for ns in namespaces for arg in ("-n", ns)] if namespaces else []
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "ome_selector.cli.ome_selector",
-            "--kubeconfig",
-            str(plane.kubeconfig),
-            "run",
-            *scope,
-            "--workers",
-            str(WORKERS),
-            "--health-bind-address",
-            f"127.0.0.1:{port}",
-            "--log-format",
-            "plain",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=(plane.workdir / "operator.log").open("wb"),
-    )
-    try:
-        deadline = time.monotonic() + 600
-        while not _healthy(port):
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError((plane.workdir / "operator.log").read_text()[-3000:])
-            time.sleep(0.1)
-        yield process, port
-    finally:
-        process.terminate()
-        process.wait(30)
-
-
-def _healthy(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as response:
-            return bool(response.status == 200)
-    except OSError:
-        return False
-
-
-def metric(port: int, name: str, **labels: str) -> float:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
-        text = response.read().decode()
-    total = 0.0
-    for line in text.splitlines():
-        match = re.match(rf"^{re.escape(name)}(?:\{{(.*)\}})? (\S+)$", line)
-        if not match:
-            continue
-        found = dict(re.findall(r'(\w+)="([^"]*)"', match.group(1) or ""))
-        if all(found.get(k) == v for k, v in labels.items()):
-            total += float(match.group(2))
-    return total
 
 
 async def _api(plane: ControlPlane) -> aclient.ApiClient:
@@ -159,12 +97,12 @@ async def raw_patch_seconds(plane: ControlPlane, namespace: str, names: list[str
         return time.perf_counter() - started
 
 
-def wait_for(port: int, expected: float, timeout: float = 900.0, **labels: str) -> float:
+def wait_for(operator: RunningOperator, expected: float, timeout: float = 900.0, **labels: str) -> float:
     started = time.perf_counter()
     while True:
         if (
-            metric(port, "ome_selector_inferenceservices", **labels) == expected
-            and metric(port, "ome_selector_workqueue_depth") == 0
+            operator.metric("ome_selector_inferenceservices", **labels) == expected
+            and operator.metric("ome_selector_workqueue_depth") == 0
         ):
             return time.perf_counter() - started
         if time.perf_counter() - started > timeout:
@@ -172,11 +110,11 @@ def wait_for(port: int, expected: float, timeout: float = 900.0, **labels: str) 
         time.sleep(0.02)
 
 
-def settle_writes(port: int, quiet: float = 0.5) -> None:
-    last, since = metric(port, "ome_selector_api_writes_total"), time.perf_counter()
+def settle_writes(operator: RunningOperator, quiet: float = 0.5) -> None:
+    last, since = operator.metric("ome_selector_api_writes_total"), time.perf_counter()
     while time.perf_counter() - since < quiet:
         time.sleep(0.05)
-        now = metric(port, "ome_selector_api_writes_total")
+        now = operator.metric("ome_selector_api_writes_total")
         if now != last:
             last, since = now, time.perf_counter()
 
@@ -191,11 +129,11 @@ def fanout(plane: ControlPlane, size: int) -> dict[str, float]:
         objects.inference_service(f"svc-{i}", namespace=namespace, model_name=model_name) for i in range(size)
     ]
     asyncio.run(create_all(plane, bodies))
-    with operator_process(plane, [namespace]) as (_, port):
-        wait_for(port, size, status="True", reason="RuntimeSelected")
-        writes_before = metric(port, "ome_selector_api_writes_total")
-        status_before = metric(port, "ome_selector_api_writes_total", operation="patch_status")
-        evaluations_before = metric(port, "ome_selector_evaluations_total")
+    with operator_process(plane, "-n", namespace, "--workers", str(WORKERS)) as operator:
+        wait_for(operator, size, status="True", reason="RuntimeSelected")
+        writes_before = operator.metric("ome_selector_api_writes_total")
+        status_before = operator.metric("ome_selector_api_writes_total", operation="patch_status")
+        evaluations_before = operator.metric("ome_selector_evaluations_total")
         subprocess.run(
             [
                 str(plane.bin_dir / "kubectl"),
@@ -211,14 +149,14 @@ def fanout(plane: ControlPlane, size: int) -> dict[str, float]:
             capture_output=True,
         )
         started = time.perf_counter()
-        wait_for(port, size, status="False", reason="RuntimeNotFound")
+        wait_for(operator, size, status="False", reason="RuntimeNotFound")
         elapsed = time.perf_counter() - started
-        settle_writes(port)  # the last events are recorded just after the last status writes
-        writes = metric(port, "ome_selector_api_writes_total") - writes_before
+        settle_writes(operator)  # the last events are recorded just after the last status writes
+        writes = operator.metric("ome_selector_api_writes_total") - writes_before
         status_writes = (
-            metric(port, "ome_selector_api_writes_total", operation="patch_status") - status_before
+            operator.metric("ome_selector_api_writes_total", operation="patch_status") - status_before
         )
-        evaluations = metric(port, "ome_selector_evaluations_total") - evaluations_before
+        evaluations = operator.metric("ome_selector_evaluations_total") - evaluations_before
     raw = asyncio.run(raw_patch_seconds(plane, namespace, [f"svc-{i}" for i in range(size)]))
     return {
         "n": size,
@@ -256,9 +194,9 @@ def memory(plane: ControlPlane, isvcs: int, runtimes: int, models: int) -> dict[
     started = time.perf_counter()
     asyncio.run(create_all(plane, bodies))
     created = time.perf_counter() - started
-    with operator_process(plane, None) as (process, port):
-        wait_for(port, isvcs, timeout=1800)  # every InferenceService evaluated, whatever the verdict
-        settled = rss_kib(process.pid)
+    with operator_process(plane, "--workers", str(WORKERS)) as operator:
+        wait_for(operator, isvcs, timeout=1800)  # every InferenceService evaluated, whatever the verdict
+        settled = rss_kib(operator.process.pid)
     return {"objects": len(bodies), "create_seconds": created, "rss_mib": settled / 1024}
 
 

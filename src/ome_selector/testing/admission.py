@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from kubernetes import client
@@ -17,7 +18,7 @@ from kubernetes import client
 from ome_selector.testing.operator_thread import OperatorThread
 
 PROBE_KIND = "ClusterBaseModel"
-_METRIC = "ome_selector_admission_duration_seconds_count"
+ADMISSION_METRIC = "ome_selector_admission_duration_seconds_count"
 
 
 def admission_count(runner: OperatorThread, kind: str | None = None) -> float:
@@ -25,7 +26,7 @@ def admission_count(runner: OperatorThread, kind: str | None = None) -> float:
     total = 0.0
     for family in runner.operator.metrics.registry.collect():
         for sample in family.samples:
-            if sample.name == _METRIC and (kind is None or sample.labels.get("kind") == kind):
+            if sample.name == ADMISSION_METRIC and (kind is None or sample.labels.get("kind") == kind):
                 total += sample.value
     return total
 
@@ -40,15 +41,21 @@ def wait_until_serving(runner: OperatorThread, api_client: Any, timeout: float =
         if time.monotonic() > deadline:
             raise TimeoutError(f"webhook not registered after {timeout:.0f}s")
         time.sleep(0.02)
+    wait_until_called(lambda: admission_count(runner, PROBE_KIND), api_client, deadline - time.monotonic())
+
+
+def wait_until_called(answered: Callable[[], float], api_client: Any, timeout: float = 30.0) -> None:
+    """Send dry-run probes until `answered()` (the operator's count of probe reviews) goes up."""
+    deadline = time.monotonic() + timeout
     objects = client.CustomObjectsApi(api_client)
-    before = admission_count(runner, PROBE_KIND)
+    before = answered()
     probe = {
         "apiVersion": "ome.io/v1beta1",
         "kind": PROBE_KIND,
         "metadata": {"name": f"ome-selector-webhook-probe-{uuid.uuid4().hex[:8]}"},
         "spec": {"modelFormat": {"name": "probe"}},
     }
-    while admission_count(runner, PROBE_KIND) <= before:
+    while answered() <= before:
         if time.monotonic() > deadline:
             raise TimeoutError(f"the apiserver did not call the webhook within {timeout:.0f}s")
         objects.create_cluster_custom_object("ome.io", "v1beta1", "clusterbasemodels", probe, dry_run="All")
