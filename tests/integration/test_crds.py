@@ -7,7 +7,6 @@ deletions.
 from __future__ import annotations
 
 import contextlib
-import copy
 import json
 import uuid
 from collections.abc import Callable, Iterator
@@ -21,6 +20,7 @@ from kubernetes.client.exceptions import ApiException
 
 from ome_selector.testing.controlplane import ControlPlane
 from ome_selector.testing.kube import PLURALS
+from ome_selector.testing.objects import with_field
 
 pytestmark = pytest.mark.integration
 
@@ -210,20 +210,6 @@ def test_an_isvc_without_model_or_runtime_is_accepted_and_not_defaulted(objects:
 # --------------------------------------------------------------------------------------------- rejected
 
 
-def _set(document: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
-    """A copy with the dotted `path` (numbers index lists) set to `value`; `...` removes the field."""
-    document = copy.deepcopy(document)
-    *parents, last = path.split(".")
-    node: Any = document
-    for part in parents:
-        node = node[int(part)] if part.isdigit() else node[part]
-    if value is ...:
-        del node[last]
-    else:
-        node[last] = value
-    return document
-
-
 REJECTED: list[tuple[str, Callable[[str], dict[str, Any]], str, Any, str]] = [
     # (case, object factory, path, value, what the message must name)
     (
@@ -279,7 +265,7 @@ REJECTED: list[tuple[str, Callable[[str], dict[str, Any]], str, Any, str]] = [
 def test_malformed_objects_are_rejected_naming_the_field(
     objects: Objects, factory: Callable[[str], dict[str, Any]], path: str, value: Any, expected: str
 ) -> None:
-    message = objects.rejection(_set(factory(_unique("bad")), path, value))
+    message = objects.rejection(with_field(factory(_unique("bad")), path, value))
     assert expected in message
 
 

@@ -17,6 +17,7 @@ import yaml
 from jsonschema import Draft202012Validator
 
 from ome_selector.crds import CRD_NAMES, crd_documents
+from ome_selector.testing.objects import with_field
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CRD_DIR = REPO_ROOT / "manifests" / "crds"
@@ -269,17 +270,8 @@ VALID["ServingRuntime"] = {**VALID["ClusterServingRuntime"], "kind": "ServingRun
 
 
 def _mutated(kind: str, path: str, value: Any) -> dict[str, Any]:
-    """A deep copy of VALID[kind] with `path` (dots; numbers index lists) set to `value`; `...` removes it."""
-    document = copy.deepcopy(VALID[kind])
-    *parents, last = path.split(".")
-    node: Any = document
-    for part in parents:
-        node = node[int(part)] if part.isdigit() else node[part]
-    if value is ...:
-        del node[last]
-    else:
-        node[last] = value
-    return document
+    """VALID[kind] with `path` set to `value` (`...` removes it)."""
+    return with_field(VALID[kind], path, value)
 
 
 # --------------------------------------------------------------------------------------------- the files

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,11 +31,11 @@ MAX_CONFLICT_RETRIES = 5
 
 @dataclass
 class _Stored:
-    """What the last seen body of an InferenceService says about our condition, plus what events need."""
+    """What a write needs from the last seen body of an InferenceService: its version and conditions only
+    (whole bodies would keep every object's managedFields in memory)."""
 
     resource_version: str
-    status: Mapping[str, Any] | None
-    metadata: Mapping[str, Any]
+    conditions: Sequence[Any] | None
 
 
 class Controller:
@@ -165,11 +165,11 @@ class Controller:
         stored = self._stored.get(key)
         if stored is None:
             return
-        condition_now = current_condition(stored.status)
+        condition_now = current_condition({"conditions": stored.conditions})
         if not differs(condition_now, outcome.status, outcome.reason, outcome.message):
             return
         condition = build_condition(condition_now, outcome.status, outcome.reason, outcome.message)
-        conditions = with_condition((stored.status or {}).get("conditions"), condition)
+        conditions = with_condition(stored.conditions, condition)
         body = await self._writer.patch_conditions(
             key.namespace, key.name, resource_version=stored.resource_version, conditions=conditions
         )
@@ -223,10 +223,10 @@ class Controller:
     def _remember_status(self, key: ObjectKey, body: Mapping[str, Any]) -> None:
         metadata = body.get("metadata") or {}
         status = body.get("status")
+        conditions = status.get("conditions") if isinstance(status, Mapping) else None
         self._stored[key] = _Stored(
             resource_version=str(metadata.get("resourceVersion", "")),
-            status=status if isinstance(status, Mapping) else None,
-            metadata=metadata,
+            conditions=conditions if isinstance(conditions, Sequence) else None,
         )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 API_VERSION = "ome.io/v1beta1"
@@ -92,3 +93,18 @@ def inference_service(
         "metadata": _metadata(name, namespace),
         "spec": spec,
     }
+
+
+def with_field(document: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    """A deep copy of `document` with the dotted `path` (numbers index lists) set to `value`; `...` removes
+    the field."""
+    document = copy.deepcopy(document)
+    *parents, last = path.split(".")
+    node: Any = document
+    for part in parents:
+        node = node[int(part)] if part.isdigit() else node[part]
+    if value is ...:
+        del node[last]
+    else:
+        node[last] = value
+    return document
