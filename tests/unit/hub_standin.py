@@ -170,12 +170,18 @@ def _handler(hub: HubStandIn) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class _Server(ThreadingHTTPServer):
+    # The reader opens several connections at once; the default listen backlog (5) would drop some SYNs and
+    # cost the client a one-second retransmit.
+    request_queue_size = 64
+    daemon_threads = True
+
+
 @contextmanager
 def hub_standin() -> Iterator[HubStandIn]:
     """A running stand-in on a free local port; ``hub.url`` is its endpoint for ``HF_ENDPOINT``."""
     hub = HubStandIn()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(hub))
-    server.daemon_threads = True
+    server = _Server(("127.0.0.1", 0), _handler(hub))
     hub.url = f"http://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(
         target=server.serve_forever, kwargs={"poll_interval": 0.02}, name="hub-standin", daemon=True
