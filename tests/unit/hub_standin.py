@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -175,6 +176,10 @@ class _Server(ThreadingHTTPServer):
     # cost the client a one-second retransmit.
     request_queue_size = 64
     daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # a client hanging up early is expected
+            super().handle_error(request, client_address)  # type: ignore[arg-type]
 
 
 @contextmanager

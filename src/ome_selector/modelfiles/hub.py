@@ -46,6 +46,8 @@ HF_SCHEME = "hf://"
 #: Shards are fetched this many at a time (two small requests each).
 CONCURRENT_SHARDS = 8
 _DEFAULT_REVISION = "main"
+#: A server's own error text is quoted up to this length.
+_MAX_SERVER_MESSAGE = 200
 _NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 _URI = re.compile(rf"(?P<repo>{_NAME}/{_NAME})(?:@(?P<revision>[^\s@]+))?")
 _CONTENT_RANGE = re.compile(r"bytes (?P<first>\d+)-(?P<last>\d+)/(?P<total>\d+|\*)")
@@ -88,7 +90,7 @@ def _status_reason(response: httpx2.Response) -> str:
         return "truncated: the file ends before the bytes asked for (HTTP 416)"
     if status == 403:
         return "forbidden (HTTP 403): HF_TOKEN has no access"
-    message = response.headers.get("X-Error-Message")
+    message = response.headers.get("X-Error-Message", "")[:_MAX_SERVER_MESSAGE]
     return f"HTTP {status}" + (f": {message}" if message else "")
 
 
@@ -185,6 +187,8 @@ class HubModelRepo:
         except httpx2.HTTPError as error:
             reason = str(error) or type(error).__name__
             raise ModelFileError(location, f"cannot reach {self.endpoint}: {reason}") from None
+        except httpx2.InvalidURL as error:
+            raise ModelFileError(location, f"invalid Hub endpoint {self.endpoint!r}: {error}") from None
 
     def _get(self, location: str, url: str, *, start: int, length: int | None) -> tuple[bytes, int | None]:
         """``length`` bytes from ``start`` by a range request, or (``length`` None) the whole body up to

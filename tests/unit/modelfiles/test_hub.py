@@ -11,6 +11,7 @@ import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import httpx2
 import pytest
 from hub_standin import COMMIT, HubStandIn, Repo, hub_standin
 from model_folders import (
@@ -24,7 +25,7 @@ from model_folders import (
 )
 
 from ome_selector.modelfiles import ModelFileError, NameVersion, WeightFile, inspect_model
-from ome_selector.modelfiles.hub import HubModelRef, parse_hub_uri
+from ome_selector.modelfiles.hub import HubModelRef, _status_reason, parse_hub_uri
 
 TOKEN = "hf_test_token_123"
 
@@ -225,3 +226,28 @@ def test_bad_hub_uris(uri: str) -> None:
     with pytest.raises(ModelFileError) as error:
         parse_hub_uri(uri)
     assert str(error.value) == f"{uri}: not a Hugging Face model URI: expected hf://ORG/NAME[@REVISION]"
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "reason"),
+    [
+        (500, {"X-Error-Message": "Internal error\n  try later"}, "HTTP 500: Internal error\n  try later"),
+        (503, {"X-Error-Message": "x" * 300}, "HTTP 503: " + "x" * 200),
+        (429, {}, "HTTP 429"),
+        (403, {}, "forbidden (HTTP 403): HF_TOKEN has no access"),
+        (404, {}, "missing (HTTP 404)"),
+        (416, {}, "truncated: the file ends before the bytes asked for (HTTP 416)"),
+        (401, {"X-Error-Code": "RepoNotFound"}, "repository not found, or private and HF_TOKEN is missing or "
+         "has no access (HTTP 401)"),
+    ],
+)  # fmt: skip
+def test_other_server_answers(status: int, headers: dict[str, str], reason: str) -> None:
+    assert _status_reason(httpx2.Response(status, headers=headers)) == reason
+    assert str(ModelFileError("hf://a/b/f", reason)).count("\n") == 0  # the message is flattened to one line
+
+
+def test_an_invalid_endpoint(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    monkeypatch.setenv("HF_ENDPOINT", "http://[::1")
+    with pytest.raises(ModelFileError, match=r"^hf://a/b: invalid Hub endpoint 'http://\[::1': "):
+        inspect_model("hf://a/b")

@@ -284,7 +284,7 @@ class _CountingReader(io.BufferedReader):
     """A file opened for reading that adds every byte it hands out to ``counts[path]``."""
 
     def __init__(self, raw: io.RawIOBase, path: str, counts: dict[str, int]) -> None:
-        super().__init__(raw)  # type: ignore[arg-type]
+        super().__init__(raw)
         self._path, self._counts = path, counts
 
     def read(self, size: int | None = -1, /) -> bytes:

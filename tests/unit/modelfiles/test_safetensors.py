@@ -8,7 +8,7 @@ import math
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from model_folders import bert_minilm_tensors, safetensors_header
+from model_folders import Tensors, bert_minilm_tensors, safetensors_header
 
 from ome_selector.modelfiles.errors import ModelFileError
 from ome_selector.modelfiles.safetensors import (
@@ -23,13 +23,13 @@ from ome_selector.modelfiles.safetensors import (
 FILE = "/models/m/model.safetensors"
 
 
-def _parse(tensors: dict[str, tuple[str, list[int]]], metadata: dict[str, str] | None = None) -> Header:
+def _parse(tensors: Tensors, metadata: dict[str, str] | None = None) -> Header:
     head, _ = safetensors_header(tensors, metadata)
     return parse_header(FILE, head[8:])
 
 
 def test_minilm_header_counts_every_tensor_and_buffer() -> None:
-    header = _parse(dict(bert_minilm_tensors()), {"format": "pt"})  # type: ignore[arg-type]
+    header = _parse(bert_minilm_tensors(), {"format": "pt"})
     assert len(header.tensors) == 104  # __metadata__ is not a tensor
     assert header.parameters == 22_713_728  # 22,713,216 weights + the 512 position_ids
     assert header.data_bytes == 22_713_216 * 4 + 512 * 8
