@@ -8,6 +8,7 @@ from selection_builders import NS, catalog, entry, isvc, model, runtime
 
 from ome_selector.api.resources import Kind, ObjectKey, Resource
 from ome_selector.catalog.catalog import Catalog
+from ome_selector.selection.view import CatalogView
 
 
 def test_resolve_model_prefers_the_namespace() -> None:
@@ -184,3 +185,11 @@ def test_incremental_updates_equal_a_rebuild(operations: list[tuple[bool, Resour
             incremental.upsert(resource)
             state[resource.key] = resource
     assert _snapshot(incremental) == _snapshot(Catalog.from_resources(state.values()))
+
+
+def test_the_catalog_is_the_view_selection_reads() -> None:
+    # Typed: mypy checks that Catalog satisfies the protocol the selection core declares.
+    view: CatalogView = catalog(model(), runtime("rt", entry()), runtime("local", entry(), namespace=NS))
+    assert view.runtime_counts(NS) == (1, 1)
+    assert [p.name for p in view.runtime_profiles_visible_from(NS)] == ["local", "rt"]
+    assert [p.name for p in view.runtime_profiles_for_format(NS, "onnx")] == []
