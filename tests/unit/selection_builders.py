@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ome_selector.api.loading import load_resource, load_yaml
+from ome_selector.api.loading import load_resource
+from ome_selector.api.manifests import load_manifest
 from ome_selector.api.resources import InferenceService, Model, Resource, Runtime
 from ome_selector.catalog.catalog import Catalog
 
@@ -177,5 +178,5 @@ def load_ome_catalog() -> list[Resource]:
     """The vendored OME catalog, models and runtimes, files in sorted path order (later duplicates win)."""
     resources: list[Resource] = []
     for path in sorted(OME_CATALOG.rglob("*.yaml")):
-        resources.extend(load_yaml(path.read_text(encoding="utf-8")))
+        resources.extend(load_manifest(path.read_text(encoding="utf-8")))
     return resources
