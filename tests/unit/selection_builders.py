@@ -174,6 +174,12 @@ def catalog(*resources: Resource) -> Catalog:
     return Catalog.from_resources(resources)
 
 
+def resolve_runtime(c: Catalog, namespace: str, name: str) -> Runtime | None:
+    """The runtime a name resolves to from ``namespace`` (SPEC §1 lookups)."""
+    profile = c.resolve_runtime_profile(namespace, name)
+    return profile.runtime if profile is not None else None
+
+
 def load_ome_catalog() -> list[Resource]:
     """The vendored OME catalog, models and runtimes, files in sorted path order (later duplicates win)."""
     resources: list[Resource] = []

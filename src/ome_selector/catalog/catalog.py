@@ -129,13 +129,9 @@ class Catalog:
         resource = self._objects.get(key) if key is not None else None
         return resource if isinstance(resource, Model) else None
 
-    def resolve_runtime(self, namespace: str, name: str) -> Runtime | None:
+    def resolve_runtime_profile(self, namespace: str, name: str) -> RuntimeProfile | None:
         """The ServingRuntime ``name`` in ``namespace`` if there is one, else the ClusterServingRuntime
         ``name``."""
-        profile = self.resolve_runtime_profile(namespace, name)
-        return profile.runtime if profile is not None else None
-
-    def resolve_runtime_profile(self, namespace: str, name: str) -> RuntimeProfile | None:
         key = self._runtimes.get(namespace, {}).get(name) or self._runtimes.get(None, {}).get(name)
         return self._profiles.get(key) if key is not None else None
 
@@ -146,11 +142,8 @@ class Catalog:
             return profile
         return ModelProfile.of(model)
 
-    def runtimes_visible_from(self, namespace: str) -> list[Runtime]:
-        """The ServingRuntimes of ``namespace`` then all ClusterServingRuntimes, each by name."""
-        return [profile.runtime for profile in self.runtime_profiles_visible_from(namespace)]
-
     def runtime_profiles_visible_from(self, namespace: str) -> list[RuntimeProfile]:
+        """The ServingRuntimes of ``namespace`` then all ClusterServingRuntimes, each by name."""
         keys = _by_name(self._runtimes.get(namespace, {}).values()) + _by_name(
             self._runtimes.get(None, {}).values()
         )

@@ -188,7 +188,3 @@ class ModelProfile:
     @property
     def spec(self) -> ModelSpec:
         return self.model.spec
-
-    @property
-    def has_size(self) -> bool:
-        return self.size is not None
