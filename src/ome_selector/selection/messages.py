@@ -86,15 +86,21 @@ def escape_controls(value: str) -> str:
     return value.translate(_CONTROL_ESCAPES)
 
 
+def _has_control(value: str) -> bool:
+    # An escape is longer than the character it stands for: a longer translation means there was one.
+    return not value.isprintable() and len(value.translate(_CONTROL_ESCAPES)) != len(value)
+
+
 def shown(value: str, limit: int | None = None) -> str:
     """``value`` as a text shows it: as written, or quoted with its control characters escaped when it has
-    any. With ``limit``, at most that many characters of ``value`` are looked at (the text is cut there
-    anyway)."""
+    any. With ``limit``, only the first ``limit`` characters are written (the caller cuts its text there);
+    whether to quote still depends on the whole value (one scan at C speed), so the cut text starts exactly
+    like the whole one."""
+    quoted = _has_control(value)
     if limit is not None and len(value) > limit:
         value = value[:limit]
     escaped = escape_controls(value)
-    # An escape is longer than the character it stands for: equal lengths mean nothing was escaped.
-    return escaped if len(escaped) == len(value) else f'"{escaped}"'
+    return f'"{escaped}"' if quoted else escaped
 
 
 def _quoted(value: str, limit: int | None = None) -> str:

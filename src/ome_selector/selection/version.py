@@ -36,7 +36,6 @@ GREATER_THAN_OR_EQUAL = "GreaterThanOrEqual"
 KNOWN_OPERATORS = frozenset({EQUAL, GREATER_THAN, GREATER_THAN_OR_EQUAL})
 
 _UINT64_MAX = 2**64 - 1
-_DIGITS = frozenset("0123456789")
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +58,8 @@ class Version:
 
 
 def _numeric(text: str) -> int | None:
-    if not text or len(text) > 20 or not _DIGITS.issuperset(text):
+    # ASCII digits only: isdigit() alone would accept other scripts' digits and superscripts.
+    if not text or len(text) > 20 or not (text.isascii() and text.isdigit()):
         return None
     if len(text) > 1 and text[0] == "0":
         return None

@@ -14,9 +14,9 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from selection_builders import NS, catalog, entry, isvc, model, runtime
+from selection_builders import NS, catalog, entry, isvc, model, no_runtime_message_from, runtime
 
 from ome_selector.selection import matcher, messages, version
 from ome_selector.selection.explain import explain
@@ -250,6 +250,7 @@ def test_matching_looks_only_at_entries_that_can_match() -> None:
 
 
 @settings(max_examples=50, deadline=None)
+@example(value="a" * 60 + "\n", other="", limit=50, prefix=0)  # a control character beyond the cut
 @given(
     st.text(min_size=1, max_size=300),
     st.text(max_size=300),
@@ -259,12 +260,43 @@ def test_matching_looks_only_at_entries_that_can_match() -> None:
 def test_a_reason_within_a_limit_reads_the_same_as_the_whole_reason_cut(
     value: str, other: str, limit: int, prefix: int
 ) -> None:
-    m = model(size=value, arch=value, version=value)
+    m = model(size=value, arch=value, version="1.0", framework=value)
     for rt in (
-        runtime("a", entry(arch=other), entry(arch=value, version=other, operator=other)),
-        runtime("b", entry(arch=value, version=value), min=other),
-        runtime("c", entry(arch=value, version=value, auto_select=False)),
+        runtime("a", entry(arch=other), entry(arch=value, version=other, operator=other, framework=value)),
+        runtime("b", entry(arch=value, version="1.0", framework=value), min=other),
+        runtime("c", entry(arch=value, version="1.0", framework=value, auto_select=False)),
+        runtime("d", entry(arch=value, version="1.0", framework=value), min="1B", max=other),
     ):
         result = check(RuntimeProfile.of(rt), ModelProfile.of(m))
         whole, within = "p" * prefix + result.reason, "p" * prefix + result.reason_within(limit)
         assert messages.truncate(within, limit) == messages.truncate(whole, limit)
+
+
+hostile = st.text(min_size=1, max_size=30) | st.builds(
+    lambda n, tail: "v" * n + tail, st.integers(200, 3000), st.sampled_from(["", "\n", "\x1b[0m"])
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    hostile, hostile, st.lists(st.tuples(hostile, st.sampled_from(["arch", "size", "manual"])), max_size=6)
+)
+def test_the_bounded_no_runtime_message_equals_the_one_from_whole_reasons(
+    name: str, arch: str, misses: list[tuple[str, str]]
+) -> None:
+    m = model("m" + name, size="3B", arch=arch)
+    runtimes = []
+    for index, (value, how) in enumerate(misses):
+        if how == "arch":
+            runtimes.append(runtime(f"r{index}", entry(arch=value)))
+        elif how == "size":
+            runtimes.append(runtime(f"r{index}", entry(arch=arch), min="1B", max=value))
+        else:
+            runtimes.append(runtime(f"r{index}", entry(arch=arch, auto_select=False), namespace=NS))
+    c = catalog(m, *runtimes)
+    service = isvc(model_name=m.name, name="svc" + name)
+    outcome = evaluate(c, service)
+    assert outcome is not None
+    if outcome.kind is OutcomeKind.NO_RUNTIME:
+        assert outcome.message == no_runtime_message_from(explain(c, m, NS), service)
+        assert not has_control(outcome.message)

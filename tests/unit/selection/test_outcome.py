@@ -5,12 +5,11 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from selection_builders import NS, catalog, entry, isvc, model, runtime
+from selection_builders import NS, catalog, entry, isvc, model, no_runtime_message_from, runtime
 
-from ome_selector.api.resources import InferenceService, Runtime
+from ome_selector.api.resources import Runtime
 from ome_selector.catalog.catalog import Catalog
-from ome_selector.selection import messages
-from ome_selector.selection.explain import Explanation, explain
+from ome_selector.selection.explain import explain
 from ome_selector.selection.messages import MESSAGE_LIMIT
 from ome_selector.selection.outcome import EventSpec, Outcome, OutcomeKind, evaluate
 
@@ -313,24 +312,6 @@ def test_denials() -> None:
 
 
 # --- property: the indexed evaluation agrees with the full explanation --------------------------------------
-
-
-def no_runtime_message_from(explanation: Explanation, service: InferenceService) -> str:
-    """The no-runtime message written from explain's verdicts (every runtime judged, whole reasons): the
-    runtimes of the model's format, nearest miss first (SPEC §5 v3)."""
-    listed = sorted(
-        (v for v in explanation.verdicts if v.serves_format),
-        key=lambda v: (-(v.failed or 0), v.is_cluster, v.name),
-    )
-    return messages.no_runtime_message(
-        model=explanation.model.name,
-        namespaced_count=explanation.namespaced_count,
-        cluster_count=explanation.cluster_count,
-        entries=[messages.runtime_entry(v.runtime.namespace, v.name, v.reason) for v in listed],
-        other_formats=len(explanation.verdicts) - len(listed),
-        isvc=service.name,
-        namespace=service.namespace,
-    )
 
 
 @st.composite
