@@ -96,6 +96,8 @@ def shown(value: str, limit: int | None = None) -> str:
     any. With ``limit``, only the first ``limit`` characters are written (the caller cuts its text there);
     whether to quote still depends on the whole value (one scan at C speed), so the cut text starts exactly
     like the whole one."""
+    if value.isprintable():  # the common case: no control character, nothing to escape
+        return value if limit is None else value[:limit]
     quoted = _has_control(value)
     if limit is not None and len(value) > limit:
         value = value[:limit]

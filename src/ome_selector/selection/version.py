@@ -150,6 +150,13 @@ def version_matches(runtime_version: str, operator: str, model_version: str) -> 
     """
     if operator not in KNOWN_OPERATORS:
         return False
+    if len(runtime_version) > MAX_VERSION_LENGTH or len(model_version) > MAX_VERSION_LENGTH:
+        return False  # not versions; and only short strings become cache keys
+    return _matches(runtime_version, operator, model_version)
+
+
+@lru_cache(maxsize=8192)
+def _matches(runtime_version: str, operator: str, model_version: str) -> bool:
     model = parse_version(model_version)
     runtime = parse_version(runtime_version)
     if model is None or runtime is None:
