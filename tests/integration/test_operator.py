@@ -54,9 +54,9 @@ EVENT_MESSAGES = {
 def _outcome_rows(ns: str) -> dict[str, Row]:
     no_runtime = (
         f"no runtime supports model huge (checked 3 runtimes: 3 namespace-scoped, 0 cluster-scoped): "
-        f"{ns}/rt-disabled (runtime is disabled); "
         f"{ns}/rt-fit (model size 405B is outside supported range [2B, 4B]); "
-        f"{ns}/rt-small (model size 405B is outside supported range [500M, 2B])"
+        f"{ns}/rt-small (model size 405B is outside supported range [500M, 2B]); "
+        f"{ns}/rt-disabled (runtime is disabled)"
     )
     unsupported = "model size 3.21B is outside supported range [500M, 2B]"
     advisory = (

@@ -128,11 +128,13 @@ def test_denials_carry_the_exact_messages(kubectl: Kubectl, namespace: str, api_
     assert not exists(api_client, "InferenceService", "a", ns)
 
     clusters = cluster_runtime_count(api_client)
-    tail = f"; {clusters} runtimes serve other formats" if clusters else ""
+    serve = "runtime serves" if clusters == 1 else "runtimes serve"
+    tail = f"; {clusters} {serve} other formats" if clusters else ""
     no_runtime = (
         f"no runtime supports model llama (checked {2 + clusters} runtimes: 2 namespace-scoped, "
-        f"{clusters} cluster-scoped): {ns}/rt-disabled (runtime is disabled); "
-        f"{ns}/rt-small (model size 3.21B is outside supported range [500M, 2B]){tail}"
+        f"{clusters} cluster-scoped): "
+        f"{ns}/rt-small (model size 3.21B is outside supported range [500M, 2B]); "
+        f"{ns}/rt-disabled (runtime is disabled){tail}"
     )
     # Cluster runtimes of the session serve the same format: give the model one of its own.
     llama = objects.model("llama", namespace=ns, size="3.21B")
@@ -295,9 +297,8 @@ def test_update_of_an_unservable_isvc_is_judged_only_when_a_matcher_input_change
     assert relabel.returncode == 0, relabel.stderr
     clusters = cluster_runtime_count(api_client)
     (warning,) = warnings_of(relabel)
-    assert warning.startswith(
-        f"no runtime supports model llama (checked {clusters} runtimes: 0 namespace-scoped"
-    )
+    checked = f"{clusters} runtime" if clusters == 1 else f"{clusters} runtimes"
+    assert warning.startswith(f"no runtime supports model llama (checked {checked}: 0 namespace-scoped")
 
     status = kubectl(
         "patch",

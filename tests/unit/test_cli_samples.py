@@ -71,14 +71,16 @@ EXPECTED: dict[tuple[str, str], tuple[OutcomeKind, str, str, str]] = {
         "runtime vllm-llama-3-2-turbo not found in namespace ome-demo or at cluster scope",
     ),
     ("ome-demo", "qwen3-32b-auto"): (
-        # All nine runtimes serve the model's format (safetensors), so each is an entry; the text is cut at
-        # 1,024 characters and points at explain for the six that do not fit.
+        # All nine runtimes serve the model's format (safetensors), so each is an entry, nearest miss first:
+        # the two Qwen3 runtimes failed only on size. The text is cut at 1,024 characters and points at
+        # explain for the five that do not fit.
         OutcomeKind.NO_RUNTIME, "False", "RuntimeNotFound",
         "no runtime supports model qwen3-32b (checked 9 runtimes: 0 namespace-scoped, 9 cluster-scoped): "
-        f"sglang-llama-3-2-compact ({QWEN_VS_LLAMA}); "
         "sglang-qwen3-medium (model size 32.76B is outside supported range [8B, 16B]); "
+        "vllm-qwen3-small (model size 32.76B is outside supported range (-inf, 8B]); "
+        f"sglang-llama-3-2-compact ({QWEN_VS_LLAMA}); "
         f"srt-llama-3-2-1b-instruct ({QWEN_VS_LLAMA}); "
-        "… 6 more (kubectl ome runtime explain --isvc qwen3-32b-auto -n ome-demo)",
+        "… 5 more (kubectl ome runtime explain --isvc qwen3-32b-auto -n ome-demo)",
     ),
     ("ome-demo", "mistral-7b"): (
         OutcomeKind.MODEL_NOT_FOUND, "False", "ModelNotFound",
