@@ -25,13 +25,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from harness import objects
+from harness.admission import ADMISSION_METRIC, PROBE_KIND, wait_until_called
+from harness.controlplane import ControlPlane, running_control_plane
+from harness.operator_process import operator_process
 from kubernetes import client, config
 
 from bench.fanout import create_all
-from ome_selector.testing import objects
-from ome_selector.testing.admission import ADMISSION_METRIC, PROBE_KIND, wait_until_called
-from ome_selector.testing.controlplane import ControlPlane, running_control_plane
-from ome_selector.testing.operator_process import operator_process
 
 NAMESPACE = "bench"
 WARMUP = 20

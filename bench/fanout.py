@@ -21,12 +21,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness import objects
+from harness.controlplane import ControlPlane, running_control_plane
+from harness.operator_process import RunningOperator, operator_process
 from kubernetes_asyncio import client as aclient
 from kubernetes_asyncio import config as aconfig
-
-from ome_selector.testing import objects
-from ome_selector.testing.controlplane import ControlPlane, running_control_plane
-from ome_selector.testing.operator_process import RunningOperator, operator_process
 
 WORKERS = 4
 CONCURRENCY = 32  # object creation only

@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from ome_selector.testing.controlplane import (
+from harness.controlplane import (
     ControlPlane,
     ControlPlaneError,
     find_binaries,

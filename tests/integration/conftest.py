@@ -6,13 +6,13 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from harness.admission import wait_until_serving
+from harness.controlplane import ControlPlane
+from harness.kube import delete
+from harness.operator_thread import OperatorThread
 from kubernetes import client
 
 from ome_selector.operator.app import OperatorConfig
-from ome_selector.testing.admission import wait_until_serving
-from ome_selector.testing.controlplane import ControlPlane
-from ome_selector.testing.kube import delete
-from ome_selector.testing.operator_thread import OperatorThread
 
 StartOperator = Callable[..., OperatorThread]
 

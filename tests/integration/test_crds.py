@@ -15,12 +15,11 @@ from typing import Any
 
 import pytest
 import yaml
+from harness.controlplane import ControlPlane
+from harness.kube import PLURALS
+from harness.objects import with_field
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-
-from ome_selector.testing.controlplane import ControlPlane
-from ome_selector.testing.kube import PLURALS
-from ome_selector.testing.objects import with_field
 
 pytestmark = pytest.mark.integration
 

@@ -6,10 +6,8 @@ import time
 from collections import Counter
 from typing import Any
 
-from kubernetes import client
-
-from ome_selector.testing import objects
-from ome_selector.testing.kube import (
+from harness import objects
+from harness.kube import (
     PLURALS,
     create,
     delete,
@@ -19,7 +17,8 @@ from ome_selector.testing.kube import (
     patch,
     runtime_ready,
 )
-from ome_selector.testing.operator_thread import OperatorThread
+from harness.operator_thread import OperatorThread
+from kubernetes import client
 
 Row = tuple[str, str, str, str | None]  # status, reason, message, event reason
 

@@ -7,9 +7,9 @@ import sys
 import urllib.request
 from typing import Any
 
-from ome_selector.testing import objects
-from ome_selector.testing.controlplane import ControlPlane, free_port
-from ome_selector.testing.kube import create, eventually, get, runtime_ready
+from harness import objects
+from harness.controlplane import ControlPlane, free_port
+from harness.kube import create, eventually, get, runtime_ready
 
 
 def _scenario(api_client: Any, namespace: str) -> None:

@@ -9,7 +9,7 @@ volume name them (``tls.crt``, ``tls.key``, ``ca.crt``):
 - :func:`generate_serving_files`: a throw-away CA and a serving certificate for local runs (tests, the demo),
   with every host the apiserver may dial as a SAN (Go's TLS ignores the common name).
 
-:class:`CertificateAuthority` is also what the local control plane (:mod:`ome_selector.testing.pki`) uses.
+:class:`CertificateAuthority` also serves the test harness's local control plane (``harness/pki.py``).
 """
 
 from __future__ import annotations

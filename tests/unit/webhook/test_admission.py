@@ -9,11 +9,11 @@ from typing import Any
 import kopf
 import pytest
 from aiohttp import web
+from harness import objects
 
 from ome_selector.api.loading import load_resource
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.operator.app import Operator, OperatorConfig
-from ome_selector.testing import objects
 from ome_selector.webhook.admission import Admission, _known
 from ome_selector.webhook.config import WebhookConfig
 from ome_selector.webhook.registration import HANDLER_IDS

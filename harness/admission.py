@@ -15,7 +15,7 @@ from typing import Any
 
 from kubernetes import client
 
-from ome_selector.testing.operator_thread import OperatorThread
+from harness.operator_thread import OperatorThread
 
 PROBE_KIND = "ClusterBaseModel"
 ADMISSION_METRIC = "ome_selector_admission_duration_seconds_count"
