@@ -6,12 +6,12 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from kubernetes import client
+
 from harness.admission import wait_until_serving
 from harness.controlplane import ControlPlane
 from harness.kube import delete
 from harness.operator_thread import OperatorThread
-from kubernetes import client
-
 from ome_selector.operator.app import OperatorConfig
 
 StartOperator = Callable[..., OperatorThread]

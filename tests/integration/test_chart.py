@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
+
 from harness import chart
 from harness.controlplane import ControlPlane
 

@@ -6,8 +6,9 @@ import os
 from typing import Any
 
 import pytest
-from harness.controlplane import ControlPlane, running_control_plane
 from kubernetes import client
+
+from harness.controlplane import ControlPlane, running_control_plane
 
 OUR_CRDS = {
     "basemodels.ome.io",

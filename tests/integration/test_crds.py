@@ -15,11 +15,12 @@ from typing import Any
 
 import pytest
 import yaml
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
 from harness.controlplane import ControlPlane
 from harness.kube import PLURALS
 from harness.objects import with_field
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 pytestmark = pytest.mark.integration
 

@@ -6,6 +6,8 @@ import time
 from collections import Counter
 from typing import Any
 
+from kubernetes import client
+
 from harness import objects
 from harness.kube import (
     PLURALS,
@@ -18,7 +20,6 @@ from harness.kube import (
     runtime_ready,
 )
 from harness.operator_thread import OperatorThread
-from kubernetes import client
 
 Row = tuple[str, str, str, str | None]  # status, reason, message, event reason
 

@@ -27,12 +27,12 @@ from typing import Any
 
 import pytest
 import yaml
+
 from harness import objects
 from harness.chart import render
 from harness.controlplane import ControlPlane, free_port
 from harness.kube import eventually
 from harness.scenario import run_scenario
-
 from ome_selector.cli.ome_selector import _parser
 from ome_selector.webhook.cli import webhook_config_from_args
 
@@ -40,7 +40,7 @@ from ome_selector.webhook.cli import webhook_config_from_args
 # operator-generated certificates, not report-only); the other modes grant subsets.
 INTENDED_USES: dict[tuple[str, str, str], str] = {
     **{
-        ("ome.io", plural, "list"): "startup and resync listing (operator/listing.py); Kopf's watch re-lists"
+        ("ome.io", plural, "list"): "startup and resync listing (kube/objects.py); Kopf's watch re-lists"
         for plural in (
             "basemodels",
             "clusterbasemodels",

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from cryptography import x509
-from harness.controlplane import ControlPlane
 from kubernetes import client
 
-from ome_selector.operator.connection import ClusterAccess
+from harness.controlplane import ControlPlane
+from ome_selector.kube.connection import ClusterAccess
 from ome_selector.webhook.incluster import RENEW_BEFORE, ObjectRef, SecretCertificates, service_dns_names
 
 T = TypeVar("T")

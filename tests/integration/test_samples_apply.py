@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
+
 from harness.controlplane import ControlPlane
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

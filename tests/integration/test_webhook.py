@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 import yaml
+from kubernetes import client
+
 from harness import objects
 from harness.admission import admission_count
 from harness.controlplane import ControlPlane
 from harness.kube import delete, eventually, get, runtime_ready
 from harness.operator_thread import OperatorThread
-from kubernetes import client
-
 from ome_selector.webhook.config import WebhookConfig
 
 CATALOG = Path(__file__).resolve().parents[1] / "data" / "ome-catalog"

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 import yaml
+
 from harness import chart
 from harness.crds import crd_documents
-
 from ome_selector.api.resources import Kind
 from ome_selector.cli.ome_selector import _parser
 from ome_selector.operator.metrics import Metrics

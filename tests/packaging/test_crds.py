@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 import yaml
+from jsonschema import Draft202012Validator
+
 from harness.crds import CRD_DIR, CRD_NAMES, crd_documents
 from harness.objects import with_field
-from jsonschema import Draft202012Validator
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CATALOG_DIR = REPO_ROOT / "tests" / "data" / "ome-catalog"

@@ -10,6 +10,7 @@ from pathlib import Path
 from unittest import mock
 
 import pytest
+
 from harness import scenario
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

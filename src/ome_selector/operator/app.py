@@ -21,9 +21,10 @@ import kopf
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from ome_selector.operator.connection import ClusterAccess, kopf_connection
+from ome_selector.api.resources import API_GROUP, API_VERSION
+from ome_selector.kube.connection import ClusterAccess, kopf_connection
+from ome_selector.kube.objects import ALL_KINDS, Objects
 from ome_selector.operator.controller import Controller
-from ome_selector.operator.listing import ALL_KINDS, GROUP, VERSION, list_objects
 from ome_selector.operator.metrics import Metrics
 from ome_selector.operator.writer import ApiWriter
 from ome_selector.webhook.admission import configure_admission, register_admission
@@ -55,6 +56,7 @@ class Operator:
         self.registry = kopf.OperatorRegistry()
         self.controller: Controller | None = None
         self._api_client: Any = None
+        self._objects: Objects | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._health_runner: web.AppRunner | None = None
         self._register()
@@ -63,7 +65,7 @@ class Operator:
     def _register(self) -> None:
         registry = self.registry
         for kind in ALL_KINDS:
-            kopf.on.event(GROUP, VERSION, kind.plural, id=f"watch-{kind.plural}", registry=registry)(
+            kopf.on.event(API_GROUP, API_VERSION, kind.plural, id=f"watch-{kind.plural}", registry=registry)(
                 self._on_event
             )
         kopf.on.login(registry=registry)(self._login)
@@ -86,16 +88,17 @@ class Operator:
     async def _startup(self, settings: kopf.OperatorSettings, **_: Any) -> None:
         configure_settings(settings, self.config)
         self._api_client = await self.access.api_client()
+        objects = self._objects = Objects(self._api_client)
         writer = (
             None
             if self.config.report_only
-            else ApiWriter(self._api_client, self.metrics, instance=self.config.instance)
+            else ApiWriter(objects, self.metrics, instance=self.config.instance)
         )
         controller = Controller(
             writer, self.metrics, report_only=self.config.report_only, workers=self.config.workers
         )
         # Decide nothing before every model and runtime is known: one consistent listing first.
-        snapshot = await list_objects(self._api_client, namespaces=self.config.namespaces)
+        snapshot = await objects.list_objects(namespaces=self.config.namespaces)
         controller.replace_all(snapshot.bodies)
         # The catalog is long-lived: keep the collector from re-scanning it on every full collection.
         gc.freeze()
@@ -124,9 +127,10 @@ class Operator:
 
     async def resync(self) -> None:
         """One full listing reconciled into the catalog; only what changed is re-evaluated."""
-        snapshot = await list_objects(self._api_client, namespaces=self.config.namespaces)
-        if self.controller is not None:
-            self.controller.replace_all(snapshot.bodies)
+        if self._objects is None or self.controller is None:
+            return  # not started: the startup listing is still to come
+        snapshot = await self._objects.list_objects(namespaces=self.config.namespaces)
+        self.controller.replace_all(snapshot.bodies)
 
     async def _serve_health(self, host: str, port: int) -> None:
         async def healthz(_: web.Request) -> web.Response:

@@ -31,9 +31,9 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from ome_selector.api.loading import LoadError, load_resource
-from ome_selector.api.resources import Kind, ObjectKey, Resource
+from ome_selector.api.resources import API_GROUP, API_VERSION, Kind, ObjectKey, Resource
 from ome_selector.catalog.catalog import Catalog
-from ome_selector.operator.listing import GROUP, VERSION, list_objects
+from ome_selector.kube.objects import Objects
 from ome_selector.webhook.config import WebhookConfig
 from ome_selector.webhook.decisions import Decision, Lookup, decide_inference_service, decide_sizes
 from ome_selector.webhook.incluster import ObjectRef, SecretCertificates
@@ -79,8 +79,7 @@ class DirectReader:
     """Reads what a :class:`~.decisions.Lookup` names straight from the API, into a fresh catalog."""
 
     def __init__(self, api_client: client.ApiClient) -> None:
-        self._api_client = api_client
-        self._objects = client.CustomObjectsApi(api_client)
+        self._objects = Objects(api_client)
 
     async def catalog_for(self, lookup: Lookup, known: Catalog | None = None) -> Catalog:
         """The model, then the named runtime or every runtime visible from the namespace, as stored now.
@@ -102,8 +101,7 @@ class DirectReader:
             if runtime is not None:
                 catalog.upsert(runtime)
             return catalog
-        snapshot = await list_objects(
-            self._api_client,
+        snapshot = await self._objects.list_objects(
             namespaces=[lookup.namespace],
             kinds=(Kind.SERVING_RUNTIME, Kind.CLUSTER_SERVING_RUNTIME),
         )
@@ -116,28 +114,11 @@ class DirectReader:
     async def _resolve(self, namespaced: Kind, cluster: Kind, namespace: str, name: str) -> Resource | None:
         """SPEC §1 lookup: the namespaced object if there is a readable one, else the cluster-scoped one."""
         for kind, scope in ((namespaced, namespace), (cluster, None)):
-            body = await self._get(kind, scope, name)
+            body = await self._objects.get(kind, scope, name)
             resource = _load(body) if body is not None else None
             if resource is not None:
                 return resource
         return None
-
-    async def _get(self, kind: Kind, namespace: str | None, name: str) -> dict[str, Any] | None:
-        try:
-            if namespace is None:
-                body = await self._objects.get_cluster_custom_object(GROUP, VERSION, kind.plural, name)
-            else:
-                body = await self._objects.get_namespaced_custom_object(
-                    GROUP, VERSION, namespace, kind.plural, name
-                )
-        except ApiException as error:
-            if error.status == 404:
-                return None
-            raise
-        result: dict[str, Any] = dict(body)
-        result.setdefault("apiVersion", f"{GROUP}/{VERSION}")
-        result.setdefault("kind", kind.value)
-        return result
 
 
 def _known(catalog: Catalog | None, body: Mapping[str, Any]) -> Resource | None:
@@ -189,7 +170,12 @@ class Admission:
                 self._validate_inference_service if kind is Kind.INFERENCE_SERVICE else self._sizes(kind)
             )
             kopf.on.validate(
-                GROUP, VERSION, kind.plural, id=handler_id, operations=["CREATE", "UPDATE"], registry=registry
+                API_GROUP,
+                API_VERSION,
+                kind.plural,
+                id=handler_id,
+                operations=["CREATE", "UPDATE"],
+                registry=registry,
             )(handler)
 
     def configure(self, settings: kopf.OperatorSettings) -> None:

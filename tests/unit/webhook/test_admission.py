@@ -9,8 +9,8 @@ from typing import Any
 import kopf
 import pytest
 from aiohttp import web
-from harness import objects
 
+from harness import objects
 from ome_selector.api.loading import load_resource
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.operator.app import Operator, OperatorConfig
