@@ -35,11 +35,11 @@ def admission_count(runner: OperatorThread, kind: str | None = None) -> float:
 
 def wait_until_serving(runner: OperatorThread, api_client: Any, timeout: float = 30.0) -> None:
     """Until the webhook is registered and the apiserver has sent it a request (dry-run probes)."""
-    admission = runner.operator.admission
-    if admission is None:
+    webhook = runner.operator.webhook
+    if webhook is None:
         raise ValueError("the operator runs without a webhook")
     deadline = time.monotonic() + timeout
-    while not admission.registered.is_set():
+    while not webhook.registered.is_set():
         if time.monotonic() > deadline:
             raise TimeoutError(f"webhook not registered after {timeout:.0f}s")
         time.sleep(0.02)

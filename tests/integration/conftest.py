@@ -49,7 +49,7 @@ def running_operator(control_plane: ControlPlane, api_client: Any) -> Iterator[S
         runner = OperatorThread(config)
         started.append(runner)
         runner.start()
-        if runner.operator.admission is not None:
+        if runner.operator.webhook is not None:
             wait_until_serving(runner, api_client)
         return runner
 

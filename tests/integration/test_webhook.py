@@ -477,8 +477,8 @@ def test_configuration_is_per_run_configurable_and_removed_on_stop(
         namespace_selector=selector,
     )
     first = running_operator(webhook=config)
-    assert first.operator.admission is not None
-    name = first.operator.admission.configuration_name
+    assert first.operator.webhook is not None
+    name = first.operator.webhook.configuration_name
     assert name is not None
     assert name.startswith("ome-selector-test-")
     stored = admission.read_validating_webhook_configuration(name)
@@ -505,8 +505,8 @@ def test_configuration_is_per_run_configurable_and_removed_on_stop(
     gone = [c.metadata.name for c in admission.list_validating_webhook_configuration().items]
     assert name not in gone
     second = running_operator(webhook=config)
-    assert second.operator.admission is not None
-    assert second.operator.admission.configuration_name not in (None, name)
+    assert second.operator.webhook is not None
+    assert second.operator.webhook.configuration_name not in (None, name)
 
 
 def test_latency_is_recorded_by_kind_and_answer(

@@ -22,13 +22,15 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from ome_selector.api.resources import API_GROUP, API_VERSION
+from ome_selector.catalog.catalog import Catalog
 from ome_selector.kube.connection import ClusterAccess, kopf_connection
 from ome_selector.kube.objects import ALL_KINDS, Objects
 from ome_selector.operator.controller import Controller
 from ome_selector.operator.metrics import Metrics
 from ome_selector.operator.writer import ApiWriter
-from ome_selector.webhook.admission import configure_admission, register_admission
+from ome_selector.webhook.admission import AdmissionHandlers
 from ome_selector.webhook.config import WebhookConfig
+from ome_selector.webhook.server import WebhookServer
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +62,20 @@ class Operator:
         self._tasks: list[asyncio.Task[None]] = []
         self._health_runner: web.AppRunner | None = None
         self._register()
-        self.admission = register_admission(self)  # webhook handlers; None without config.webhook
+        # The admission webhook (issue 7), when configured: its handlers on this registry, and its server.
+        self.admission: AdmissionHandlers | None = None
+        self.webhook: WebhookServer | None = None
+        if config.webhook is not None:
+            self.admission = AdmissionHandlers(config.webhook, catalog=self.indexed_catalog)
+            self.admission.register(self.registry)
+            self.webhook = WebhookServer(
+                config.webhook,
+                self.admission,
+                access=self.access,
+                latency=self.metrics.admission_seconds,
+                instance=config.instance,
+                namespaces=config.namespaces,
+            )
 
     def _register(self) -> None:
         registry = self.registry
@@ -71,6 +86,11 @@ class Operator:
         kopf.on.login(registry=registry)(self._login)
         kopf.on.startup(registry=registry)(self._startup)
         kopf.on.cleanup(registry=registry)(self._cleanup)
+
+    def indexed_catalog(self) -> Catalog | None:
+        """The live catalog once the first full listing is in it; None while starting."""
+        controller = self.controller
+        return controller.catalog if controller is not None and controller.ready.is_set() else None
 
     async def _login(self, **_: Any) -> kopf.ConnectionInfo:
         return kopf_connection(await self.access.configuration())
@@ -166,7 +186,8 @@ class Operator:
     async def run(self, stop_flag: asyncio.Event | None = None) -> None:
         settings = kopf.OperatorSettings()
         configure_settings(settings, self.config)
-        configure_admission(settings, self.admission)
+        if self.webhook is not None:
+            self.webhook.configure(settings)
         namespaces = list(self.config.namespaces) if self.config.namespaces is not None else []
         await kopf.operator(
             registry=self.registry,
