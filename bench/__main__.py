@@ -20,15 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ome_selector.api.loading import load_resource, load_yaml
-from ome_selector.api.resources import (
-    API_GROUP_VERSION,
-    InferenceService,
-    Model,
-    ModelFormat,
-    ModelFramework,
-    Resource,
-    Runtime,
-)
+from ome_selector.api.resources import InferenceService, Model, ModelFormat, ModelFramework, Resource, Runtime
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.selection.explain import explain
 from ome_selector.selection.outcome import evaluate
@@ -36,7 +28,7 @@ from ome_selector.selection.outcome import evaluate
 REPO = Path(__file__).resolve().parents[1]
 OME_CATALOG = REPO / "tests" / "data" / "ome-catalog"
 NAMESPACE = "default"
-GV = API_GROUP_VERSION
+GV = "ome.io/v1beta1"
 
 
 def best_seconds(call: Callable[[], object], repeat: int = 5) -> float:
