@@ -41,6 +41,12 @@ def delete(api_client: Any, kind: str, name: str, namespace: str | None = None) 
     _call(api_client, "delete", kind, namespace)(name)
 
 
+def list_objects(api_client: Any, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
+    """Every object of ``kind`` (in ``namespace``, else everywhere)."""
+    listing: dict[str, Any] = _call(api_client, "list", kind, namespace)()
+    return list(listing["items"])
+
+
 def runtime_ready(api_client: Any, name: str, namespace: str) -> dict[str, Any] | None:
     status = get(api_client, "InferenceService", name, namespace).get("status") or {}
     for condition in status.get("conditions") or []:

@@ -25,7 +25,8 @@ def test_apiserver_reports_the_pinned_version(control_plane: ControlPlane) -> No
 
 
 def test_crds_are_installed_and_established(api_client: Any) -> None:
-    crds = client.ApiextensionsV1Api(api_client).list_custom_resource_definition().items
+    extensions: Any = client.ApiextensionsV1Api(api_client)
+    crds = extensions.list_custom_resource_definition().items
     established = {
         crd.metadata.name
         for crd in crds

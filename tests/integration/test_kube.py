@@ -15,6 +15,7 @@ from harness.controlplane import ControlPlane
 from harness.kube import create, events_for, get
 from ome_selector.api.resources import API_GROUP_VERSION, Kind
 from ome_selector.kube import objects as kube_objects
+from ome_selector.kube import scope
 from ome_selector.kube.connection import ClusterAccess
 from ome_selector.kube.objects import ConflictError, GoneError, Objects
 
@@ -41,7 +42,8 @@ def test_listing_pages_through_every_kind_at_one_resource_version(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     other = f"{namespace}-other"
-    client.CoreV1Api(api_client).create_namespace({"metadata": {"name": other}})
+    core: Any = client.CoreV1Api(api_client)
+    core.create_namespace({"metadata": {"name": other}})
     for index in range(5):
         create(api_client, objects.model(f"m{index}", namespace=namespace))
         create(api_client, objects.runtime(f"r{index}", namespace=namespace))
@@ -50,7 +52,7 @@ def test_listing_pages_through_every_kind_at_one_resource_version(
     # A model created right after the first page: the later lists, read at the first one's
     # resourceVersion, must not see it.
     late: list[dict[str, Any]] = []
-    real_call = kube_objects.custom_object_call
+    real_call = scope.custom_object_call
 
     def call_then_create(*args: Any, **kwargs: Any) -> Callable[..., Awaitable[Any]]:
         call = real_call(*args, **kwargs)

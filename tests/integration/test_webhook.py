@@ -19,7 +19,7 @@ from kubernetes import client
 from harness import objects
 from harness.admission import admission_count
 from harness.controlplane import ControlPlane
-from harness.kube import delete, eventually, get, runtime_ready
+from harness.kube import delete, eventually, get, list_objects, runtime_ready
 from harness.operator_thread import OperatorThread
 from ome_selector.webhook.config import WebhookConfig
 
@@ -76,10 +76,7 @@ def isvc(name: str, ns: str, model: str, runtime: str | None = None, **kwargs: A
 
 
 def cluster_runtime_count(api_client: Any) -> int:
-    listing = client.CustomObjectsApi(api_client).list_cluster_custom_object(
-        "ome.io", "v1beta1", "clusterservingruntimes"
-    )
-    return len(listing["items"])
+    return len(list_objects(api_client, "ClusterServingRuntime"))
 
 
 def exists(api_client: Any, kind: str, name: str, namespace: str | None = None) -> bool:
@@ -467,7 +464,7 @@ async def _set(event: Any) -> None:
 def test_configuration_is_per_run_configurable_and_removed_on_stop(
     running_operator: Any, kubectl: Kubectl, namespace: str, api_client: Any
 ) -> None:
-    admission = client.AdmissionregistrationV1Api(api_client)
+    admission: Any = client.AdmissionregistrationV1Api(api_client)
     selector = {"matchLabels": {"ome-selector-test": namespace}}
     config = WebhookConfig(
         bind_address=LOCAL,

@@ -15,7 +15,7 @@ from ome_selector.webhook.admission import AdmissionHandlers, _known, recording_
 from ome_selector.webhook.config import WebhookConfig
 from ome_selector.webhook.registration import HANDLER_IDS
 
-SERVICE = {
+SERVICE: kopf.RawBody = {
     "apiVersion": "ome.io/v1beta1",
     "kind": "InferenceService",
     "metadata": {"name": "svc", "namespace": "ns"},
@@ -27,7 +27,7 @@ def _handlers(catalog: Any = None, **config: Any) -> AdmissionHandlers:
     return AdmissionHandlers(WebhookConfig(**config), catalog=lambda: catalog)
 
 
-def _validate(handlers: AdmissionHandlers, body: dict[str, Any]) -> list[str]:
+def _validate(handlers: AdmissionHandlers, body: kopf.RawBody) -> list[str]:
     warnings: list[str] = []
     asyncio.run(
         handlers._validate_inference_service(body=kopf.Body(body), warnings=warnings, operation="CREATE")

@@ -41,6 +41,12 @@ class Setup:
         return self.registry.get_sample_value("latency_count", {"kind": kind, "allowed": allowed})
 
 
+def _answer(server: WebhookServer, fn: Any, kind: str = "InferenceService") -> Any:
+    """``fn`` (what Kopf would call) as the server wraps it, called with a review of ``kind``."""
+    handle: Any = server._wrap(fn)  # typed for Kopf's own request dicts
+    return asyncio.run(handle(_review(kind)))
+
+
 def _review(kind: str = "InferenceService") -> dict[str, Any]:
     return {
         "apiVersion": "admission.k8s.io/v1",
@@ -64,7 +70,7 @@ def test_until_indexed_every_request_gets_an_http_error() -> None:
         raise AssertionError("not called before the first listing is indexed")
 
     with pytest.raises(web.HTTPServiceUnavailable):
-        asyncio.run(setup.server._wrap(never)(_review()))
+        _answer(setup.server, never)
     assert setup.count("InferenceService", "error") == 1
 
 
@@ -95,7 +101,7 @@ def test_an_unexpected_failure_is_an_http_error_not_a_denial() -> None:
         return {"response": {"allowed": True}}
 
     with pytest.raises(web.HTTPInternalServerError) as raised:
-        asyncio.run(setup.server._wrap(kopf_fn)(_review()))
+        _answer(setup.server, kopf_fn)
     assert raised.value.text == "ome-selector could not check the request: 'index corrupted'"
     assert setup.count("InferenceService", "error") == 1
 
@@ -107,7 +113,7 @@ def test_denials_are_forbidden_and_timed() -> None:
     async def deny(request: Any, **_: Any) -> Any:
         return {"response": {"uid": "1", "allowed": False, "status": {"message": "no", "code": 403}}}
 
-    response = asyncio.run(setup.server._wrap(deny)(_review("ServingRuntime")))
+    response = _answer(setup.server, deny, "ServingRuntime")
     assert response["response"]["status"] == {"message": "no", "code": 403, "reason": "Forbidden"}
     assert setup.count("ServingRuntime", "false") == 1
 
