@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from harness.pki import CertificateAuthority, service_account_signing_key
+from harness.pki import CertificateAuthority, service_account_signing_key, write_pair
 
 START_TIMEOUT_S = float(os.environ.get("OME_SELECTOR_CONTROLPLANE_START_TIMEOUT", "90"))
 STOP_TIMEOUT_S = 15.0
@@ -158,15 +158,16 @@ class ControlPlane:
     def _write_pki(self) -> None:
         self.ca = CertificateAuthority()
         (self.pki_dir / "ca.crt").write_bytes(self.ca.cert_pem)
-        self.ca.issue(
+        serving = self.ca.issue(
             "kube-apiserver",
             dns_names=("localhost", "kubernetes", "kubernetes.default"),
             ip_addresses=("127.0.0.1",),
             server=True,
-        ).write(self.pki_dir, "apiserver")
+        )
+        write_pair(serving, self.pki_dir, "apiserver")
         # The admin belongs to system:masters, which RBAC always allows; other identities go through RBAC.
         self.admin = self.ca.issue("admin", organization="system:masters", client=True)
-        self.admin.write(self.pki_dir, "admin")
+        write_pair(self.admin, self.pki_dir, "admin")
         private, public = service_account_signing_key()
         (self.pki_dir / "sa.key").write_bytes(private)
         (self.pki_dir / "sa.pub").write_bytes(public)

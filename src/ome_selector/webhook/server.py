@@ -65,8 +65,6 @@ class WebhookServer:
         self.registered = asyncio.Event()
         #: The ValidatingWebhookConfiguration in use (per-run name locally, the chart's in static mode).
         self.configuration_name: str | None = None
-        #: Where the apiserver reaches the server (local mode).
-        self.url: str | None = None
         self._client_config: kopf.WebhookClientConfig | None = None
 
     def configure(self, settings: kopf.OperatorSettings) -> None:
@@ -143,7 +141,6 @@ class WebhookServer:
                     else:
                         await registration.apply(client_config)
                     self.configuration_name = registration.name
-                    self.url = client_config.get("url")
                     self.registered.set()
                     yield client_config
             finally:

@@ -49,14 +49,6 @@ class KeyPair:
     cert_pem: bytes
     key_pem: bytes
 
-    def write(self, directory: Path, stem: str) -> tuple[Path, Path]:
-        cert_path, key_path = directory / f"{stem}.crt", directory / f"{stem}.key"
-        cert_path.write_bytes(self.cert_pem)
-        key_path.touch(mode=0o600)
-        key_path.chmod(0o600)
-        key_path.write_bytes(self.key_pem)
-        return cert_path, key_path
-
 
 def _private_key() -> ec.EllipticCurvePrivateKey:
     return ec.generate_private_key(ec.SECP256R1())
