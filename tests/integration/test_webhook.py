@@ -16,11 +16,11 @@ import pytest
 import yaml
 from kubernetes import client
 
-from ome_selector.testing import objects
-from ome_selector.testing.admission import admission_count
-from ome_selector.testing.controlplane import ControlPlane
-from ome_selector.testing.kube import delete, eventually, get, runtime_ready
-from ome_selector.testing.operator_thread import OperatorThread
+from harness import objects
+from harness.admission import admission_count
+from harness.controlplane import ControlPlane
+from harness.kube import delete, eventually, get, list_objects, runtime_ready
+from harness.operator_thread import OperatorThread
 from ome_selector.webhook.config import WebhookConfig
 
 CATALOG = Path(__file__).resolve().parents[1] / "data" / "ome-catalog"
@@ -76,10 +76,7 @@ def isvc(name: str, ns: str, model: str, runtime: str | None = None, **kwargs: A
 
 
 def cluster_runtime_count(api_client: Any) -> int:
-    listing = client.CustomObjectsApi(api_client).list_cluster_custom_object(
-        "ome.io", "v1beta1", "clusterservingruntimes"
-    )
-    return len(listing["items"])
+    return len(list_objects(api_client, "ClusterServingRuntime"))
 
 
 def exists(api_client: Any, kind: str, name: str, namespace: str | None = None) -> bool:
@@ -468,7 +465,7 @@ async def _set(event: Any) -> None:
 def test_configuration_is_per_run_configurable_and_removed_on_stop(
     running_operator: Any, kubectl: Kubectl, namespace: str, api_client: Any
 ) -> None:
-    admission = client.AdmissionregistrationV1Api(api_client)
+    admission: Any = client.AdmissionregistrationV1Api(api_client)
     selector = {"matchLabels": {"ome-selector-test": namespace}}
     config = WebhookConfig(
         bind_address=LOCAL,
@@ -478,8 +475,8 @@ def test_configuration_is_per_run_configurable_and_removed_on_stop(
         namespace_selector=selector,
     )
     first = running_operator(webhook=config)
-    assert first.operator.admission is not None
-    name = first.operator.admission.configuration_name
+    assert first.operator.webhook is not None
+    name = first.operator.webhook.configuration_name
     assert name is not None
     assert name.startswith("ome-selector-test-")
     stored = admission.read_validating_webhook_configuration(name)
@@ -506,8 +503,8 @@ def test_configuration_is_per_run_configurable_and_removed_on_stop(
     gone = [c.metadata.name for c in admission.list_validating_webhook_configuration().items]
     assert name not in gone
     second = running_operator(webhook=config)
-    assert second.operator.admission is not None
-    assert second.operator.admission.configuration_name not in (None, name)
+    assert second.operator.webhook is not None
+    assert second.operator.webhook.configuration_name not in (None, name)
 
 
 def test_latency_is_recorded_by_kind_and_answer(

@@ -5,7 +5,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-API_VERSION = "ome.io/v1beta1"
+from ome_selector.api.resources import API_GROUP_VERSION
+
+API_VERSION = API_GROUP_VERSION
 # Copied into every object built (dict(...)), so a test that edits one object never edits the next.
 SAFETENSORS = {"name": "safetensors", "version": "1.0.0"}
 TRANSFORMERS = {"name": "transformers", "version": "4.45.0.dev0"}

@@ -1,6 +1,6 @@
 """The Helm chart as tests and `make manifests` see it: rendering with `helm template`, and the plain install.
 
-``python -m ome_selector.testing.chart`` (``make manifests``) copies ``manifests/crds/*.yaml`` into the
+``python -m harness.chart`` (``make manifests``) copies ``manifests/crds/*.yaml`` into the
 chart (``charts/ome-selector/files/crds/``, which the CRD template reads) and renders
 ``manifests/install.yaml`` from the chart's default values; ``--check`` only reports what is out of date
 (exit 1), as the tests do.
@@ -21,6 +21,8 @@ from typing import Any
 
 import yaml
 
+from harness.crds import CRD_DIR
+
 __all__ = [
     "CHART_CRDS",
     "CHART_DIR",
@@ -36,10 +38,10 @@ __all__ = [
     "render_text",
 ]
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 CHART_DIR = REPO_ROOT / "charts" / "ome-selector"
 CHART_CRDS = CHART_DIR / "files" / "crds"
-CRD_SOURCE = REPO_ROOT / "manifests" / "crds"
+CRD_SOURCE = CRD_DIR
 INSTALL_MANIFEST = REPO_ROOT / "manifests" / "install.yaml"
 RELEASE = NAMESPACE = "ome-selector"
 
@@ -137,7 +139,7 @@ def _stale(expected: Mapping[Path, bytes]) -> list[Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ome_selector.testing.chart", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m harness.chart", description=__doc__)
     parser.add_argument("--check", action="store_true", help="only report out-of-date files (exit 1)")
     args = parser.parse_args(argv)
     # The CRD copies first: the install manifest is rendered from them.

@@ -83,4 +83,4 @@ def test_without_condition_and_current_condition() -> None:
     assert current_condition(status) == STORED
     assert current_condition({"conditions": "not-a-list"}) is None
     assert current_condition(None) is None
-    assert without_condition(status["conditions"]) == [OTHER]  # type: ignore[arg-type]
+    assert without_condition(status["conditions"]) == [OTHER]

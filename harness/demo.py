@@ -20,11 +20,11 @@ from typing import Any
 
 from kubernetes import config
 
-from ome_selector.testing.controlplane import ControlPlane, running_control_plane
-from ome_selector.testing.kube import eventually, runtime_ready
-from ome_selector.testing.operator_process import operator_process
+from harness.controlplane import ControlPlane, running_control_plane
+from harness.kube import eventually, runtime_ready
+from harness.operator_process import operator_process
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = REPO_ROOT / "samples"
 BOLD, DIM, RESET = ("\033[1m", "\033[2m", "\033[0m") if sys.stdout.isatty() else ("", "", "")
 

@@ -83,7 +83,7 @@ def test_no_runtimes_gives_no_table_but_a_document() -> None:
     explanation = _explanation(size=None)
     assert render(explanation, "table") == ""
     assert render(explanation, "wide") == ""
-    expected = {
+    expected: dict[str, Any] = {
         "model": {"kind": "ClusterBaseModel", "name": "m", "namespace": None, "modelParameterSize": None},
         "selected": None,
         "runtimes": [],

@@ -11,7 +11,7 @@ from unittest import mock
 
 import pytest
 
-from ome_selector.testing import scenario
+from harness import scenario
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = REPO_ROOT / "hack" / "e2e-kind.sh"
@@ -33,8 +33,8 @@ def test_make_target_runs_the_script() -> None:
 
 def test_script_runs_the_shared_scenario_with_arguments_it_accepts() -> None:
     text = re.sub(r"\\\n\s*", " ", SCRIPT.read_text())
-    (line,) = [line for line in text.splitlines() if "-m ome_selector.testing.scenario" in line]
-    args = shlex.split(line.split("-m ome_selector.testing.scenario", 1)[1])
+    (line,) = [line for line in text.splitlines() if "-m harness.scenario" in line]
+    args = shlex.split(line.split("-m harness.scenario", 1)[1])
     args = ["/tmp/kubeconfig" if a == "$KUBECONFIG" else a for a in args]
     args = [a.replace("$SCENARIO_NAMESPACE", "e2e").replace("$KUBECTL", "kubectl") for a in args]
     with (

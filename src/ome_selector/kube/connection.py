@@ -1,4 +1,4 @@
-"""One source of cluster credentials for both clients: Kopf's watcher and kubernetes_asyncio's writer.
+"""One source of cluster credentials for both clients: Kopf's watcher and kubernetes_asyncio.
 
 A kubeconfig (explicit path or context, else $KUBECONFIG / ~/.kube/config) or, inside a pod, the mounted
 service-account token. Tokens never reach the logs.
@@ -11,7 +11,28 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import kopf
+import yaml
 from kubernetes_asyncio import client, config
+from kubernetes_asyncio.config import ConfigException
+
+__all__ = [
+    "KUBECONFIG_ERRORS",
+    "ClusterAccess",
+    "UnknownContextError",
+    "kopf_connection",
+    "kubeconfig_namespace",
+]
+
+#: What a missing, unreadable or malformed kubeconfig raises (the client's own error among them).
+KUBECONFIG_ERRORS: tuple[type[Exception], ...] = (
+    ConfigException,
+    OSError,
+    yaml.YAMLError,
+    ValueError,
+    TypeError,
+    KeyError,
+    AttributeError,
+)
 
 
 @dataclass(frozen=True)
@@ -53,3 +74,21 @@ def kopf_connection(configuration: client.Configuration) -> kopf.ConnectionInfo:
         scheme=scheme,
         token=token,
     )
+
+
+class UnknownContextError(LookupError):
+    """The kubeconfig has no context of the requested name."""
+
+
+def kubeconfig_namespace(kubeconfig: Path | None = None, context: str | None = None) -> str | None:
+    """The namespace of ``context`` (else the current context) in the kubeconfig, as kubectl reads it.
+
+    Raises one of :data:`KUBECONFIG_ERRORS` when the kubeconfig cannot be read, and
+    :class:`UnknownContextError` when ``context`` is not in it.
+    """
+    contexts, active = config.list_kube_config_contexts(str(kubeconfig) if kubeconfig else None)
+    chosen = next((c for c in contexts if c.get("name") == context), None) if context else active
+    if context and chosen is None:
+        raise UnknownContextError(f'context "{context}" does not exist in the kubeconfig')
+    namespace = ((chosen or {}).get("context") or {}).get("namespace")
+    return str(namespace) if namespace else None

@@ -15,7 +15,9 @@ from typing import Any
 
 from kubernetes import client
 
-from ome_selector.testing.operator_thread import OperatorThread
+from harness.operator_thread import OperatorThread
+from ome_selector.api.resources import API_GROUP_VERSION, Kind
+from ome_selector.kube.scope import custom_object_call
 
 PROBE_KIND = "ClusterBaseModel"
 ADMISSION_METRIC = "ome_selector_admission_duration_seconds_count"
@@ -33,11 +35,11 @@ def admission_count(runner: OperatorThread, kind: str | None = None) -> float:
 
 def wait_until_serving(runner: OperatorThread, api_client: Any, timeout: float = 30.0) -> None:
     """Until the webhook is registered and the apiserver has sent it a request (dry-run probes)."""
-    admission = runner.operator.admission
-    if admission is None:
+    webhook = runner.operator.webhook
+    if webhook is None:
         raise ValueError("the operator runs without a webhook")
     deadline = time.monotonic() + timeout
-    while not admission.registered.is_set():
+    while not webhook.registered.is_set():
         if time.monotonic() > deadline:
             raise TimeoutError(f"webhook not registered after {timeout:.0f}s")
         time.sleep(0.02)
@@ -47,10 +49,10 @@ def wait_until_serving(runner: OperatorThread, api_client: Any, timeout: float =
 def wait_until_called(answered: Callable[[], float], api_client: Any, timeout: float = 30.0) -> None:
     """Send dry-run probes until `answered()` (the operator's count of probe reviews) goes up."""
     deadline = time.monotonic() + timeout
-    objects = client.CustomObjectsApi(api_client)
+    create = custom_object_call(client.CustomObjectsApi(api_client), "create", Kind.CLUSTER_BASE_MODEL, None)
     before = answered()
     probe = {
-        "apiVersion": "ome.io/v1beta1",
+        "apiVersion": API_GROUP_VERSION,
         "kind": PROBE_KIND,
         "metadata": {"name": f"ome-selector-webhook-probe-{uuid.uuid4().hex[:8]}"},
         "spec": {"modelFormat": {"name": "probe"}},
@@ -58,5 +60,5 @@ def wait_until_called(answered: Callable[[], float], api_client: Any, timeout: f
     while answered() <= before:
         if time.monotonic() > deadline:
             raise TimeoutError(f"the apiserver did not call the webhook within {timeout:.0f}s")
-        objects.create_cluster_custom_object("ome.io", "v1beta1", "clusterbasemodels", probe, dry_run="All")
+        create(probe, dry_run="All")
         time.sleep(0.05)

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ome_selector.testing.controlplane import ControlPlane, free_port
+from harness.controlplane import ControlPlane, free_port
 
 START_TIMEOUT_S = 600.0
 

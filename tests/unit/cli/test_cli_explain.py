@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 KUBECTL_OME = Path(sys.executable).parent / "kubectl-ome"
 OME_CATALOG = "tests/data/ome-catalog"
 GOLDEN = REPO_ROOT / "tests" / "data" / "cli" / "golden"

@@ -15,7 +15,7 @@ from ome_selector.catalog.catalog import Catalog
 from ome_selector.cli.sources import FileSource, load_catalog
 from ome_selector.selection.outcome import OutcomeKind, evaluate
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 SAMPLES = REPO_ROOT / "samples"
 
 QWEN_VS_LLAMA = (

@@ -16,11 +16,10 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
-from ome_selector.crds import CRD_NAMES, crd_documents
-from ome_selector.testing.objects import with_field
+from harness.crds import CRD_DIR, CRD_NAMES, crd_documents
+from harness.objects import with_field
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-CRD_DIR = REPO_ROOT / "manifests" / "crds"
 CATALOG_DIR = REPO_ROOT / "tests" / "data" / "ome-catalog"
 SAMPLES_DIR = REPO_ROOT / "samples"
 
@@ -284,12 +283,6 @@ def test_one_file_per_kind_named_after_the_crd() -> None:
         documents = [d for d in yaml.safe_load_all(file.read_text(encoding="utf-8")) if d is not None]
         assert len(documents) == 1, file.name
         assert file.name == f"ome.io_{documents[0]['spec']['names']['plural']}.yaml"
-
-
-def test_package_data_points_at_the_same_files() -> None:
-    link = REPO_ROOT / "src" / "ome_selector" / "crd_manifests"
-    assert link.is_symlink(), "the package data is a symlink to manifests/crds, never a copy"
-    assert link.resolve() == CRD_DIR.resolve()
 
 
 @pytest.mark.parametrize("kind", ALL_KINDS)

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 import yaml
 
+from harness import chart
+from harness.crds import crd_documents
 from ome_selector.api.resources import Kind
 from ome_selector.cli.ome_selector import _parser
-from ome_selector.crds import crd_documents
 from ome_selector.operator.metrics import Metrics
-from ome_selector.testing import chart
 from ome_selector.webhook.cli import webhook_config_from_args
 from ome_selector.webhook.registration import HANDLER_IDS, webhook_name
 

@@ -9,53 +9,42 @@ from typing import Any, TypeVar
 from kubernetes import client
 
 from ome_selector.api.resources import Kind
+from ome_selector.kube.scope import Verb, custom_object_call
 
-GROUP, VERSION = "ome.io", "v1beta1"
 PLURALS = {kind.value: kind.plural for kind in Kind}
 
 T = TypeVar("T")
 
 
+def _call(api_client: Any, verb: Verb, kind: str, namespace: str | None) -> Callable[..., Any]:
+    return custom_object_call(client.CustomObjectsApi(api_client), verb, Kind(kind), namespace or None)
+
+
 def create(api_client: Any, body: Mapping[str, Any]) -> dict[str, Any]:
-    objects: Any = client.CustomObjectsApi(api_client)
-    plural = PLURALS[body["kind"]]
     namespace = body["metadata"].get("namespace")
-    if namespace:
-        result: dict[str, Any] = objects.create_namespaced_custom_object(
-            GROUP, VERSION, namespace, plural, body
-        )
-    else:
-        result = objects.create_cluster_custom_object(GROUP, VERSION, plural, body)
+    result: dict[str, Any] = _call(api_client, "create", body["kind"], namespace)(body)
     return result
 
 
 def get(api_client: Any, kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
-    objects: Any = client.CustomObjectsApi(api_client)
-    if namespace:
-        result: dict[str, Any] = objects.get_namespaced_custom_object(
-            GROUP, VERSION, namespace, PLURALS[kind], name
-        )
-    else:
-        result = objects.get_cluster_custom_object(GROUP, VERSION, PLURALS[kind], name)
+    result: dict[str, Any] = _call(api_client, "get", kind, namespace)(name)
     return result
 
 
 def patch(
     api_client: Any, kind: str, name: str, body: Mapping[str, Any], namespace: str | None = None
 ) -> None:
-    objects: Any = client.CustomObjectsApi(api_client)
-    if namespace:
-        objects.patch_namespaced_custom_object(GROUP, VERSION, namespace, PLURALS[kind], name, body)
-    else:
-        objects.patch_cluster_custom_object(GROUP, VERSION, PLURALS[kind], name, body)
+    _call(api_client, "patch", kind, namespace)(name, body)
 
 
 def delete(api_client: Any, kind: str, name: str, namespace: str | None = None) -> None:
-    objects: Any = client.CustomObjectsApi(api_client)
-    if namespace:
-        objects.delete_namespaced_custom_object(GROUP, VERSION, namespace, PLURALS[kind], name)
-    else:
-        objects.delete_cluster_custom_object(GROUP, VERSION, PLURALS[kind], name)
+    _call(api_client, "delete", kind, namespace)(name)
+
+
+def list_objects(api_client: Any, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
+    """Every object of ``kind`` (in ``namespace``, else everywhere)."""
+    listing: dict[str, Any] = _call(api_client, "list", kind, namespace)()
+    return list(listing["items"])
 
 
 def runtime_ready(api_client: Any, name: str, namespace: str) -> dict[str, Any] | None:

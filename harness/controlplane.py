@@ -4,8 +4,8 @@ Used as a pytest session fixture, by `make demo`, and by `make cluster-up` / `ma
 controller-manager or scheduler: objects are stored, validated, defaulted and admitted by the real apiserver,
 but nothing garbage-collects or deletes namespaces.
 
-    python -m ome_selector.testing.controlplane up --dir .cluster     # background; kubeconfig in .cluster/
-    python -m ome_selector.testing.controlplane down --dir .cluster
+    python -m harness.controlplane up --dir .cluster     # background; kubeconfig in .cluster/
+    python -m harness.controlplane down --dir .cluster
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from ome_selector.testing.pki import CertificateAuthority, service_account_signing_key
+from harness.pki import CertificateAuthority, service_account_signing_key, write_pair
 
 START_TIMEOUT_S = float(os.environ.get("OME_SELECTOR_CONTROLPLANE_START_TIMEOUT", "90"))
 STOP_TIMEOUT_S = 15.0
@@ -109,7 +109,7 @@ class ControlPlane:
             self._start_apiserver()
             self._write_kubeconfig()
             if self.install_crds:
-                from ome_selector.testing.crds import install_crds  # noqa: PLC0415 - keeps the client import lazy
+                from harness.crds import install_crds  # noqa: PLC0415 - keeps the client import lazy
 
                 install_crds(self.kubeconfig)
         except BaseException:
@@ -158,15 +158,16 @@ class ControlPlane:
     def _write_pki(self) -> None:
         self.ca = CertificateAuthority()
         (self.pki_dir / "ca.crt").write_bytes(self.ca.cert_pem)
-        self.ca.issue(
+        serving = self.ca.issue(
             "kube-apiserver",
             dns_names=("localhost", "kubernetes", "kubernetes.default"),
             ip_addresses=("127.0.0.1",),
             server=True,
-        ).write(self.pki_dir, "apiserver")
+        )
+        write_pair(serving, self.pki_dir, "apiserver")
         # The admin belongs to system:masters, which RBAC always allows; other identities go through RBAC.
         self.admin = self.ca.issue("admin", organization="system:masters", client=True)
-        self.admin.write(self.pki_dir, "admin")
+        write_pair(self.admin, self.pki_dir, "admin")
         private, public = service_account_signing_key()
         (self.pki_dir / "sa.key").write_bytes(private)
         (self.pki_dir / "sa.pub").write_bytes(public)
@@ -349,12 +350,13 @@ def _up(directory: Path) -> int:
     bin_dir = find_binaries()
     with (directory / "controlplane.log").open("wb") as log:
         supervisor = subprocess.Popen(
-            [sys.executable, "-m", "ome_selector.testing.controlplane", "serve", "--dir", str(directory)],
+            [sys.executable, "-m", "harness.controlplane", "serve", "--dir", str(directory)],
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
-            env={**os.environ, "OME_SELECTOR_BIN_DIR": str(bin_dir)},
+            # The harness is not installed: the supervisor finds it from the repository root.
+            env={**os.environ, "OME_SELECTOR_BIN_DIR": str(bin_dir), "PYTHONPATH": _pythonpath()},
         )
     pid_file.write_text(str(supervisor.pid))
     deadline = time.monotonic() + START_TIMEOUT_S + 30
@@ -369,6 +371,12 @@ def _up(directory: Path) -> int:
     print(f'  export PATH="{bin_dir}:$PATH"   # the project\'s kubectl and helm')
     print("  make cluster-down   # stops it")
     return 0
+
+
+def _pythonpath() -> str:
+    """$PYTHONPATH with the repository root (the directory holding ``harness/``) in front."""
+    root = str(Path(__file__).resolve().parents[1])
+    return os.pathsep.join(filter(None, (root, os.environ.get("PYTHONPATH"))))
 
 
 def _alive(pid: int) -> bool:
@@ -399,7 +407,7 @@ def _down(directory: Path) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ome_selector.testing.controlplane")
+    parser = argparse.ArgumentParser(prog="python -m harness.controlplane")
     parser.add_argument("command", choices=["up", "down", "serve"])
     parser.add_argument("--dir", type=Path, default=Path(".cluster"))
     args = parser.parse_args(argv)

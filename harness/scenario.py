@@ -7,7 +7,7 @@ users see them); conditions and events are read with the official client. Everyt
 namespace and uses a model architecture of its own, so other runtimes in the cluster (cluster-scoped ones
 included) never match.
 
-``python -m ome_selector.testing.scenario --kubeconfig PATH --namespace NS`` runs it against any cluster where
+``python -m harness.scenario --kubeconfig PATH --namespace NS`` runs it against any cluster where
 ome-selector is installed (the namespace is created when missing).
 """
 
@@ -24,8 +24,8 @@ from typing import Any, Protocol
 import yaml
 from kubernetes import client, config
 
-from ome_selector.testing import objects
-from ome_selector.testing.kube import events_for, eventually, runtime_ready
+from harness import objects
+from harness.kube import events_for, eventually, runtime_ready
 
 __all__ = ["ARCHITECTURE", "Kubectl", "KubectlRunner", "ScenarioReport", "run_scenario"]
 
@@ -207,7 +207,7 @@ def run_scenario(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ome_selector.testing.scenario", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m harness.scenario", description=__doc__)
     parser.add_argument("--kubeconfig", type=Path, required=True)
     parser.add_argument("--namespace", default="ome-selector-e2e")
     parser.add_argument("--kubectl", default="kubectl", help="kubectl binary (default: from PATH)")
