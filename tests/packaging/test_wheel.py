@@ -18,6 +18,7 @@ RUNTIME_DEPENDENCIES = {
     "pyyaml",
     "cryptography",
     "prometheus-client",
+    "huggingface-hub",  # reading hf:// model metadata (SPEC §10)
 }
 
 

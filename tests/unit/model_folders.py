@@ -63,8 +63,8 @@ def write_sharded(
         chunk = {name: tensors[name] for name in names[bounds[index] : bounds[index + 1]]}
         header_bytes[shard] = write_safetensors(folder / shard, chunk, metadata)
         weight_map.update(dict.fromkeys(chunk, shard))
-    index = {"metadata": {"total_size": 0}, "weight_map": weight_map}
-    write_json(folder / "model.safetensors.index.json", index)
+    index_document = {"metadata": {"total_size": 0}, "weight_map": weight_map}
+    write_json(folder / "model.safetensors.index.json", index_document)
     return header_bytes
 
 
