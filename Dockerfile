@@ -10,9 +10,7 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
 WORKDIR /src
 COPY pyproject.toml constraints.txt README.md ./
-COPY manifests/crds ./manifests/crds
 COPY src ./src
-# The wheel carries the CRDs as package data (src/ome_selector/crd_manifests links to manifests/crds).
 RUN pip wheel --no-deps --wheel-dir /wheels . \
  && python -m venv /opt/ome-selector \
  && /opt/ome-selector/bin/pip install --constraint constraints.txt /wheels/ome_selector-*.whl \
@@ -20,6 +18,7 @@ RUN pip wheel --no-deps --wheel-dir /wheels . \
  && find /opt/ome-selector -name '__pycache__' -type d -prune -exec rm -rf {} +
 
 FROM ${PYTHON_IMAGE}
+# The release version: ome_selector.__version__ (tests/packaging/test_version.py keeps the two equal).
 ARG VERSION=0.1.0
 LABEL org.opencontainers.image.title="ome-selector" \
       org.opencontainers.image.description="Runtime selection for OME InferenceServices (operator and admission webhook)" \

@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 CLUSTER_DIR := .cluster
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help venv lint typecheck unit integration test demo bench binaries cluster-up cluster-down clean
+.PHONY: help venv lint typecheck unit packaging integration test demo bench binaries cluster-up cluster-down clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -20,10 +20,10 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 venv: $(VENV)/.installed ## create the virtual environment with pinned dependencies
 
 lint: venv ## ruff
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src harness tests bench
+	$(BIN)/ruff format --check src harness tests bench
 
-typecheck: venv ## mypy --strict and the import-linter layer contract
+typecheck: venv ## mypy --strict (src, harness, tests, bench) and the import-linter contracts
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
@@ -33,19 +33,22 @@ binaries: ## build or reuse kube-apiserver, etcd, kubectl and helm (prints their
 unit: venv ## unit tests only
 	$(PY) -m pytest tests/unit
 
+packaging: venv ## the chart, the wheel, the image payload, the CRDs and the krew manifest
+	@bindir=$$(hack/ensure-binaries.sh) && OME_SELECTOR_BIN_DIR="$$bindir" $(PY) -m pytest tests/packaging
+
 integration: venv ## integration tests only (against the local control plane)
 	@bindir=$$(hack/ensure-binaries.sh) && OME_SELECTOR_BIN_DIR="$$bindir" $(PY) -m pytest tests/integration
 
 # Integration tests need the control-plane binaries. Under CI a failure to provide them fails the run;
 # elsewhere the tests skip with one loud line (see tests/conftest.py).
-test: lint typecheck ## lint, types, unit and integration tests
+test: lint typecheck ## lint, types, unit, packaging and integration tests
 	@bindir=$$(hack/ensure-binaries.sh) || { \
 	  if [ -n "$$CI" ]; then echo "make test: the control-plane binaries could not be provided (see above); CI needs them" >&2; exit 1; fi; \
 	  bindir=""; }; \
-	OME_SELECTOR_BIN_DIR="$$bindir" $(PY) -m pytest tests/unit tests/integration
+	OME_SELECTOR_BIN_DIR="$$bindir" $(PY) -m pytest tests/unit tests/packaging tests/integration
 
 demo: venv ## start a local control plane, apply the samples and show what a user sees
-	@bindir=$$(hack/ensure-binaries.sh) && OME_SELECTOR_BIN_DIR="$$bindir" $(PY) -m ome_selector.testing.demo
+	@bindir=$$(hack/ensure-binaries.sh) && OME_SELECTOR_BIN_DIR="$$bindir" $(PY) -m harness.demo
 
 bench: venv ## benchmarks (never part of make test): selection core, fan-out and memory, admission latency
 	$(PY) -m bench
@@ -53,10 +56,10 @@ bench: venv ## benchmarks (never part of make test): selection core, fan-out and
 	  $(PY) -m bench.fanout && $(PY) -m bench.admission
 
 cluster-up: venv ## start kube-apiserver + etcd in the background; kubeconfig at .cluster/kubeconfig
-	@bindir=$$(hack/ensure-binaries.sh) && OME_SELECTOR_BIN_DIR="$$bindir" $(PY) -m ome_selector.testing.controlplane up --dir $(CLUSTER_DIR)
+	@bindir=$$(hack/ensure-binaries.sh) && OME_SELECTOR_BIN_DIR="$$bindir" $(PY) -m harness.controlplane up --dir $(CLUSTER_DIR)
 
 cluster-down: venv ## stop the background control plane
-	@$(PY) -m ome_selector.testing.controlplane down --dir $(CLUSTER_DIR)
+	@$(PY) -m harness.controlplane down --dir $(CLUSTER_DIR)
 
 clean: cluster-down ## remove the virtual environment and local state
 	rm -rf $(VENV) $(CLUSTER_DIR) .mypy_cache .ruff_cache .pytest_cache .hypothesis
@@ -67,7 +70,7 @@ IMAGE ?= ome-selector:dev
 .PHONY: manifests chart-lint image e2e-kind
 
 manifests: venv ## copy manifests/crds into the chart and render manifests/install.yaml from it (default values)
-	@bindir=$$(hack/ensure-binaries.sh) && OME_SELECTOR_BIN_DIR="$$bindir" $(PY) -m ome_selector.testing.chart
+	@bindir=$$(hack/ensure-binaries.sh) && OME_SELECTOR_BIN_DIR="$$bindir" $(PY) -m harness.chart
 
 chart-lint: ## helm lint --strict the chart, with its default values and the other modes
 	@bindir=$$(hack/ensure-binaries.sh) && for set in "" "--set webhook.certManager.enabled=true" \

@@ -19,7 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ome_selector.api.loading import load_resource, load_yaml
+from ome_selector.api.loading import load_resource
+from ome_selector.api.manifests import load_manifest
 from ome_selector.api.resources import InferenceService, Model, ModelFormat, ModelFramework, Resource, Runtime
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.selection.explain import explain
@@ -49,7 +50,7 @@ def human(seconds: float) -> str:
 def published_catalog() -> tuple[Catalog, Model]:
     resources: list[Resource] = []
     for path in sorted(OME_CATALOG.rglob("*.yaml")):
-        resources.extend(load_yaml(path.read_text(encoding="utf-8")))
+        resources.extend(load_manifest(path.read_text(encoding="utf-8")))
     catalog = Catalog.from_resources(resources)
     model = catalog.resolve_model(NAMESPACE, "llama-3-2-3b-instruct")
     assert model is not None

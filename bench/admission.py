@@ -28,14 +28,16 @@ from typing import Any
 from kubernetes import client, config
 
 from bench.fanout import create_all
-from ome_selector.testing import objects
-from ome_selector.testing.admission import ADMISSION_METRIC, PROBE_KIND, wait_until_called
-from ome_selector.testing.controlplane import ControlPlane, running_control_plane
-from ome_selector.testing.operator_process import operator_process
+from harness import objects
+from harness.admission import ADMISSION_METRIC, PROBE_KIND, wait_until_called
+from harness.controlplane import ControlPlane, running_control_plane
+from harness.operator_process import operator_process
+from ome_selector.api.resources import API_GROUP_VERSION, Kind
+from ome_selector.kube.scope import custom_object_call
 
 NAMESPACE = "bench"
 WARMUP = 20
-GV = "ome.io/v1beta1"
+GV = API_GROUP_VERSION
 
 
 def runtimes(count: int) -> list[dict[str, Any]]:
@@ -88,9 +90,7 @@ def latencies(plane: ControlPlane, body: dict[str, Any], count: int) -> list[flo
     for index in range(WARMUP + count):
         started = time.perf_counter()
         try:
-            api.create_namespaced_custom_object(
-                "ome.io", "v1beta1", NAMESPACE, "inferenceservices", body, dry_run="All"
-            )
+            custom_object_call(api, "create", Kind.INFERENCE_SERVICE, NAMESPACE)(body, dry_run="All")
         except client.ApiException as error:
             if error.status != 403:
                 raise

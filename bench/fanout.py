@@ -24,9 +24,11 @@ from typing import Any
 from kubernetes_asyncio import client as aclient
 from kubernetes_asyncio import config as aconfig
 
-from ome_selector.testing import objects
-from ome_selector.testing.controlplane import ControlPlane, running_control_plane
-from ome_selector.testing.operator_process import RunningOperator, operator_process
+from harness import objects
+from harness.controlplane import ControlPlane, running_control_plane
+from harness.operator_process import RunningOperator, operator_process
+from ome_selector.api.resources import Kind
+from ome_selector.kube.scope import custom_object_call
 
 WORKERS = 4
 CONCURRENCY = 32  # object creation only
@@ -55,21 +57,10 @@ async def create_all(plane: ControlPlane, bodies: list[dict[str, Any]]) -> None:
         core: Any = aclient.CoreV1Api(api)
         for ns in sorted({b["metadata"]["namespace"] for b in bodies if b["metadata"].get("namespace")}):
             await core.create_namespace({"metadata": {"name": ns}})
-        plurals = {
-            "BaseModel": "basemodels",
-            "ClusterBaseModel": "clusterbasemodels",
-            "ServingRuntime": "servingruntimes",
-            "ClusterServingRuntime": "clusterservingruntimes",
-            "InferenceService": "inferenceservices",
-        }
 
         def create(body: dict[str, Any]) -> Any:
-            namespace, plural = body["metadata"].get("namespace"), plurals[body["kind"]]
-            if namespace:
-                return objects_api.create_namespaced_custom_object(
-                    "ome.io", "v1beta1", namespace, plural, body
-                )
-            return objects_api.create_cluster_custom_object("ome.io", "v1beta1", plural, body)
+            namespace = body["metadata"].get("namespace")
+            return custom_object_call(objects_api, "create", Kind(body["kind"]), namespace)(body)
 
         await _bounded([create(b) for b in bodies], CONCURRENCY)
 
@@ -81,11 +72,7 @@ async def raw_patch_seconds(plane: ControlPlane, namespace: str, names: list[str
         started = time.perf_counter()
         await _bounded(
             [
-                objects_api.patch_namespaced_custom_object_status(
-                    "ome.io",
-                    "v1beta1",
-                    namespace,
-                    "inferenceservices",
+                custom_object_call(objects_api, "patch", Kind.INFERENCE_SERVICE, namespace, status=True)(
                     name,
                     {"status": {"benchmark": f"{time.time()}"}},
                     _content_type="application/merge-patch+json",

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make e2e-kind`: a throw-away kind cluster, the image built and loaded into it, the chart installed with its
-# default values, the e2e scenario (src/ome_selector/testing/scenario.py, the same code the RBAC integration test
+# default values, the e2e scenario (harness/scenario.py, the same code the RBAC integration test
 # runs), an upgrade that must keep the webhook CA, the documented uninstall, and the cluster deleted again.
 #
 # Needs a Docker engine and kind (e.g. `go install sigs.k8s.io/kind@v0.30.0`); helm and kubectl come from
@@ -81,7 +81,7 @@ stored=$(k -n "$NAMESPACE" get secret "$RELEASE-webhook-tls" -o jsonpath='{.data
 [ "$stored" = "$ca_before" ] || die "caBundle differs from the CA in Secret $RELEASE-webhook-tls"
 
 say "e2e scenario"
-"$PYTHON" -m ome_selector.testing.scenario --kubeconfig "$KUBECONFIG" --namespace "$SCENARIO_NAMESPACE" \
+"$PYTHON" -m harness.scenario --kubeconfig "$KUBECONFIG" --namespace "$SCENARIO_NAMESPACE" \
   --kubectl "$KUBECTL" --timeout 120
 
 say "helm upgrade keeps the generated webhook CA"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ome_selector.testing.controlplane import (
+from harness.controlplane import (
     ControlPlane,
     ControlPlaneError,
     find_binaries,
@@ -59,7 +59,7 @@ def control_plane() -> Iterator[ControlPlane]:
 def api_client(control_plane: ControlPlane) -> Iterator[Any]:
     from kubernetes import config
 
-    client = config.new_client_from_config(config_file=str(control_plane.kubeconfig))
+    client = config.new_client_from_config(config_file=str(control_plane.kubeconfig))  # type: ignore[no-untyped-call]
     with client:
         yield client
 
@@ -71,5 +71,6 @@ def namespace(api_client: Any, request: pytest.FixtureRequest) -> str:
 
     stem = request.node.name.lower().replace("_", "-")
     name = f"t-{''.join(c for c in stem if c.isalnum() or c == '-')[:40].strip('-')}-{uuid.uuid4().hex[:6]}"
-    client.CoreV1Api(api_client).create_namespace({"metadata": {"name": name}})
+    core: Any = client.CoreV1Api(api_client)  # dict bodies: the typed models would only re-encode them
+    core.create_namespace({"metadata": {"name": name}})
     return name

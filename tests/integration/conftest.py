@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from harness.admission import wait_until_serving
+from harness.controlplane import ControlPlane
+from harness.kube import delete
+from harness.operator_thread import OperatorThread
 from ome_selector.operator.app import OperatorConfig
-from ome_selector.testing.admission import wait_until_serving
-from ome_selector.testing.controlplane import ControlPlane
-from ome_selector.testing.kube import delete
-from ome_selector.testing.operator_thread import OperatorThread
 
 StartOperator = Callable[..., OperatorThread]
 
@@ -49,7 +49,7 @@ def running_operator(control_plane: ControlPlane, api_client: Any) -> Iterator[S
         runner = OperatorThread(config)
         started.append(runner)
         runner.start()
-        if runner.operator.admission is not None:
+        if runner.operator.webhook is not None:
             wait_until_serving(runner, api_client)
         return runner
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from ome_selector.testing import chart
-from ome_selector.testing.controlplane import ControlPlane
+from harness import chart
+from harness.controlplane import ControlPlane
 
 CERT_MANAGER_KINDS = {"Certificate", "Issuer"}
 

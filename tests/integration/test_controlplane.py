@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from ome_selector.testing.controlplane import ControlPlane, running_control_plane
+from harness.controlplane import ControlPlane, running_control_plane
 
 OUR_CRDS = {
     "basemodels.ome.io",
@@ -25,7 +25,8 @@ def test_apiserver_reports_the_pinned_version(control_plane: ControlPlane) -> No
 
 
 def test_crds_are_installed_and_established(api_client: Any) -> None:
-    crds = client.ApiextensionsV1Api(api_client).list_custom_resource_definition().items
+    extensions: Any = client.ApiextensionsV1Api(api_client)
+    crds = extensions.list_custom_resource_definition().items
     established = {
         crd.metadata.name
         for crd in crds

@@ -18,9 +18,9 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from ome_selector.testing.controlplane import ControlPlane
-from ome_selector.testing.kube import PLURALS
-from ome_selector.testing.objects import with_field
+from harness.controlplane import ControlPlane
+from harness.kube import PLURALS
+from harness.objects import with_field
 
 pytestmark = pytest.mark.integration
 

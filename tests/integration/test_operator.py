@@ -8,18 +8,18 @@ from typing import Any
 
 from kubernetes import client
 
-from ome_selector.testing import objects
-from ome_selector.testing.kube import (
-    PLURALS,
+from harness import objects
+from harness.kube import (
     create,
     delete,
     events_for,
     eventually,
     get,
+    list_objects,
     patch,
     runtime_ready,
 )
-from ome_selector.testing.operator_thread import OperatorThread
+from harness.operator_thread import OperatorThread
 
 Row = tuple[str, str, str, str | None]  # status, reason, message, event reason
 
@@ -54,9 +54,9 @@ EVENT_MESSAGES = {
 def _outcome_rows(ns: str) -> dict[str, Row]:
     no_runtime = (
         f"no runtime supports model huge (checked 3 runtimes: 3 namespace-scoped, 0 cluster-scoped): "
-        f"{ns}/rt-disabled (runtime is disabled); "
         f"{ns}/rt-fit (model size 405B is outside supported range [2B, 4B]); "
-        f"{ns}/rt-small (model size 405B is outside supported range [500M, 2B])"
+        f"{ns}/rt-small (model size 405B is outside supported range [500M, 2B]); "
+        f"{ns}/rt-disabled (runtime is disabled)"
     )
     unsupported = "model size 3.21B is outside supported range [500M, 2B]"
     advisory = (
@@ -204,7 +204,8 @@ def test_model_change_reaches_every_namespace(
     api_client: Any, namespace: str, running_operator: Any, cluster_objects: list[tuple[str, str]]
 ) -> None:
     other = f"{namespace}-b"
-    client.CoreV1Api(api_client).create_namespace({"metadata": {"name": other}})
+    core: Any = client.CoreV1Api(api_client)
+    core.create_namespace({"metadata": {"name": other}})
     model_name = f"{namespace}-shared"
     _create_cluster(api_client, cluster_objects, objects.model(model_name))
     for ns in (namespace, other):
@@ -296,10 +297,9 @@ def _total(runner: OperatorThread, metric: str, **labels: str) -> float:
 
 def _metadata_of_everything(api_client: Any, namespace: str) -> dict[str, Any]:
     snapshot: dict[str, Any] = {}
-    objects_api = client.CustomObjectsApi(api_client)
     for kind in ("BaseModel", "ServingRuntime", "InferenceService"):
-        listing = objects_api.list_namespaced_custom_object("ome.io", "v1beta1", namespace, PLURALS[kind])
-        for item in listing["items"]:
+        listing = list_objects(api_client, kind, namespace)
+        for item in listing:
             metadata = item["metadata"]
             snapshot[f"{kind}/{metadata['name']}"] = {
                 "annotations": metadata.get("annotations"),

@@ -7,9 +7,9 @@ import sys
 import urllib.request
 from typing import Any
 
-from ome_selector.testing import objects
-from ome_selector.testing.controlplane import ControlPlane, free_port
-from ome_selector.testing.kube import create, eventually, get, runtime_ready
+from harness import objects
+from harness.controlplane import ControlPlane, free_port
+from harness.kube import create, eventually, get, runtime_ready
 
 
 def _scenario(api_client: Any, namespace: str) -> None:
@@ -32,14 +32,12 @@ def test_kubectl_shows_the_verdict_and_the_event(
     assert "model size 3.21B is outside supported range [500M, 2B]" in row
     narrow = control_plane.kubectl("get", "isvc", "-n", namespace).stdout
     assert "MESSAGE" not in narrow
-    described = eventually(
-        lambda: (
-            (out := control_plane.kubectl("describe", "isvc", "chat", "-n", namespace).stdout)
-            and "RuntimeNotFound" in out.split("Events:")[-1]
-            and out
-        ),
-        what="the event in kubectl describe",
-    )
+
+    def described_with_event() -> str | None:
+        out = control_plane.kubectl("describe", "isvc", "chat", "-n", namespace).stdout
+        return out if "RuntimeNotFound" in out.split("Events:")[-1] else None
+
+    described = eventually(described_with_event, what="the event in kubectl describe")
     events = described.split("Events:")[-1]
     assert "Warning" in events
     assert "ome-selector" in events

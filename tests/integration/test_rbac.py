@@ -3,7 +3,7 @@
 Each test renders the chart, creates its ServiceAccount, (Cluster)Roles, bindings, certificate Secret and
 ValidatingWebhookConfiguration for real, mints a token with TokenRequest (`kubectl create token`), and runs
 the operator and its webhook in-process with a kubeconfig holding only that token, configured from the
-rendered Deployment's own arguments, through the shared e2e scenario (ome_selector.testing.scenario).
+rendered Deployment's own arguments, through the shared e2e scenario (harness.scenario).
 A missing verb fails the scenario or shows up as a 403 in the logs or the API-error metric; a granted verb
 without an entry in INTENDED_USES fails the rule comparison, and every entry names the call that needs it.
 
@@ -28,19 +28,19 @@ from typing import Any
 import pytest
 import yaml
 
+from harness import objects
+from harness.chart import render
+from harness.controlplane import ControlPlane, free_port
+from harness.kube import eventually
+from harness.scenario import run_scenario
 from ome_selector.cli.ome_selector import _parser
-from ome_selector.testing import objects
-from ome_selector.testing.chart import render
-from ome_selector.testing.controlplane import ControlPlane, free_port
-from ome_selector.testing.kube import eventually
-from ome_selector.testing.scenario import run_scenario
 from ome_selector.webhook.cli import webhook_config_from_args
 
 # (apiGroup, resource, verb) → the code that makes the call. The chart grants exactly these (webhook on,
 # operator-generated certificates, not report-only); the other modes grant subsets.
 INTENDED_USES: dict[tuple[str, str, str], str] = {
     **{
-        ("ome.io", plural, "list"): "startup and resync listing (operator/listing.py); Kopf's watch re-lists"
+        ("ome.io", plural, "list"): "startup and resync listing (kube/objects.py); Kopf's watch re-lists"
         for plural in (
             "basemodels",
             "clusterbasemodels",

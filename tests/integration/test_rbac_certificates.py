@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 from cryptography import x509
 from kubernetes import client
 
-from ome_selector.operator.connection import ClusterAccess
-from ome_selector.testing.controlplane import ControlPlane
+from harness.controlplane import ControlPlane
+from ome_selector.kube.connection import ClusterAccess
 from ome_selector.webhook.incluster import RENEW_BEFORE, ObjectRef, SecretCertificates, service_dns_names
 
 T = TypeVar("T")

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from ome_selector.testing.controlplane import ControlPlane
+from harness.controlplane import ControlPlane
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = REPO_ROOT / "samples"

@@ -16,11 +16,11 @@ import pytest
 import yaml
 from kubernetes import client
 
-from ome_selector.testing import objects
-from ome_selector.testing.admission import admission_count
-from ome_selector.testing.controlplane import ControlPlane
-from ome_selector.testing.kube import delete, eventually, get, runtime_ready
-from ome_selector.testing.operator_thread import OperatorThread
+from harness import objects
+from harness.admission import admission_count
+from harness.controlplane import ControlPlane
+from harness.kube import delete, eventually, get, list_objects, runtime_ready
+from harness.operator_thread import OperatorThread
 from ome_selector.webhook.config import WebhookConfig
 
 CATALOG = Path(__file__).resolve().parents[1] / "data" / "ome-catalog"
@@ -76,10 +76,7 @@ def isvc(name: str, ns: str, model: str, runtime: str | None = None, **kwargs: A
 
 
 def cluster_runtime_count(api_client: Any) -> int:
-    listing = client.CustomObjectsApi(api_client).list_cluster_custom_object(
-        "ome.io", "v1beta1", "clusterservingruntimes"
-    )
-    return len(listing["items"])
+    return len(list_objects(api_client, "ClusterServingRuntime"))
 
 
 def exists(api_client: Any, kind: str, name: str, namespace: str | None = None) -> bool:
@@ -128,11 +125,13 @@ def test_denials_carry_the_exact_messages(kubectl: Kubectl, namespace: str, api_
     assert not exists(api_client, "InferenceService", "a", ns)
 
     clusters = cluster_runtime_count(api_client)
-    tail = f"; {clusters} runtimes serve other formats" if clusters else ""
+    serve = "runtime serves" if clusters == 1 else "runtimes serve"
+    tail = f"; {clusters} {serve} other formats" if clusters else ""
     no_runtime = (
         f"no runtime supports model llama (checked {2 + clusters} runtimes: 2 namespace-scoped, "
-        f"{clusters} cluster-scoped): {ns}/rt-disabled (runtime is disabled); "
-        f"{ns}/rt-small (model size 3.21B is outside supported range [500M, 2B]){tail}"
+        f"{clusters} cluster-scoped): "
+        f"{ns}/rt-small (model size 3.21B is outside supported range [500M, 2B]); "
+        f"{ns}/rt-disabled (runtime is disabled){tail}"
     )
     # Cluster runtimes of the session serve the same format: give the model one of its own.
     llama = objects.model("llama", namespace=ns, size="3.21B")
@@ -295,9 +294,8 @@ def test_update_of_an_unservable_isvc_is_judged_only_when_a_matcher_input_change
     assert relabel.returncode == 0, relabel.stderr
     clusters = cluster_runtime_count(api_client)
     (warning,) = warnings_of(relabel)
-    assert warning.startswith(
-        f"no runtime supports model llama (checked {clusters} runtimes: 0 namespace-scoped"
-    )
+    checked = f"{clusters} runtime" if clusters == 1 else f"{clusters} runtimes"
+    assert warning.startswith(f"no runtime supports model llama (checked {checked}: 0 namespace-scoped")
 
     status = kubectl(
         "patch",
@@ -467,7 +465,7 @@ async def _set(event: Any) -> None:
 def test_configuration_is_per_run_configurable_and_removed_on_stop(
     running_operator: Any, kubectl: Kubectl, namespace: str, api_client: Any
 ) -> None:
-    admission = client.AdmissionregistrationV1Api(api_client)
+    admission: Any = client.AdmissionregistrationV1Api(api_client)
     selector = {"matchLabels": {"ome-selector-test": namespace}}
     config = WebhookConfig(
         bind_address=LOCAL,
@@ -477,8 +475,8 @@ def test_configuration_is_per_run_configurable_and_removed_on_stop(
         namespace_selector=selector,
     )
     first = running_operator(webhook=config)
-    assert first.operator.admission is not None
-    name = first.operator.admission.configuration_name
+    assert first.operator.webhook is not None
+    name = first.operator.webhook.configuration_name
     assert name is not None
     assert name.startswith("ome-selector-test-")
     stored = admission.read_validating_webhook_configuration(name)
@@ -505,8 +503,8 @@ def test_configuration_is_per_run_configurable_and_removed_on_stop(
     gone = [c.metadata.name for c in admission.list_validating_webhook_configuration().items]
     assert name not in gone
     second = running_operator(webhook=config)
-    assert second.operator.admission is not None
-    assert second.operator.admission.configuration_name not in (None, name)
+    assert second.operator.webhook is not None
+    assert second.operator.webhook.configuration_name not in (None, name)
 
 
 def test_latency_is_recorded_by_kind_and_answer(

@@ -5,9 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ome_selector.api.loading import load_resource, load_yaml
+from ome_selector.api.loading import load_resource
+from ome_selector.api.manifests import load_manifest
 from ome_selector.api.resources import InferenceService, Model, Resource, Runtime
 from ome_selector.catalog.catalog import Catalog
+from ome_selector.selection import messages
+from ome_selector.selection.explain import Explanation
 
 NS = "ns"
 GV = "ome.io/v1beta1"
@@ -173,9 +176,33 @@ def catalog(*resources: Resource) -> Catalog:
     return Catalog.from_resources(resources)
 
 
+def resolve_runtime(c: Catalog, namespace: str, name: str) -> Runtime | None:
+    """The runtime a name resolves to from ``namespace`` (SPEC §1 lookups)."""
+    profile = c.resolve_runtime_profile(namespace, name)
+    return profile.runtime if profile is not None else None
+
+
 def load_ome_catalog() -> list[Resource]:
     """The vendored OME catalog, models and runtimes, files in sorted path order (later duplicates win)."""
     resources: list[Resource] = []
     for path in sorted(OME_CATALOG.rglob("*.yaml")):
-        resources.extend(load_yaml(path.read_text(encoding="utf-8")))
+        resources.extend(load_manifest(path.read_text(encoding="utf-8")))
     return resources
+
+
+def no_runtime_message_from(explanation: Explanation, service: InferenceService) -> str:
+    """The no-runtime message written from explain's verdicts (every runtime judged, whole reasons): the
+    runtimes of the model's format, nearest miss first (SPEC §5 v3). Evaluation must write the same."""
+    listed = sorted(
+        (v for v in explanation.verdicts if v.serves_format),
+        key=lambda v: (-(v.failed or 0), v.is_cluster, v.name),
+    )
+    return messages.no_runtime_message(
+        model=explanation.model.name,
+        namespaced_count=explanation.namespaced_count,
+        cluster_count=explanation.cluster_count,
+        entries=[messages.runtime_entry(v.runtime.namespace, v.name, v.reason) for v in listed],
+        other_formats=len(explanation.verdicts) - len(listed),
+        isvc=service.name,
+        namespace=service.namespace,
+    )

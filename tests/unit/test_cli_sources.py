@@ -226,13 +226,13 @@ CASES = [
         "a List item that is not an object",
         {"l.yaml": "apiVersion: v1\nkind: List\nitems:\n  - just text\n"},
         ["l.yaml"],
-        error="l.yaml: items[0]: must be an object, not a string",
+        error="l.yaml: items[0]: must be an object, not 'just text' (str)",
     ),
     Case(
         "a scalar document among others names the document",
         {"a.yaml": f"{cbm('m1')}---\n42\n"},
         ["a.yaml"],
-        error="a.yaml: document 2: must be an object, not a number",
+        error="a.yaml: document 2: must be an object, not 42 (int)",
     ),
     Case(
         "invalid objects name the file, the object and the field path",

@@ -1,18 +1,21 @@
-"""Loading the five kinds from dicts (API watch bodies, parsed files) and from YAML text, as the CRDs would.
+"""Loading the five kinds from object bodies (API watch bodies, admission requests, parsed manifests), as the
+CRDs would.
 
 :func:`load_resource` applies the CRD defaults (``weight: 1``, ``operator: Equal``, ``priority: 1``, ...) and
 the CRD validation (``supportedModelFormats[].modelFormat.name`` and ``spec.model.name`` required,
 ``priority`` >= 1, strings, booleans and integers where the schema has them; ``null`` counts as absent) and
 raises only :class:`LoadError`, whose ``path`` names the field. Documents of other apiVersions or kinds give
-None. Reading files is the caller's business; :func:`load_yaml` parses text.
+None. Text becomes bodies in :mod:`.manifests`.
+
+Also the one way to name a field (:func:`field_path`), to describe a bad value (:func:`describe_value`) and to
+read an object's identity from a body (:func:`key_of`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from ome_selector.api.resources import (
@@ -22,29 +25,53 @@ from ome_selector.api.resources import (
     Kind,
     Model,
     ModelSpec,
+    ObjectKey,
     Resource,
     Runtime,
     RuntimeSpec,
 )
 
-__all__ = ["LoadError", "iter_objects", "load_resource", "load_yaml", "parse_yaml"]
+__all__ = ["LoadError", "describe_value", "field_path", "key_of", "load_resource"]
 
 _KINDS = {kind.value: kind for kind in Kind}
 
 
-class LoadError(ValueError):
-    """A document the API server would reject; ``path`` is the field path, e.g.
-    ``spec.supportedModelFormats[0].priority`` (``""`` for the document itself)."""
+def field_path(*parts: str | int) -> str:
+    """A field path as error messages write it: ``spec.supportedModelFormats[0].priority``.
 
-    def __init__(self, path: str, message: str) -> None:
+    Strings are joined with dots (a string may itself be a path, such as ``items[3]``; empty ones are
+    skipped), integers are written as indexes.
+    """
+    path = ""
+    for part in parts:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif part:
+            path += f".{part}" if path else part
+    return path
+
+
+class LoadError(ValueError):
+    """A document the API server would reject, or text that is not a manifest.
+
+    ``path`` is the field path, e.g. ``spec.supportedModelFormats[0].priority`` (``""`` for the document
+    itself); ``document`` (1-based) is set when the text held several documents.
+    """
+
+    def __init__(self, path: str, message: str, *, document: int | None = None) -> None:
         self.path = path
         self.message = message
-        super().__init__(f"{path}: {message}" if path else message)
+        self.document = document
+        where = [f"document {document}"] if document is not None else []
+        super().__init__(": ".join([*where, *([path] if path else []), message]))
 
     def within(self, prefix: str) -> LoadError:
         """The same error with ``prefix`` put before its path (e.g. ``items[3]`` in a List)."""
-        path = f"{prefix}.{self.path}" if self.path else prefix
-        return LoadError(path, self.message)
+        return LoadError(field_path(prefix, self.path), self.message, document=self.document)
+
+    def in_document(self, document: int | None) -> LoadError:
+        """The same error located in the ``document``-th document of a text."""
+        return LoadError(self.path, self.message, document=document)
 
 
 _TYPE_NAMES = {
@@ -59,35 +86,65 @@ _TYPE_NAMES = {
 }
 
 
-def _describe(value: Any) -> str:
-    text = repr(value)
-    if len(text) > 60:
-        text = text[:57] + "..."
+#: How much of a value an error message shows.
+_SHOWN = 60
+
+
+def describe_value(value: Any) -> str:
+    """A short description of a value for an error message: ``7 (int)``, ``'yes' (str)``, ``an object``.
+
+    It never looks at more than the first characters of a value, whatever its size or nesting.
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, list | tuple):
+        return "an array"
+    if isinstance(value, str):
+        text = repr(value[: _SHOWN + 1])
+    elif isinstance(value, bool | float):
+        text = repr(value)
+    elif isinstance(value, int):
+        # Writing a huge integer in decimal costs time quadratic in its size (and Python refuses beyond 4300
+        # digits): such a value is described by its size.
+        text = repr(value) if value.bit_length() <= 200 else f"<{value.bit_length()}-bit integer>"
+    else:
+        return type(value).__name__
+    if len(text) > _SHOWN:
+        text = text[: _SHOWN - 3] + "..."
     return f"{text} ({type(value).__name__})"
 
 
-def _path(prefix: str, loc: tuple[int | str, ...]) -> str:
-    path = prefix
-    for part in loc:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        else:
-            path += f".{part}" if path else str(part)
-    return path
+def key_of(body: Mapping[str, Any], *, default_namespace: str | None = None) -> ObjectKey | None:
+    """The identity of the object ``body`` describes, None when it is not one of the five kinds or has no
+    name (or, for a namespaced kind, no namespace and no ``default_namespace``). Nothing else is validated."""
+    kind_text = body.get("kind")
+    kind = _KINDS.get(kind_text) if isinstance(kind_text, str) else None
+    metadata = body.get("metadata")
+    if kind is None or not isinstance(metadata, Mapping):
+        return None
+    name = metadata.get("name")
+    if not isinstance(name, str) or not name:
+        return None
+    if not kind.namespaced:
+        return ObjectKey(kind, None, name)
+    namespace = metadata.get("namespace") or default_namespace
+    return ObjectKey(kind, namespace, name) if isinstance(namespace, str) else None
 
 
 def _from_validation_error(prefix: str, error: ValidationError) -> LoadError:
     first = error.errors(include_url=False)[0]
     kind = first["type"]
-    path = _path(prefix, tuple(first["loc"]))
+    path = field_path(prefix, *(part if isinstance(part, int) else str(part) for part in first["loc"]))
     if kind == "missing":
         return LoadError(path, "required value")
     if kind in _TYPE_NAMES:
-        return LoadError(path, f"must be {_TYPE_NAMES[kind]}, not {_describe(first.get('input'))}")
+        return LoadError(path, f"must be {_TYPE_NAMES[kind]}, not {describe_value(first.get('input'))}")
     if kind == "greater_than_equal":
         limit = (first.get("ctx") or {}).get("ge")
         return LoadError(
-            path, f"must be greater than or equal to {limit}, not {_describe(first.get('input'))}"
+            path, f"must be greater than or equal to {limit}, not {describe_value(first.get('input'))}"
         )
     return LoadError(path, str(first.get("msg", "invalid value")))
 
@@ -99,7 +156,7 @@ def _string(metadata: Mapping[str, Any], field: str, *, required: bool = False) 
             raise LoadError(f"metadata.{field}", "required value")
         return None
     if not isinstance(value, str):
-        raise LoadError(f"metadata.{field}", f"must be a string, not {_describe(value)}")
+        raise LoadError(f"metadata.{field}", f"must be a string, not {describe_value(value)}")
     if required and not value:
         raise LoadError(f"metadata.{field}", "required value")
     return value
@@ -110,11 +167,11 @@ def _annotations(metadata: Mapping[str, Any]) -> dict[str, str]:
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
-        raise LoadError("metadata.annotations", f"must be an object, not {_describe(raw)}")
+        raise LoadError("metadata.annotations", f"must be an object, not {describe_value(raw)}")
     annotations: dict[str, str] = {}
     for key, value in raw.items():
         if not isinstance(value, str) or not isinstance(key, str):
-            raise LoadError(f"metadata.annotations.{key}", f"must be a string, not {_describe(value)}")
+            raise LoadError(f"metadata.annotations.{key}", f"must be a string, not {describe_value(value)}")
         annotations[key] = value
     return annotations
 
@@ -124,7 +181,7 @@ def _generation(metadata: Mapping[str, Any]) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise LoadError("metadata.generation", f"must be an integer, not {_describe(value)}")
+        raise LoadError("metadata.generation", f"must be an integer, not {describe_value(value)}")
     return value
 
 
@@ -136,7 +193,7 @@ def load_resource(doc: Mapping[str, Any], *, default_namespace: str | None = Non
     document.
     """
     if not isinstance(doc, Mapping):
-        raise LoadError("", f"a resource must be an object, not {_describe(doc)}")
+        raise LoadError("", f"a resource must be an object, not {describe_value(doc)}")
     try:
         return _load(doc, default_namespace)
     except LoadError:
@@ -159,7 +216,7 @@ def _load(doc: Mapping[str, Any], default_namespace: str | None) -> Resource | N
     if metadata is None:
         metadata = {}
     if not isinstance(metadata, Mapping):
-        raise LoadError("metadata", f"must be an object, not {_describe(metadata)}")
+        raise LoadError("metadata", f"must be an object, not {describe_value(metadata)}")
     name = _string(metadata, "name", required=True) or ""
     namespace: str | None = None
     if kind.namespaced:
@@ -173,7 +230,7 @@ def _load(doc: Mapping[str, Any], default_namespace: str | None) -> Resource | N
     if spec is None:
         spec = {}
     if not isinstance(spec, Mapping):
-        raise LoadError("spec", f"must be an object, not {_describe(spec)}")
+        raise LoadError("spec", f"must be an object, not {describe_value(spec)}")
     spec = dict(spec)
 
     try:
@@ -208,54 +265,3 @@ def _load(doc: Mapping[str, Any], default_namespace: str | None) -> Resource | N
         resource_version=resource_version,
         generation=_generation(metadata),
     )
-
-
-try:  # libyaml when present: several times faster on big files
-    from yaml import CSafeLoader as _BaseLoader
-except ImportError:  # pragma: no cover - PyYAML built without libyaml
-    from yaml import SafeLoader as _BaseLoader  # type: ignore[assignment]
-
-
-class _Loader(_BaseLoader):
-    """The safe loader without the timestamp type: timestamps stay strings, as the API server keeps them."""
-
-
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-
-
-def parse_yaml(text: str) -> list[Any]:
-    """The documents of a YAML (or JSON) stream, empty documents dropped; LoadError when it does not parse."""
-    try:
-        return [doc for doc in yaml.load_all(text, Loader=_Loader) if doc is not None]
-    except yaml.YAMLError as error:
-        raise LoadError("", f"invalid YAML: {error}") from None
-
-
-def iter_objects(documents: list[Any]) -> Iterator[tuple[str, Any]]:
-    """Each object with its path prefix: ``kind: List`` documents are expanded into ``[i].items[j]``."""
-    for index, doc in enumerate(documents):
-        prefix = f"[{index}]" if len(documents) > 1 else ""
-        if isinstance(doc, Mapping) and doc.get("kind") == "List" and isinstance(doc.get("items"), list):
-            for position, item in enumerate(doc["items"]):
-                yield f"{prefix}items[{position}]" if not prefix else f"{prefix}.items[{position}]", item
-        else:
-            yield prefix, doc
-
-
-def load_yaml(text: str, *, default_namespace: str | None = None) -> list[Resource]:
-    """The resources of a YAML stream (``kind: List`` expanded, other kinds skipped), in document order.
-
-    Errors name the document (``[1].spec.model.name``) when the stream holds several.
-    """
-    resources: list[Resource] = []
-    for prefix, doc in iter_objects(parse_yaml(text)):
-        try:
-            resource = load_resource(doc, default_namespace=default_namespace)
-        except LoadError as error:
-            raise error.within(prefix) if prefix else error from None
-        if resource is not None:
-            resources.append(resource)
-    return resources

@@ -218,10 +218,6 @@ class ModelSizeRange(_Frozen):
     min: StrictStr | None = None
     max: StrictStr | None = None
 
-    @property
-    def has_bound(self) -> bool:
-        return self.min is not None or self.max is not None
-
 
 class AcceleratorRequirements(_Frozen):
     """``spec.acceleratorRequirements``; only the class list matters for selection."""

@@ -3,8 +3,9 @@
 It is fed object by object (``upsert``/``remove``, as watch events arrive, or ``from_resources`` for files)
 and keeps indexes so that a decision touches only what it needs:
 
-- each runtime is compiled once into a :class:`~ome_selector.selection.matcher.RuntimeProfile` (sizes parsed,
-  interval written) when it is stored;
+- each runtime is compiled once into a :class:`~ome_selector.selection.profiles.RuntimeProfile` (sizes and
+  versions parsed, interval written, entries indexed) when it is stored, each model into a
+  :class:`~ome_selector.selection.profiles.ModelProfile`;
 - runtimes are indexed by scope and by the format names of their entries, so auto-selection for a model looks
   only at the runtimes that name the model's format (no other runtime can match it);
 - models are indexed for the SPEC §1 lookups (BaseModel in the namespace, else ClusterBaseModel);
@@ -12,7 +13,8 @@ and keeps indexes so that a decision touches only what it needs:
   InferenceServices to re-evaluate.
 
 Storing an object with the key of a stored one replaces it ("later wins"). The catalog is not thread-safe: one
-event loop (or one lock) owns it.
+event loop (or one lock) owns it. It is the :class:`~ome_selector.selection.view.CatalogView` that selection
+reads.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections.abc import Iterable, Iterator
 from typing import TypeVar
 
 from ome_selector.api.resources import InferenceService, Kind, Model, ObjectKey, Resource, Runtime
-from ome_selector.selection.matcher import ModelProfile, RuntimeProfile
+from ome_selector.selection.profiles import ModelProfile, RuntimeProfile
 
 __all__ = ["Catalog"]
 
@@ -127,13 +129,9 @@ class Catalog:
         resource = self._objects.get(key) if key is not None else None
         return resource if isinstance(resource, Model) else None
 
-    def resolve_runtime(self, namespace: str, name: str) -> Runtime | None:
+    def resolve_runtime_profile(self, namespace: str, name: str) -> RuntimeProfile | None:
         """The ServingRuntime ``name`` in ``namespace`` if there is one, else the ClusterServingRuntime
         ``name``."""
-        profile = self.resolve_runtime_profile(namespace, name)
-        return profile.runtime if profile is not None else None
-
-    def resolve_runtime_profile(self, namespace: str, name: str) -> RuntimeProfile | None:
         key = self._runtimes.get(namespace, {}).get(name) or self._runtimes.get(None, {}).get(name)
         return self._profiles.get(key) if key is not None else None
 
@@ -144,11 +142,8 @@ class Catalog:
             return profile
         return ModelProfile.of(model)
 
-    def runtimes_visible_from(self, namespace: str) -> list[Runtime]:
-        """The ServingRuntimes of ``namespace`` then all ClusterServingRuntimes, each by name."""
-        return [profile.runtime for profile in self.runtime_profiles_visible_from(namespace)]
-
     def runtime_profiles_visible_from(self, namespace: str) -> list[RuntimeProfile]:
+        """The ServingRuntimes of ``namespace`` then all ClusterServingRuntimes, each by name."""
         keys = _by_name(self._runtimes.get(namespace, {}).values()) + _by_name(
             self._runtimes.get(None, {}).values()
         )
@@ -198,9 +193,6 @@ class Catalog:
         if runtime.kind is Kind.SERVING_RUNTIME and runtime.namespace is not None:
             return sorted(self._isvcs_by_namespace.get(runtime.namespace, {}))
         return sorted(key for keys in self._isvcs_by_namespace.values() for key in keys)
-
-    def inference_services_in(self, namespace: str) -> list[ObjectKey]:
-        return sorted(self._isvcs_by_namespace.get(namespace, {}))
 
 
 def _discard(index: dict[_K, dict[_V, _W]], outer: _K, inner: _V) -> None:

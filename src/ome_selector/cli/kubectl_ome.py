@@ -18,6 +18,7 @@ from typing import NoReturn
 from ome_selector import __version__
 from ome_selector.api.resources import InferenceService, Kind, Model, ObjectKey
 from ome_selector.catalog.catalog import Catalog
+from ome_selector.cli.model_inspect import add_model_command, run_model_command
 from ome_selector.cli.render import OUTPUT_FORMATS, render
 from ome_selector.cli.sources import DEFAULT_NAMESPACE, FileSource, ObjectSource, SourceError, load_catalog
 from ome_selector.selection import messages
@@ -142,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FORMAT",
         help="output format: " + ", ".join(OUTPUT_FORMATS) + " (default table)",
     )
+    add_model_command(commands, _Parser)
     return parser
 
 
@@ -213,6 +215,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exit_:  # --help, --version and usage errors
         return exit_.code if isinstance(exit_.code, int) else EXIT_ERROR
+    if args.command == "model":
+        return run_model_command(args)
     try:
         explanation, notes = explain_command(args, object_source(args))
     except (SourceError, CommandError) as error:

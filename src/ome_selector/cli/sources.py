@@ -2,8 +2,10 @@
 
 An :class:`ObjectSource` yields raw object bodies, each with the place it came from; :func:`load_catalog`
 turns them into a :class:`~ome_selector.catalog.catalog.Catalog` with the same defaults and validation as the
-CRDs. The offline mode uses :class:`FileSource`; the live mode (reading the cluster through one consistent
-listing) plugs in as another source, so validation, duplicate detection and rendering are shared.
+CRDs. The offline mode uses :class:`FileSource`, which walks files and directories and hands each file's text
+to the product's one manifest reader (:func:`ome_selector.api.manifests.read_manifest`); the live mode
+(reading the cluster through one consistent listing) plugs in as another source, so validation, duplicate
+detection and rendering are shared.
 
 Every problem is raised as :class:`SourceError`, whose text is the user-facing message (it names the file and,
 for an invalid object, the field path).
@@ -11,17 +13,15 @@ for an invalid object, the field path).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-import yaml
-
 from ome_selector.api.loading import LoadError, load_resource
+from ome_selector.api.manifests import read_manifest
 from ome_selector.api.resources import ObjectKey
 from ome_selector.catalog.catalog import Catalog
 
@@ -85,31 +85,6 @@ class ObjectSource(Protocol):
 
 # ------------------------------------------------------------------------------------------------------------
 # Files
-
-
-class _Loader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
-    """Safe YAML read as kubectl reads it: an unquoted date stays a string (as the API server keeps it), and a
-    key given twice in one mapping is an error rather than a silent "last one wins"."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue
-            key = self.construct_object(key_node, deep=True)
-            if isinstance(key, Hashable) and key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f'mapping key "{key}" already defined', key_node.start_mark
-                )
-            seen.add(key)
-        mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
-        return mapping
-
-
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,101 +160,13 @@ def _is_json(display: str) -> bool:
 
 
 def parse_documents(text: str, origin: str, *, json_only: bool = False) -> list[RawObject]:
-    """The objects in one file: every YAML document (or JSON value), ``kind: List`` expanded, empty documents
-    dropped. A document or List item that is not an object is an error naming ``origin`` and where it is."""
-    documents = _json_values(text, origin) if json_only else _yaml_documents(text, origin)
-    several = len(documents) > 1
-    objects: list[RawObject] = []
-    for index, document in enumerate(documents, start=1):
-        if document is not None:
-            objects.extend(_expand_lists(document, RawObject({}, origin, index if several else None, "")))
-    return objects
-
-
-class _DuplicateKeyError(ValueError):
-    pass
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object, refusing a key given twice (kubectl does too)."""
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise _DuplicateKeyError(f'mapping key "{key}" already defined')
-        result[key] = value
-    return result
-
-
-def _expand_lists(document: Any, at: RawObject) -> Iterator[RawObject]:
-    """The document itself, or each item of a ``kind: List`` (recursively), located like ``at``."""
-    if not isinstance(document, Mapping):
-        where = f"{at.path}: " if at.path else ""
-        raise SourceError(f"{at.location}: {where}must be an object, not {_type_name(document)}")
-    if document.get("kind") != "List":
-        yield RawObject(document, at.origin, at.document, at.path)
-        return
-    items = document.get("items")
-    if items is None:
-        return
-    prefix = f"{at.path}." if at.path else ""
-    if not isinstance(items, list):
-        raise SourceError(f"{at.location}: {prefix}items: must be an array, not {_type_name(items)}")
-    for index, item in enumerate(items):
-        if item is not None:
-            yield from _expand_lists(item, RawObject({}, at.origin, at.document, f"{prefix}items[{index}]"))
-
-
-def _yaml_documents(text: str, origin: str) -> list[Any]:
+    """The objects in one file (see :func:`~ome_selector.api.manifests.read_manifest`), each named by
+    ``origin``; a file that is not a manifest is a :class:`SourceError` naming ``origin``."""
     try:
-        return list(yaml.load_all(text, Loader=_Loader))
-    except yaml.YAMLError as error:
-        raise SourceError(f"{origin}: invalid YAML: {_yaml_problem(error)}") from error
-
-
-def _yaml_problem(error: yaml.YAMLError) -> str:
-    if isinstance(error, yaml.MarkedYAMLError):
-        problem = error.problem or error.context or "syntax error"
-        mark = error.problem_mark or error.context_mark
-        if mark is not None:
-            return f"{problem} (line {mark.line + 1}, column {mark.column + 1})"
-        return problem
-    return str(error)
-
-
-def _json_values(text: str, origin: str) -> list[Any]:
-    """One or more concatenated JSON values (a JSON stream, as kubectl accepts)."""
-    decoder = json.JSONDecoder(object_pairs_hook=_unique_keys)
-    values: list[Any] = []
-    position = 0
-    length = len(text)
-    while True:
-        while position < length and text[position] in " \t\r\n":
-            position += 1
-        if position >= length:
-            return values
-        try:
-            value, position = decoder.raw_decode(text, position)
-        except json.JSONDecodeError as error:
-            raise SourceError(
-                f"{origin}: invalid JSON: {error.msg} (line {error.lineno}, column {error.colno})"
-            ) from error
-        except _DuplicateKeyError as error:
-            raise SourceError(f"{origin}: invalid JSON: {error}") from error
-        values.append(value)
-
-
-def _type_name(value: Any) -> str:
-    if isinstance(value, Mapping):
-        return "an object"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    return type(value).__name__
+        objects = read_manifest(text, json_stream=json_only)
+    except LoadError as error:
+        raise SourceError(f"{origin}: {error}") from error
+    return [RawObject(item.body, origin, item.document, item.path) for item in objects]
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -299,7 +186,7 @@ def load_catalog(objects: Iterable[RawObject], namespace: str) -> Catalog:
             resource = load_resource(raw.body, default_namespace=namespace)
         except LoadError as error:
             located = error.within(raw.path) if raw.path else error
-            raise SourceError(f"{raw.location}: {_describe(raw.body)}{located}") from error
+            raise SourceError(f"{raw.location}: {_object_label(raw.body)}{located}") from error
         if resource is None:
             continue
         key = resource.key
@@ -311,7 +198,7 @@ def load_catalog(objects: Iterable[RawObject], namespace: str) -> Catalog:
     return catalog
 
 
-def _describe(body: Mapping[str, Any]) -> str:
+def _object_label(body: Mapping[str, Any]) -> str:
     """``<Kind> <name>: `` for an error message, when the body has both; else nothing."""
     kind = body.get("kind")
     metadata = body.get("metadata")

@@ -1,0 +1,8 @@
+"""The product's one Kubernetes client layer (kubernetes_asyncio), beside Kopf's own watching.
+
+- :mod:`.connection`: credentials from a kubeconfig or the pod's service account, for both clients.
+- :mod:`.objects`: the ome.io objects and Events: paged consistent listing, get, status patch, event create.
+- :mod:`.scope`: the one place that picks the namespaced or the cluster-wide call for a kind.
+
+The operator, the webhook, ``ome-selector cleanup`` and ``kubectl ome`` all reach the API through here.
+"""

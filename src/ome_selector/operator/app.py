@@ -21,13 +21,16 @@ import kopf
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from ome_selector.operator.connection import ClusterAccess, kopf_connection
+from ome_selector.api.resources import API_GROUP, API_VERSION
+from ome_selector.catalog.catalog import Catalog
+from ome_selector.kube.connection import ClusterAccess, kopf_connection
+from ome_selector.kube.objects import ALL_KINDS, Objects
 from ome_selector.operator.controller import Controller
-from ome_selector.operator.listing import ALL_KINDS, GROUP, VERSION, list_objects
 from ome_selector.operator.metrics import Metrics
 from ome_selector.operator.writer import ApiWriter
-from ome_selector.webhook.admission import configure_admission, register_admission
+from ome_selector.webhook.admission import AdmissionHandlers
 from ome_selector.webhook.config import WebhookConfig
+from ome_selector.webhook.server import WebhookServer
 
 logger = logging.getLogger(__name__)
 
@@ -55,20 +58,39 @@ class Operator:
         self.registry = kopf.OperatorRegistry()
         self.controller: Controller | None = None
         self._api_client: Any = None
+        self._objects: Objects | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._health_runner: web.AppRunner | None = None
         self._register()
-        self.admission = register_admission(self)  # webhook handlers; None without config.webhook
+        # The admission webhook (issue 7), when configured: its handlers on this registry, and its server.
+        self.admission: AdmissionHandlers | None = None
+        self.webhook: WebhookServer | None = None
+        if config.webhook is not None:
+            self.admission = AdmissionHandlers(config.webhook, catalog=self.indexed_catalog)
+            self.admission.register(self.registry)
+            self.webhook = WebhookServer(
+                config.webhook,
+                self.admission,
+                access=self.access,
+                latency=self.metrics.admission_seconds,
+                instance=config.instance,
+                namespaces=config.namespaces,
+            )
 
     def _register(self) -> None:
         registry = self.registry
         for kind in ALL_KINDS:
-            kopf.on.event(GROUP, VERSION, kind.plural, id=f"watch-{kind.plural}", registry=registry)(
+            kopf.on.event(API_GROUP, API_VERSION, kind.plural, id=f"watch-{kind.plural}", registry=registry)(
                 self._on_event
             )
         kopf.on.login(registry=registry)(self._login)
         kopf.on.startup(registry=registry)(self._startup)
         kopf.on.cleanup(registry=registry)(self._cleanup)
+
+    def indexed_catalog(self) -> Catalog | None:
+        """The live catalog once the first full listing is in it; None while starting."""
+        controller = self.controller
+        return controller.catalog if controller is not None and controller.ready.is_set() else None
 
     async def _login(self, **_: Any) -> kopf.ConnectionInfo:
         return kopf_connection(await self.access.configuration())
@@ -86,16 +108,17 @@ class Operator:
     async def _startup(self, settings: kopf.OperatorSettings, **_: Any) -> None:
         configure_settings(settings, self.config)
         self._api_client = await self.access.api_client()
+        objects = self._objects = Objects(self._api_client)
         writer = (
             None
             if self.config.report_only
-            else ApiWriter(self._api_client, self.metrics, instance=self.config.instance)
+            else ApiWriter(objects, self.metrics, instance=self.config.instance)
         )
         controller = Controller(
             writer, self.metrics, report_only=self.config.report_only, workers=self.config.workers
         )
         # Decide nothing before every model and runtime is known: one consistent listing first.
-        snapshot = await list_objects(self._api_client, namespaces=self.config.namespaces)
+        snapshot = await objects.list_objects(namespaces=self.config.namespaces)
         controller.replace_all(snapshot.bodies)
         # The catalog is long-lived: keep the collector from re-scanning it on every full collection.
         gc.freeze()
@@ -124,9 +147,10 @@ class Operator:
 
     async def resync(self) -> None:
         """One full listing reconciled into the catalog; only what changed is re-evaluated."""
-        snapshot = await list_objects(self._api_client, namespaces=self.config.namespaces)
-        if self.controller is not None:
-            self.controller.replace_all(snapshot.bodies)
+        if self._objects is None or self.controller is None:
+            return  # not started: the startup listing is still to come
+        snapshot = await self._objects.list_objects(namespaces=self.config.namespaces)
+        self.controller.replace_all(snapshot.bodies)
 
     async def _serve_health(self, host: str, port: int) -> None:
         async def healthz(_: web.Request) -> web.Response:
@@ -162,7 +186,8 @@ class Operator:
     async def run(self, stop_flag: asyncio.Event | None = None) -> None:
         settings = kopf.OperatorSettings()
         configure_settings(settings, self.config)
-        configure_admission(settings, self.admission)
+        if self.webhook is not None:
+            self.webhook.configure(settings)
         namespaces = list(self.config.namespaces) if self.config.namespaces is not None else []
         await kopf.operator(
             registry=self.registry,

@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-
-from kubernetes_asyncio.client.exceptions import ApiException
+from typing import Any
 
 from ome_selector.api.resources import Kind
+from ome_selector.kube.connection import ClusterAccess
+from ome_selector.kube.objects import ApiError, ConflictError, GoneError, Objects
 from ome_selector.operator.conditions import current_condition, without_condition
-from ome_selector.operator.connection import ClusterAccess
-from ome_selector.operator.listing import list_objects
-from ome_selector.operator.metrics import Metrics
-from ome_selector.operator.writer import ApiWriter, ConflictError, GoneError
+from ome_selector.operator.writer import COMPONENT
 
 MAX_ATTEMPTS = 5
 
@@ -27,10 +25,10 @@ MAX_ATTEMPTS = 5
 async def run_cleanup(*, kubeconfig: Path | None, context: str | None, dry_run: bool) -> int:
     api_client = await ClusterAccess(kubeconfig, context).api_client()
     async with api_client:
-        writer = ApiWriter(api_client, Metrics(), instance="cleanup")
+        objects = Objects(api_client)
         try:
-            snapshot = await list_objects(api_client, kinds=[Kind.INFERENCE_SERVICE])
-        except ApiException as error:
+            snapshot = await objects.list_objects(kinds=[Kind.INFERENCE_SERVICE])
+        except ApiError as error:
             print(f"ome-selector cleanup: cannot list InferenceServices: {error.reason}", file=sys.stderr)
             return 1
         changed = failed = 0
@@ -43,10 +41,10 @@ async def run_cleanup(*, kubeconfig: Path | None, context: str | None, dry_run: 
                 changed += 1
                 continue
             try:
-                if await _remove(writer, body):
+                if await _remove(objects, body):
                     print(f"removed RuntimeReady from inferenceservice {namespace}/{name}")
                     changed += 1
-            except (ApiException, ConflictError) as error:
+            except (ApiError, ConflictError) as error:
                 print(f"ome-selector cleanup: {namespace}/{name}: {error}", file=sys.stderr)
                 failed += 1
         verb = "would change" if dry_run else "changed"
@@ -54,27 +52,28 @@ async def run_cleanup(*, kubeconfig: Path | None, context: str | None, dry_run: 
         return 1 if failed else 0
 
 
-async def _remove(writer: ApiWriter, body: dict[str, object]) -> bool:
-    metadata = body["metadata"]
-    assert isinstance(metadata, dict)
-    namespace, name = metadata["namespace"], metadata["name"]
+async def _remove(objects: Objects, body: dict[str, Any]) -> bool:
+    """Remove the condition from one InferenceService; False when there is nothing (left) to remove."""
+    namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
+    current: dict[str, Any] | None = body
     for _ in range(MAX_ATTEMPTS):
-        status = body.get("status")
+        if current is None:
+            return False  # deleted meanwhile
+        status = current.get("status")
         status = status if isinstance(status, dict) else None
         if current_condition(status) is None:
             return False
+        patch = {
+            "metadata": {"resourceVersion": str(current["metadata"]["resourceVersion"])},
+            "status": {"conditions": without_condition((status or {}).get("conditions"))},
+        }
         try:
-            await writer.patch_conditions(
-                namespace,
-                name,
-                resource_version=str(metadata["resourceVersion"]),
-                conditions=without_condition((status or {}).get("conditions")),
+            await objects.patch_status(
+                Kind.INFERENCE_SERVICE, namespace, name, patch, field_manager=COMPONENT
             )
             return True
         except GoneError:
             return False
         except ConflictError:
-            body = await writer.read_inference_service(namespace, name)
-            metadata = body["metadata"]
-            assert isinstance(metadata, dict)
+            current = await objects.get(Kind.INFERENCE_SERVICE, namespace, name)
     raise ConflictError(f"{namespace}/{name}: still conflicting after {MAX_ATTEMPTS} attempts")

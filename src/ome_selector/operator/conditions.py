@@ -6,15 +6,11 @@ stored ones is not written again, and `lastTransitionTime` moves only when the s
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-CONDITION_TYPE = "RuntimeReady"
-
-
-def now_rfc3339() -> str:
-    return datetime.datetime.now(datetime.UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+from ome_selector.kube.objects import now_rfc3339
+from ome_selector.selection.outcome import CONDITION_TYPE
 
 
 def current_condition(status: Mapping[str, Any] | None) -> Mapping[str, Any] | None:

@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ome_selector.api.loading import LoadError, load_resource
-from ome_selector.api.resources import InferenceService, Kind, ObjectKey, Resource
+from ome_selector.api.resources import API_GROUP_VERSION, InferenceService, Kind, ObjectKey, Resource
 from ome_selector.catalog.catalog import Catalog
+from ome_selector.kube.objects import ConflictError, GoneError
 from ome_selector.operator.conditions import build_condition, current_condition, differs, with_condition
 from ome_selector.operator.metrics import Metrics
 from ome_selector.operator.workqueue import WorkQueue
-from ome_selector.operator.writer import ApiWriter, ConflictError, GoneError
+from ome_selector.operator.writer import ApiWriter
 from ome_selector.selection.outcome import Outcome, evaluate
 
 logger = logging.getLogger(__name__)
@@ -59,13 +60,11 @@ class Controller:
             on_depth=metrics.queue_depth.set,
         )
         self.ready = asyncio.Event()
-        self.last_event_monotonic = time.monotonic()
 
     # --- feeding the catalog ------------------------------------------------------------------------
 
     def observe(self, body: Mapping[str, Any]) -> None:
         """An object was listed, added or modified: update the catalog and queue what it may affect."""
-        self.last_event_monotonic = time.monotonic()
         resource = self._load(body)
         if resource is None:
             return
@@ -82,7 +81,6 @@ class Controller:
 
     def forget(self, body: Mapping[str, Any]) -> None:
         """An object was deleted."""
-        self.last_event_monotonic = time.monotonic()
         key = _key_of(body)
         if key is None:
             return
@@ -183,10 +181,7 @@ class Controller:
     async def _refresh(self, key: ObjectKey) -> None:
         assert self._writer is not None
         assert key.namespace is not None
-        body = await self._writer.read_inference_service(key.namespace, key.name)
-        body.setdefault("apiVersion", "ome.io/v1beta1")
-        body.setdefault("kind", Kind.INFERENCE_SERVICE.value)
-        self.observe(body)
+        self.observe(await self._writer.read_inference_service(key.namespace, key.name))
 
     # --- lifecycle --------------------------------------------------------------------------------------
 
@@ -250,4 +245,4 @@ def _key_of(body: Mapping[str, Any]) -> ObjectKey | None:
 
 def _body_of(key: ObjectKey) -> dict[str, Any]:
     metadata = {"name": key.name} | ({"namespace": key.namespace} if key.namespace else {})
-    return {"apiVersion": "ome.io/v1beta1", "kind": key.kind.value, "metadata": metadata}
+    return {"apiVersion": API_GROUP_VERSION, "kind": key.kind.value, "metadata": metadata}

@@ -1,6 +1,6 @@
-"""The pure selection core: parameter counts, versions, matcher, scoring, explain, outcomes and messages.
+"""The pure selection core: counts, versions, profiles, matcher, ranking, explain, outcomes and messages.
 
-No I/O and no Kubernetes client here. Import the modules directly (``ome_selector.selection.outcome`` ...);
-this package deliberately re-exports nothing, because :mod:`ome_selector.catalog` builds on
-:mod:`.matcher` while :mod:`.explain` and :mod:`.outcome` build on the catalog.
+No I/O, no Kubernetes client and no catalog here: :func:`.outcome.evaluate` and :func:`.explain.explain` read
+through :class:`.view.CatalogView`, which :class:`ome_selector.catalog.Catalog` (a layer above) satisfies.
+Import the modules directly (``ome_selector.selection.outcome`` ...); this package re-exports nothing.
 """

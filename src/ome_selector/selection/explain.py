@@ -1,23 +1,23 @@
 """Explain runtime selection for one model: every runtime's verdict, the ranking and the selection (SPEC
 §3–§6).
 
-:func:`explain` is the one place where the verdicts of a namespace's runtimes are computed; the CLI prints it,
-the operator and the webhook reach it through :func:`ome_selector.selection.outcome.evaluate`, and
-:func:`explanation_document` is exactly the ``-o json`` object of SPEC §6.
+:func:`explain` judges every runtime visible from a namespace and ranks the auto-selectable ones with
+:func:`~.ranking.rank`, the ranking :func:`~.outcome.evaluate` uses too (evaluate looks only at the runtimes
+that name the model's format, and writes reasons only for the runtimes its message lists). The CLI prints an
+:class:`Explanation` as a table; :func:`explanation_document` is exactly the ``-o json`` object of SPEC §6.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ome_selector.api.resources import InferenceService, Model, Runtime
-from ome_selector.catalog.catalog import Catalog
-from ome_selector.selection.matcher import ModelProfile, RuntimeCheck, RuntimeProfile, check
-from ome_selector.selection.scoring import RankKey, rank_key
+from ome_selector.selection.matcher import RuntimeCheck, Step
+from ome_selector.selection.ranking import rank
+from ome_selector.selection.view import CatalogView
 
-__all__ = ["Explanation", "RuntimeVerdict", "explain", "explanation_document", "verdicts_for"]
+__all__ = ["Explanation", "RuntimeVerdict", "explain", "explanation_document"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,10 +25,10 @@ class RuntimeVerdict:
     """One runtime's verdict for one model.
 
     ``supports_model``: passes SPEC §3 checks 1–4; ``compatible``: auto-selectable; ``reason``: the §3 reason,
-    ``""`` when compatible; ``score``/``priority``: of the matching entry (0/None without one); ``rank``:
-    1-based among the compatible runtimes, else None; ``range_text``: the runtime's interval as §3 writes it,
-    None without a bound; ``serves_format``: some entry names the model's format (listed in the no-runtime
-    message).
+    ``""`` when compatible; ``failed``: the step whose check failed (None when compatible);
+    ``score``/``priority``: of the matching entry (0/None without one); ``rank``: 1-based among the compatible
+    runtimes, else None; ``range_text``: the runtime's interval as §3 writes it, None without a bound;
+    ``serves_format``: some entry names the model's format (listed in the no-runtime message).
     """
 
     runtime: Runtime
@@ -39,7 +39,24 @@ class RuntimeVerdict:
     priority: int | None
     rank: int | None
     range_text: str | None
-    serves_format: bool = False
+    serves_format: bool
+    failed: Step | None
+
+    @classmethod
+    def of(cls, result: RuntimeCheck, rank: int | None) -> RuntimeVerdict:
+        profile = result.profile
+        return cls(
+            runtime=profile.runtime,
+            supports_model=result.supports_model,
+            compatible=result.auto_selectable,
+            reason=result.reason,
+            score=result.score,
+            priority=result.priority,
+            rank=rank,
+            range_text=profile.range_text,
+            serves_format=profile.serves_format(result.model.format_name),
+            failed=result.failed,
+        )
 
     @property
     def is_cluster(self) -> bool:
@@ -77,68 +94,20 @@ class Explanation:
         return sum(1 for v in self.verdicts if v.is_cluster)
 
 
-def verdicts_for(
-    profiles: Iterable[RuntimeProfile],
-    model: ModelProfile,
-    accelerator_classes: Sequence[str] = (),
-    *,
-    reasons: bool = True,
-) -> tuple[RuntimeVerdict, ...]:
-    """Verdicts for ``profiles`` in table order: ranked first in rank order, then namespaced first, then by
-    name. ``reasons=False`` leaves format-mismatch reasons empty (see :func:`~.matcher.check`)."""
-    format_name = model.format_name
-    ranked: list[tuple[RankKey, RuntimeProfile, RuntimeCheck]] = []
-    rest: list[tuple[bool, str, RuntimeProfile, RuntimeCheck]] = []
-    for profile in profiles:
-        result = check(profile, model, accelerator_classes, reasons=reasons)
-        if result.auto_selectable:
-            ranked.append((rank_key(profile, result.score, model.size), profile, result))
-        else:
-            rest.append((profile.is_cluster, profile.name, profile, result))
-    ranked.sort(key=lambda item: item[0])
-    rest.sort(key=lambda item: item[:2])
-    others = tuple(
-        RuntimeVerdict(
-            runtime=profile.runtime,
-            supports_model=result.supports_model,
-            compatible=False,
-            reason=result.reason,
-            score=result.score,
-            priority=result.priority,
-            rank=None,
-            range_text=profile.range_text,
-            serves_format=profile.serves_format(format_name),
-        )
-        for _, _, profile, result in rest
-    )
-    winners = tuple(
-        RuntimeVerdict(
-            runtime=profile.runtime,
-            supports_model=True,
-            compatible=True,
-            reason="",
-            score=result.score,
-            priority=result.priority,
-            rank=position,
-            range_text=profile.range_text,
-            serves_format=True,
-        )
-        for position, (_, profile, result) in enumerate(ranked, start=1)
-    )
-    return winners + others
-
-
 def explain(
-    catalog: Catalog, model: Model, namespace: str, isvc: InferenceService | None = None
+    catalog: CatalogView, model: Model, namespace: str, isvc: InferenceService | None = None
 ) -> Explanation:
     """Every runtime visible from ``namespace`` judged for ``model`` (and the InferenceService's accelerator
-    classes, when given), ranked as SPEC §4, in SPEC §6 table order."""
+    classes, when given), ranked as SPEC §4, in SPEC §6 table order: ranked first in rank order, then the
+    others namespaced first, then by name."""
     classes = isvc.accelerator_classes if isvc is not None else ()
-    verdicts = verdicts_for(
-        catalog.runtime_profiles_visible_from(namespace), catalog.model_profile(model), classes
+    ranking = rank(catalog.runtime_profiles_visible_from(namespace), catalog.model_profile(model), classes)
+    ranked = tuple(RuntimeVerdict.of(result, position) for position, result in enumerate(ranking.ranked, 1))
+    others = sorted(ranking.others, key=lambda result: (result.profile.is_cluster, result.profile.name))
+    verdicts = ranked + tuple(RuntimeVerdict.of(result, None) for result in others)
+    return Explanation(
+        model=model, namespace=namespace, verdicts=verdicts, selected=ranked[0] if ranked else None
     )
-    selected = verdicts[0] if verdicts and verdicts[0].rank == 1 else None
-    return Explanation(model=model, namespace=namespace, verdicts=verdicts, selected=selected)
 
 
 def _ref(kind: str, name: str, namespace: str | None) -> dict[str, Any]:

@@ -1,312 +1,143 @@
 """Compatibility of one runtime with one model (SPEC §3, with the entry rules of §9).
 
-A runtime is compiled once into a :class:`RuntimeProfile` (sizes parsed, interval text written, format names
-collected) and a model into a :class:`ModelProfile`; :func:`check` then runs the checks of SPEC §3 in order —
-disabled, accelerator classes, formats (the first matching entry), size — and the auto-selectability rules,
-and returns a :class:`RuntimeCheck` with the first failing reason, the matching entry, its score and priority.
+:func:`check` runs the checks of SPEC §3 in order — disabled, accelerator classes, formats (the first matching
+entry), size — and the auto-selectability rules, and returns a :class:`RuntimeCheck`: the :class:`Step` that
+failed (None when the runtime is auto-selectable), the matching entry, its score and priority.
+
+Deciding builds no text. The reason of a failed check is written only when asked for
+(:attr:`RuntimeCheck.reason`, or :meth:`RuntimeCheck.reason_within` when the caller keeps only the first
+characters): a reason can be long (every entry's mismatches, values as written) and ranking needs none.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from fractions import Fraction
+from enum import IntEnum
+from functools import partial
 
 from ome_selector.api.resources import (
     DiffusionComponent,
     DiffusionPipeline,
     FormatSelector,
     FrameworkSelector,
-    Model,
     ModelSpec,
-    Runtime,
     SupportedModelFormat,
 )
 from ome_selector.selection import messages
-from ome_selector.selection.quantity import parse_parameter_count
+from ome_selector.selection.profiles import CompiledEntry, ModelProfile, RuntimeProfile
 from ome_selector.selection.scoring import entry_score
-from ome_selector.selection.version import version_matches
+from ome_selector.selection.version import KNOWN_OPERATORS, Version, parsed_versions_match, version_matches
 
-__all__ = [
-    "ModelProfile",
-    "RuntimeCheck",
-    "RuntimeProfile",
-    "check",
-    "entry_matches",
-    "entry_mismatch_reason",
-    "find_matching_entry",
-]
+__all__ = ["RuntimeCheck", "Step", "check", "entry_mismatch_reason", "matching_entry"]
 
 
-@dataclass(frozen=True, slots=True)
-class RuntimeProfile:
-    """A runtime with everything selection needs pre-computed; built once per runtime version."""
+class Step(IntEnum):
+    """The SPEC §3 check a runtime failed. A higher step is a nearer miss: the no-runtime message lists the
+    runtimes latest step first (SPEC §5 v3)."""
 
-    runtime: Runtime
-    name: str
-    is_cluster: bool
-    disabled: bool
-    entries: tuple[SupportedModelFormat, ...]
-    lower: Fraction | None
-    upper: Fraction | None
-    range_text: str | None
-    entries_by_format: Mapping[str, tuple[int, ...]]
-    accelerator_classes: frozenset[str]
-
-    @classmethod
-    def of(cls, runtime: Runtime) -> RuntimeProfile:
-        spec = runtime.spec
-        by_format: dict[str, list[int]] = {}
-        for index, entry in enumerate(spec.supported_model_formats):
-            if entry.model_format is not None:
-                by_format.setdefault(entry.model_format.name, []).append(index)
-        size_range = spec.model_size_range
-        minimum = size_range.min if size_range is not None else None
-        maximum = size_range.max if size_range is not None else None
-        return cls(
-            runtime=runtime,
-            name=runtime.name,
-            is_cluster=runtime.is_cluster,
-            disabled=spec.disabled,
-            entries=spec.supported_model_formats,
-            lower=parse_parameter_count(minimum) if minimum is not None else None,
-            upper=parse_parameter_count(maximum) if maximum is not None else None,
-            range_text=messages.interval_text(minimum, maximum),
-            entries_by_format={name: tuple(indices) for name, indices in by_format.items()},
-            accelerator_classes=frozenset(spec.accelerator_classes),
-        )
-
-    @property
-    def format_names(self) -> frozenset[str]:
-        """The format names the entries declare."""
-        return frozenset(self.entries_by_format)
-
-    @property
-    def has_range(self) -> bool:
-        """Whether ``modelSizeRange`` has at least one bound."""
-        return self.range_text is not None
-
-    def serves_format(self, format_name: str) -> bool:
-        """Whether some entry names this format (such runtimes are listed in the no-runtime message)."""
-        return format_name in self.entries_by_format
-
-    def admits_size(self, size: Fraction) -> bool:
-        lower_ok = self.lower is None or self.lower <= size
-        upper_ok = self.upper is None or size <= self.upper
-        return lower_ok and upper_ok
-
-    def size_distance(self, size: Fraction) -> Fraction | None:
-        """|size - lower| + |upper - size| exactly; None stands for an infinite distance (a missing bound).
-
-        A runtime without a range (or with neither bound) is at distance 0.
-        """
-        if not self.has_range:
-            return Fraction(0)
-        if self.lower is None or self.upper is None:
-            return None
-        return abs(size - self.lower) + abs(self.upper - size)
-
-
-@dataclass(frozen=True, slots=True)
-class ModelProfile:
-    """A model with its parsed size and format label."""
-
-    model: Model
-    size: Fraction | None
-    label: str
-    format_name: str
-
-    @classmethod
-    def of(cls, model: Model) -> ModelProfile:
-        spec = model.spec
-        framework = spec.model_framework
-        return cls(
-            model=model,
-            format_name=spec.format_name,
-            size=parse_parameter_count(spec.model_parameter_size) if spec.model_parameter_size else None,
-            label=messages.format_label(
-                spec.format_name,
-                format_version=spec.model_format.version if spec.model_format is not None else None,
-                architecture=spec.model_architecture,
-                quantization=spec.quantization,
-                framework_name=framework.name if framework is not None else None,
-                framework_version=framework.version if framework is not None else None,
-            ),
-        )
-
-    @property
-    def spec(self) -> ModelSpec:
-        return self.model.spec
-
-    @property
-    def has_size(self) -> bool:
-        return self.size is not None
+    #: The model has no ``modelFormat.name``: no check ran.
+    MODEL_PENDING = 0
+    DISABLED = 1
+    ACCELERATOR = 2
+    FORMAT = 3
+    SIZE = 4
+    #: Supports the model, but the matching entry has no ``autoSelect: true`` or its score is not above 0.
+    AUTO_SELECT = 5
 
 
 @dataclass(frozen=True, slots=True)
 class RuntimeCheck:
     """The verdict of SPEC §3 for one runtime and one model.
 
-    ``reason`` is the first failing check ("" when auto-selectable); ``entry`` is the index of the matching
+    ``failed`` is the first failing step (None when auto-selectable); ``entry`` is the index of the matching
     entry (None without one), ``score``/``priority`` those of the matching entry (0/None without one).
     """
 
-    supports_model: bool
-    auto_selectable: bool
-    reason: str
+    profile: RuntimeProfile
+    model: ModelProfile
+    failed: Step | None
     entry: int | None
     score: int
     priority: int | None
 
+    @property
+    def supports_model(self) -> bool:
+        """Passes SPEC §3 checks 1–4 (it "declares support")."""
+        return self.failed is None or self.failed is Step.AUTO_SELECT
 
-# --- entries
-# --------------------------------------------------------------------------------------------------
+    @property
+    def auto_selectable(self) -> bool:
+        return self.failed is None
 
+    @property
+    def reason(self) -> str:
+        """The SPEC §3 reason of the failed step, ``""`` when auto-selectable."""
+        return self.reason_within(None)
 
-def _component_mismatch(
-    name: str, model: DiffusionComponent | None, runtime: DiffusionComponent | None
-) -> str:
-    if runtime is None:
-        return ""
-    if model is None:
-        return f"component {name} required by runtime but not specified in model"
-    if runtime.library and runtime.library != model.library:
-        return f"{name} library mismatch (model={model.library}, runtime={runtime.library})"
-    if runtime.type and runtime.type != model.type:
-        return f"{name} type mismatch (model={model.type}, runtime={runtime.type})"
-    return ""
-
-
-def pipeline_mismatch(model: DiffusionPipeline | None, runtime: DiffusionPipeline | None) -> str:
-    """The first failing diffusion-pipeline check, "" when the entry's pipeline requirements are met."""
-    if runtime is None:
-        return ""
-    if model is None:
-        return "diffusion pipeline required by runtime but not specified in model"
-    if runtime.class_name is not None and runtime.class_name != model.class_name:
-        model_class = model.class_name if model.class_name is not None else "<nil>"
-        return f"pipeline class mismatch (model={model_class}, runtime={runtime.class_name})"
-    for name, model_part, runtime_part in (
-        ("scheduler", model.scheduler, runtime.scheduler),
-        ("textEncoder", model.text_encoder, runtime.text_encoder),
-        ("tokenizer", model.tokenizer, runtime.tokenizer),
-        ("transformer", model.transformer, runtime.transformer),
-        ("vae", model.vae, runtime.vae),
-    ):
-        reason = _component_mismatch(name, model_part, runtime_part)
-        if reason:
-            return reason
-    if runtime.additional_components:
-        if not model.additional_components:
-            return "diffusion pipeline missing required additional components"
-        for key in sorted(runtime.additional_components):
-            model_part = model.additional_components.get(key)
-            if model_part is None:
-                return f"diffusion component {key} missing in model"
-            reason = _component_mismatch(key, model_part, runtime.additional_components[key])
-            if reason:
-                return reason
-    return ""
+    def reason_within(self, limit: int | None) -> str:
+        """:attr:`reason`, built only as far as its first ``limit`` characters: a longer reason is cut after
+        ``limit`` characters with "…" (and costs no more work than that)."""
+        failed, model, profile = self.failed, self.model, self.profile
+        if failed is None:
+            return ""
+        if failed is Step.MODEL_PENDING:
+            return messages.model_pending_reason(model.name, limit)
+        if failed is Step.DISABLED:
+            return messages.REASON_DISABLED
+        if failed is Step.ACCELERATOR:
+            return messages.REASON_ACCELERATOR
+        if failed is Step.FORMAT:
+            entry_reasons = (entry_mismatch_reason(model.spec, e.entry, limit) for e in profile.entries)
+            label = model.label if limit is None else model.label[:limit]
+            return messages.format_not_supported_reason(label, entry_reasons, limit)
+        if failed is Step.SIZE:
+            size = model.spec.model_parameter_size or ""
+            return messages.size_outside_reason(size, profile.range_text or "", limit)
+        assert self.entry is not None  # AUTO_SELECT: there is a matching entry
+        if not profile.entries[self.entry].entry.auto_select:
+            return messages.autoselect_disabled_reason(model.format_name, limit)
+        return messages.score_reason(self.score)
 
 
-def _versions_match(selector: FormatSelector | FrameworkSelector, model_version: str | None) -> bool:
-    if selector.version is None or model_version is None:
-        return selector.version is None and model_version is None
-    return version_matches(selector.version, selector.operator, model_version)
+# --- finding the matching entry -----------------------------------------------------------------------------
 
 
-def entry_matches(model: ModelSpec, entry: SupportedModelFormat) -> bool:
-    """Whether ``entry`` matches the model (SPEC §3.3 and §9); the model must have a format."""
-    fmt = entry.model_format
-    if fmt is None or model.model_format is None or fmt.name != model.model_format.name:
+def _versions_match(
+    operator: str, runtime_version: Version | None, model_version: Version | None, *, given: bool
+) -> bool:
+    """Versions given on both sides (``given``) must parse and satisfy the operator; absent on both sides
+    match (the match key already made presence equal)."""
+    if not given:
+        return True
+    if runtime_version is None or model_version is None:
         return False
-    if entry.model_architecture != model.model_architecture or entry.quantization != model.quantization:
-        return False
-    if not _versions_match(fmt, model.model_format.version):
-        return False
-    framework, model_framework = entry.model_framework, model.model_framework
-    if (framework is None) != (model_framework is None):
-        return False
-    if (
-        framework is not None
-        and model_framework is not None
-        and (
-            framework.name != model_framework.name or not _versions_match(framework, model_framework.version)
-        )
+    return parsed_versions_match(runtime_version, operator, model_version)
+
+
+def _compiled_entry_matches(compiled: CompiledEntry, model: ModelProfile) -> bool:
+    """Whether an entry with the model's :data:`~.profiles.MatchKey` matches it: versions and pipeline."""
+    entry = compiled.entry
+    fmt, framework = entry.model_format, entry.model_framework
+    _, _, _, has_format_version, _, has_framework_version = model.match_key
+    if fmt is not None and not _versions_match(
+        fmt.operator, compiled.format_version, model.format_version, given=has_format_version
     ):
         return False
-    return not pipeline_mismatch(model.diffusion_pipeline, entry.diffusion_pipeline)
-
-
-def _presence_reasons(what: str, model_value: str | None, runtime_value: str | None) -> str:
-    if model_value is not None and runtime_value is not None:
-        if model_value != runtime_value:
-            return f"{what} mismatch (model={model_value}, runtime={runtime_value})"
-        return ""
-    if model_value is None and runtime_value is not None:
-        return f"model has no {what} but runtime requires {runtime_value}"
-    if model_value is not None:
-        return f"model has {what} {model_value} but runtime has no {what} requirement"
-    return ""
-
-
-def _version_reason(
-    kind: str, selector: FormatSelector | FrameworkSelector, model_version: str | None
-) -> str:
-    if selector.version is not None and model_version is not None:
-        if not version_matches(selector.version, selector.operator, model_version):
-            return f"{kind} version mismatch (model={model_version}, runtime={selector.version})"
-        return ""
-    if selector.version is not None:
-        return f"model has no {kind} version but runtime requires {selector.version}"
-    if model_version is not None:
-        return f"model has {kind} version but runtime has no version requirement"
-    return ""
-
-
-def entry_mismatch_reason(model: ModelSpec, entry: SupportedModelFormat) -> str:
-    """Every mismatch of ``entry`` joined by ", ", in upstream's order and wording (SPEC §9)."""
-    reasons: list[str] = []
-    pipeline = pipeline_mismatch(model.diffusion_pipeline, entry.diffusion_pipeline)
-    if pipeline:
-        reasons.append(pipeline)
-    for reason in (
-        _presence_reasons("architecture", model.model_architecture, entry.model_architecture),
-        _presence_reasons("quantization", model.quantization, entry.quantization),
+    if framework is not None and not _versions_match(
+        framework.operator, compiled.framework_version, model.framework_version, given=has_framework_version
     ):
-        if reason:
-            reasons.append(reason)
-    fmt = entry.model_format
-    model_format_name = model.format_name
-    if fmt is not None:
-        if fmt.name != model_format_name:
-            reasons.append(f"format name mismatch (model={model_format_name}, runtime={fmt.name})")
-        else:
-            model_version = model.model_format.version if model.model_format is not None else None
-            reason = _version_reason("format", fmt, model_version)
-            if reason:
-                reasons.append(reason)
-    framework, model_framework = entry.model_framework, model.model_framework
-    if framework is not None and model_framework is not None:
-        if framework.name != model_framework.name:
-            reasons.append(
-                f"framework name mismatch (model={model_framework.name}, runtime={framework.name})"
-            )
-        else:
-            reason = _version_reason("framework", framework, model_framework.version)
-            if reason:
-                reasons.append(reason)
-    elif framework is not None:
-        reasons.append(f"model has no framework but runtime requires {framework.name}")
-    elif model_framework is not None:
-        reasons.append(f"model has framework {model_framework.name} but runtime has no framework requirement")
-    return ", ".join(reasons) if reasons else "unknown mismatch"
+        return False
+    return _pipeline_failure(model.spec.diffusion_pipeline, entry.diffusion_pipeline) is None
 
 
-def find_matching_entry(model: ModelSpec, entries: Iterable[SupportedModelFormat]) -> int | None:
-    """The index of the first entry that matches the model, None when none does."""
-    for index, entry in enumerate(entries):
-        if entry_matches(model, entry):
+def matching_entry(profile: RuntimeProfile, model: ModelProfile) -> int | None:
+    """The index of the first entry that matches the model (SPEC §3.3), None when none does.
+
+    Only entries with the model's match key can match; they are indexed, in entry order.
+    """
+    for index in profile.entries_by_key.get(model.match_key, ()):
+        if _compiled_entry_matches(profile.entries[index], model):
             return index
     return None
 
@@ -316,63 +147,150 @@ def find_matching_entry(model: ModelSpec, entries: Iterable[SupportedModelFormat
 
 
 def check(
-    profile: RuntimeProfile,
-    model: ModelProfile,
-    accelerator_classes: Iterable[str] = (),
-    *,
-    reasons: bool = True,
+    profile: RuntimeProfile, model: ModelProfile, accelerator_classes: Iterable[str] = ()
 ) -> RuntimeCheck:
-    """Run SPEC §3 for one runtime: the first failing check gives the reason; then auto-selectability.
-
-    With ``reasons=False`` the costly reason of a runtime without a matching entry (every entry's mismatches)
-    is left empty: ranking does not need it, and a caller that shows it asks again.
-    """
-    spec = model.spec
-    if not spec.has_format:
-        return RuntimeCheck(False, False, messages.model_pending_reason(model.model.name), None, 0, None)
-
-    entries = profile.entries
-    # Only entries naming the model's format can match it: the profile indexes them by name, in entry order.
-    index: int | None = None
-    for candidate in profile.entries_by_format.get(model.format_name, ()):
-        if entry_matches(spec, entries[candidate]):
-            index = candidate
-            break
-    entry = entries[index] if index is not None else None
-    score = entry_score(entry, spec) if entry is not None else 0
+    """Run SPEC §3 for one runtime: the first failing check; then auto-selectability."""
+    if not model.spec.has_format:
+        return RuntimeCheck(profile, model, Step.MODEL_PENDING, None, 0, None)
+    index = matching_entry(profile, model)
+    entry = profile.entries[index].entry if index is not None else None
+    score = entry_score(entry, model.spec) if entry is not None else 0
     priority = entry.priority if entry is not None else None
 
-    failure = _failure(profile, model, accelerator_classes, entry, reasons=reasons)
-    if failure is not None or entry is None:
-        return RuntimeCheck(False, False, failure or "", index, score, priority)
-
-    if not entry.auto_select:
-        reason = messages.autoselect_disabled_reason(model.format_name)
-        return RuntimeCheck(True, False, reason, index, score, priority)
-    if score <= 0:
-        return RuntimeCheck(True, False, messages.score_reason(score), index, score, priority)
-    return RuntimeCheck(True, True, "", index, score, priority)
-
-
-def _failure(
-    profile: RuntimeProfile,
-    model: ModelProfile,
-    accelerator_classes: Iterable[str],
-    entry: SupportedModelFormat | None,
-    *,
-    reasons: bool,
-) -> str | None:
-    """The reason of the first failing check among SPEC §3's 1–4, None when all pass."""
+    failed: Step | None
     if profile.disabled:
-        return messages.REASON_DISABLED
-    if accelerator_classes and not profile.accelerator_classes.issuperset(accelerator_classes):
-        return messages.REASON_ACCELERATOR
-    if entry is None:
-        if not reasons:
-            return ""
-        spec = model.spec
-        entry_reasons = [entry_mismatch_reason(spec, c) for c in profile.entries]
-        return messages.format_not_supported_reason(model.label, entry_reasons)
-    if model.size is not None and profile.range_text is not None and not profile.admits_size(model.size):
-        return messages.size_outside_reason(model.spec.model_parameter_size or "", profile.range_text)
+        failed = Step.DISABLED
+    elif accelerator_classes and not profile.accelerator_classes.issuperset(accelerator_classes):
+        failed = Step.ACCELERATOR
+    elif entry is None:
+        failed = Step.FORMAT
+    elif model.size is not None and profile.has_range and not profile.admits_size(model.size):
+        failed = Step.SIZE
+    elif not entry.auto_select or score <= 0:
+        failed = Step.AUTO_SELECT
+    else:
+        failed = None
+    return RuntimeCheck(profile, model, failed, index, score, priority)
+
+
+# --- reasons of entries (SPEC §9) ---------------------------------------------------------------------------
+# A failure is found without writing text; the returned callable writes it when asked for (with the limit of
+# :meth:`RuntimeCheck.reason_within`).
+
+_Failure = Callable[[int | None], str]
+
+
+def _fixed(text: str) -> _Failure:
+    return lambda _limit: text
+
+
+def _component_failure(
+    name: str, model: DiffusionComponent | None, runtime: DiffusionComponent | None
+) -> _Failure | None:
+    if runtime is None:
+        return None
+    if model is None:
+        return partial(messages.component_missing_reason, name)
+    if runtime.library and runtime.library != model.library:
+        return partial(messages.component_mismatch_reason, name, "library", model.library, runtime.library)
+    if runtime.type and runtime.type != model.type:
+        return partial(messages.component_mismatch_reason, name, "type", model.type, runtime.type)
     return None
+
+
+def _components(
+    model: DiffusionPipeline, runtime: DiffusionPipeline
+) -> Iterator[tuple[str, DiffusionComponent | None, DiffusionComponent | None]]:
+    yield "scheduler", model.scheduler, runtime.scheduler
+    yield "textEncoder", model.text_encoder, runtime.text_encoder
+    yield "tokenizer", model.tokenizer, runtime.tokenizer
+    yield "transformer", model.transformer, runtime.transformer
+    yield "vae", model.vae, runtime.vae
+
+
+def _pipeline_failure(model: DiffusionPipeline | None, runtime: DiffusionPipeline | None) -> _Failure | None:
+    """The first failing diffusion-pipeline check, None when the entry's pipeline requirements are met."""
+    if runtime is None:
+        return None
+    if model is None:
+        return _fixed(messages.PIPELINE_MISSING)
+    if runtime.class_name is not None and runtime.class_name != model.class_name:
+        model_class = model.class_name if model.class_name is not None else messages.NIL
+        return partial(messages.mismatch_reason, "pipeline class", model_class, runtime.class_name)
+    for name, model_part, runtime_part in _components(model, runtime):
+        failure = _component_failure(name, model_part, runtime_part)
+        if failure is not None:
+            return failure
+    if runtime.additional_components:
+        if not model.additional_components:
+            return _fixed(messages.ADDITIONAL_COMPONENTS_MISSING)
+        for key in sorted(runtime.additional_components):
+            model_part = model.additional_components.get(key)
+            if model_part is None:
+                return partial(messages.additional_component_missing_reason, key)
+            failure = _component_failure(key, model_part, runtime.additional_components[key])
+            if failure is not None:
+                return failure
+    return None
+
+
+def _presence_reason(what: str, model_value: str | None, runtime_value: str | None, limit: int | None) -> str:
+    if model_value is not None and runtime_value is not None:
+        if model_value == runtime_value:
+            return ""
+        return messages.mismatch_reason(what, model_value, runtime_value, limit)
+    if runtime_value is not None:
+        return messages.missing_requirement_reason(what, runtime_value, limit)
+    if model_value is not None:
+        return messages.unrequired_value_reason(what, model_value, limit)
+    return ""
+
+
+def _version_reason(
+    kind: str, selector: FormatSelector | FrameworkSelector, model_version: str | None, limit: int | None
+) -> str:
+    if selector.version is not None and model_version is not None:
+        if selector.operator not in KNOWN_OPERATORS:
+            return messages.unknown_version_operator_reason(selector.operator, limit)
+        if not version_matches(selector.version, selector.operator, model_version):
+            return messages.mismatch_reason(f"{kind} version", model_version, selector.version, limit)
+        return ""
+    if selector.version is not None:
+        return messages.missing_requirement_reason(f"{kind} version", selector.version, limit)
+    if model_version is not None:
+        return messages.unrequired_version_reason(kind)
+    return ""
+
+
+def entry_mismatch_reason(model: ModelSpec, entry: SupportedModelFormat, limit: int | None = None) -> str:
+    """Every mismatch of ``entry`` joined by ", ", in upstream's order and wording (SPEC §9). With ``limit``,
+    no value is looked at beyond its first ``limit`` characters."""
+    reasons: list[str] = []
+    pipeline = _pipeline_failure(model.diffusion_pipeline, entry.diffusion_pipeline)
+    if pipeline is not None:
+        reasons.append(pipeline(limit))
+    reasons.append(
+        _presence_reason("architecture", model.model_architecture, entry.model_architecture, limit)
+    )
+    reasons.append(_presence_reason("quantization", model.quantization, entry.quantization, limit))
+    fmt = entry.model_format
+    if fmt is not None:
+        if fmt.name != model.format_name:
+            reasons.append(messages.mismatch_reason("format name", model.format_name, fmt.name, limit))
+        else:
+            model_version = model.model_format.version if model.model_format is not None else None
+            reasons.append(_version_reason("format", fmt, model_version, limit))
+    framework, model_framework = entry.model_framework, model.model_framework
+    if framework is not None and model_framework is not None:
+        if framework.name != model_framework.name:
+            reasons.append(
+                messages.mismatch_reason("framework name", model_framework.name, framework.name, limit)
+            )
+        else:
+            reasons.append(_version_reason("framework", framework, model_framework.version, limit))
+    elif framework is not None:
+        reasons.append(messages.missing_requirement_reason("framework", framework.name, limit))
+    elif model_framework is not None:
+        reasons.append(messages.unrequired_value_reason("framework", model_framework.name, limit))
+    text = messages.MISMATCH_SEPARATOR.join(reason for reason in reasons if reason)
+    return text or messages.UNKNOWN_MISMATCH

@@ -1,23 +1,43 @@
 """Every user-facing text of runtime selection: reasons (SPEC §3, §9), condition and event messages (SPEC §5),
 the capped no-runtime message, and the admission warnings about size values and operators (SPEC §7).
 
-Only text is built here; the decisions are made by :mod:`.matcher`, :mod:`.explain` and :mod:`.outcome`.
+Only text is built here; the decisions are made by :mod:`.matcher`, :mod:`.ranking` and :mod:`.outcome`.
+
+Two rules hold for every builder (SPEC §7 v3, §8 "bounded resources"):
+
+- no text carries a control character: a value that holds one is shown quoted, with its control characters
+  escaped (``"4B\\n"``); a value already shown in quotes has them escaped in place;
+- the work is bounded by what is shown: the condition messages are cut to :data:`MESSAGE_LIMIT` characters,
+  and builders whose text is cut never copy more of a value than the cut keeps.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import unicodedata
+from collections.abc import Iterable
 
 __all__ = [
+    "ADDITIONAL_COMPONENTS_MISSING",
     "ADMISSION_WARNING_LIMIT",
     "MESSAGE_LIMIT",
+    "NIL",
+    "PIPELINE_MISSING",
     "REASON_ACCELERATOR",
     "REASON_DISABLED",
+    "UNKNOWN_MISMATCH",
+    "additional_component_missing_reason",
+    "admission_warning",
     "advisory",
     "autoselect_disabled_reason",
+    "component_mismatch_reason",
+    "component_missing_reason",
+    "escape_controls",
     "format_label",
     "format_not_supported_reason",
+    "interval_text",
     "min_above_max_warning",
+    "mismatch_reason",
+    "missing_requirement_reason",
     "model_disabled",
     "model_not_found",
     "model_pending",
@@ -25,14 +45,19 @@ __all__ = [
     "no_runtime_message",
     "not_a_parameter_count_warning",
     "runtime_disabled",
+    "runtime_entry",
     "runtime_not_found",
     "runtime_selected",
     "runtime_specified",
     "runtime_specified_unsupported",
     "score_reason",
+    "shown",
     "size_outside_reason",
     "truncate",
     "unknown_operator_warning",
+    "unknown_version_operator_reason",
+    "unrequired_value_reason",
+    "unrequired_version_reason",
 ]
 
 #: Condition messages, events and admission denials carry at most this many characters (SPEC §5).
@@ -41,16 +66,69 @@ MESSAGE_LIMIT = 1024
 ADMISSION_WARNING_LIMIT = 256
 ELLIPSIS = "…"
 
+# --- values in texts
+# ------------------------------------------------------------------------------------------
+
+_NAMED_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+#: Every control character (Unicode category Cc: C0, DEL and C1) and how it is written.
+_CONTROL_ESCAPES = {
+    code: _NAMED_ESCAPES.get(chr(code), f"\\x{code:02x}")
+    for code in range(0x100)
+    if unicodedata.category(chr(code)) == "Cc"
+}
+
+
+def escape_controls(value: str) -> str:
+    """``value`` with each control character written as an escape (``\\n``, ``\\t``, ``\\x1b`` ...)."""
+    # isprintable() is false for every control character and true for most text: the fast path.
+    if value.isprintable():
+        return value
+    return value.translate(_CONTROL_ESCAPES)
+
+
+def _has_control(value: str) -> bool:
+    # An escape is longer than the character it stands for: a longer translation means there was one.
+    return not value.isprintable() and len(value.translate(_CONTROL_ESCAPES)) != len(value)
+
+
+def shown(value: str, limit: int | None = None) -> str:
+    """``value`` as a text shows it: as written, or quoted with its control characters escaped when it has
+    any. With ``limit``, only the first ``limit`` characters are written (the caller cuts its text there);
+    whether to quote still depends on the whole value (one scan at C speed), so the cut text starts exactly
+    like the whole one."""
+    if value.isprintable():  # the common case: no control character, nothing to escape
+        return value if limit is None else value[:limit]
+    quoted = _has_control(value)
+    if limit is not None and len(value) > limit:
+        value = value[:limit]
+    escaped = escape_controls(value)
+    return f'"{escaped}"' if quoted else escaped
+
+
+def _quoted(value: str, limit: int | None = None) -> str:
+    """``value`` in double quotes, control characters escaped (a warning quotes every value it names)."""
+    if limit is not None and len(value) > limit:
+        value = value[:limit]
+    return f'"{escape_controls(value)}"'
+
+
+def _plural(count: int, one: str, many: str) -> str:
+    return f"{count} {one if count == 1 else many}"
+
+
 # --- §3 reasons
 # -----------------------------------------------------------------------------------------------
 
 REASON_DISABLED = "runtime is disabled"
 REASON_ACCELERATOR = "runtime does not support the required accelerator class"
 NO_SUPPORTED_FORMATS = "no supported formats defined"
+UNKNOWN_MISMATCH = "unknown mismatch"
+ENTRY_REASON_SEPARATOR = "; "
+MISMATCH_SEPARATOR = ", "
 
 
-def model_pending_reason(model: str) -> str:
-    return f"model {model} has no modelFormat yet"
+def model_pending_reason(model: str, limit: int | None = None) -> str:
+    return f"model {shown(model, limit)} has no modelFormat yet"
 
 
 def format_label(
@@ -62,7 +140,8 @@ def format_label(
     framework_name: str | None,
     framework_version: str | None,
 ) -> str:
-    """``mt:<format>[:<version>][:<arch>][:<quant>][:<framework>[:<frameworkVersion>]]`` (SPEC §3.3)."""
+    """``mt:<format>[:<version>][:<arch>][:<quant>][:<framework>[:<frameworkVersion>]]`` (SPEC §3.3), control
+    characters escaped (the label is shown in quotes)."""
     parts = ["mt:" + format_name]
     if format_version is not None:
         parts.append(format_version)
@@ -74,16 +153,86 @@ def format_label(
         parts.append(framework_name)
         if framework_version is not None:
             parts.append(framework_version)
-    return ":".join(parts)
+    return escape_controls(":".join(parts))
 
 
-def format_not_supported_reason(label: str, entry_reasons: Sequence[str]) -> str:
-    tail = "; ".join(entry_reasons) if entry_reasons else NO_SUPPORTED_FORMATS
-    return f"model format '{label}' not in supported formats: {tail}"
+def format_not_supported_reason(label: str, entry_reasons: Iterable[str], limit: int | None = None) -> str:
+    """``model format '<label>' not in supported formats: <entry reasons joined by "; ">``.
+
+    ``entry_reasons`` is consumed lazily: with ``limit``, only until the text is longer than ``limit``
+    characters, and the text is then cut after ``limit`` characters with "…" (a caller that cuts its own text
+    at ``limit`` gets the same result as from the whole reason, without building it).
+    """
+    text = f"model format '{label}' not in supported formats: "
+    length = len(text)
+    parts: list[str] = []
+    for reason in entry_reasons:
+        length += len(reason) + (len(ENTRY_REASON_SEPARATOR) if parts else 0)
+        parts.append(reason)
+        if limit is not None and length > limit:
+            return (text + ENTRY_REASON_SEPARATOR.join(parts))[:limit] + ELLIPSIS
+    return text + (ENTRY_REASON_SEPARATOR.join(parts) if parts else NO_SUPPORTED_FORMATS)
 
 
-def size_outside_reason(size: str, interval: str) -> str:
-    return f"model size {size} is outside supported range {interval}"
+# The reason builders below take ``limit``: with it, no value is looked at beyond its first ``limit``
+# characters (the caller cuts the reason there).
+
+
+def mismatch_reason(what: str, model_value: str, runtime_value: str, limit: int | None = None) -> str:
+    """``<what> mismatch (model=<m>, runtime=<r>)``, e.g. ``format version mismatch (model=1, runtime=2)``;
+    ``what`` is already shown."""
+    return f"{what} mismatch (model={shown(model_value, limit)}, runtime={shown(runtime_value, limit)})"
+
+
+def missing_requirement_reason(what: str, required: str, limit: int | None = None) -> str:
+    """``model has no <what> but runtime requires <required>``."""
+    return f"model has no {what} but runtime requires {shown(required, limit)}"
+
+
+def unrequired_value_reason(what: str, model_value: str, limit: int | None = None) -> str:
+    """``model has <what> <value> but runtime has no <what> requirement``."""
+    return f"model has {what} {shown(model_value, limit)} but runtime has no {what} requirement"
+
+
+def unrequired_version_reason(kind: str) -> str:
+    """``model has <kind> version but runtime has no version requirement`` (upstream names no value here)."""
+    return f"model has {kind} version but runtime has no version requirement"
+
+
+def unknown_version_operator_reason(operator: str, limit: int | None = None) -> str:
+    """In place of a version clause when the entry's operator is not one of the three known (SPEC §9 v3)."""
+    if limit is not None:
+        operator = operator[:limit]
+    return f"unknown version operator '{escape_controls(operator)}'"
+
+
+PIPELINE_MISSING = "diffusion pipeline required by runtime but not specified in model"
+ADDITIONAL_COMPONENTS_MISSING = "diffusion pipeline missing required additional components"
+#: How an absent model pipeline class is printed (Go's nil pointer).
+NIL = "<nil>"
+
+
+def component_missing_reason(name: str, limit: int | None = None) -> str:
+    return f"component {shown(name, limit)} required by runtime but not specified in model"
+
+
+def component_mismatch_reason(
+    name: str, part: str, model_value: str, runtime_value: str, limit: int | None = None
+) -> str:
+    """``<component> <library|type> mismatch (model=<m>, runtime=<r>)``."""
+    return mismatch_reason(f"{shown(name, limit)} {part}", model_value, runtime_value, limit)
+
+
+def additional_component_missing_reason(name: str, limit: int | None = None) -> str:
+    return f"diffusion component {shown(name, limit)} missing in model"
+
+
+def size_outside_reason(size: str, interval: str, limit: int | None = None) -> str:
+    """``model size <size> is outside supported range <interval>``; ``interval`` is :func:`interval_text`'s.
+    With ``limit``, at most that many characters of each are looked at."""
+    if limit is not None:
+        interval = interval[:limit]
+    return f"model size {shown(size, limit)} is outside supported range {interval}"
 
 
 def interval_text(minimum: str | None, maximum: str | None) -> str | None:
@@ -91,13 +240,13 @@ def interval_text(minimum: str | None, maximum: str | None) -> str | None:
     bounds."""
     if minimum is None and maximum is None:
         return None
-    lower = f"[{minimum}" if minimum is not None else "(-inf"
-    upper = f"{maximum}]" if maximum is not None else "inf)"
+    lower = f"[{shown(minimum)}" if minimum is not None else "(-inf"
+    upper = f"{shown(maximum)}]" if maximum is not None else "inf)"
     return f"{lower}, {upper}"
 
 
-def autoselect_disabled_reason(format_name: str) -> str:
-    return f"autoSelect is not enabled for the matching format {format_name}"
+def autoselect_disabled_reason(format_name: str, limit: int | None = None) -> str:
+    return f"autoSelect is not enabled for the matching format {shown(format_name, limit)}"
 
 
 def score_reason(score: int) -> str:
@@ -106,44 +255,60 @@ def score_reason(score: int) -> str:
 
 # --- §5 condition messages
 # --------------------------------------------------------------------------------------
+# Names and reasons reach these builders unbounded (a name from a file, a reason listing every entry): each
+# looks at no more of a value than its cut text can hold.
 
 
 def runtime_selected(kind: str, name: str, score: int) -> str:
-    return f"selected {kind} {name} (score {score})"
+    return truncate(f"selected {kind} {shown(name, MESSAGE_LIMIT)} (score {score})")
 
 
 def runtime_specified(kind: str, name: str) -> str:
-    return f"using specified {kind} {name}"
+    return truncate(f"using specified {kind} {shown(name, MESSAGE_LIMIT)}")
 
 
 def runtime_specified_unsupported(kind: str, name: str, model: str, reason: str) -> str:
+    """``reason`` is already escaped (it is one of the §3 reasons)."""
+    name, model = shown(name, MESSAGE_LIMIT), shown(model, MESSAGE_LIMIT)
     return truncate(f"using specified {kind} {name}; it does not declare support for model {model}: {reason}")
 
 
 def advisory(runtime: str, model: str, reason: str) -> str:
     """The ``RuntimeCompatibilityAdvisory`` event text, also the admission warning for a named runtime."""
+    runtime, model = shown(runtime, MESSAGE_LIMIT), shown(model, MESSAGE_LIMIT)
     return truncate(f"runtime {runtime} does not declare support for model {model}: {reason}")
 
 
 def runtime_disabled(is_cluster: bool, name: str) -> str:
     scope = "cluster-scoped" if is_cluster else "namespace-scoped"
-    return f"{scope} runtime {name} is disabled"
+    return truncate(f"{scope} runtime {shown(name, MESSAGE_LIMIT)} is disabled")
 
 
 def runtime_not_found(name: str, namespace: str) -> str:
-    return f"runtime {name} not found in namespace {namespace} or at cluster scope"
+    name, namespace = shown(name, MESSAGE_LIMIT), shown(namespace, MESSAGE_LIMIT)
+    return truncate(f"runtime {name} not found in namespace {namespace} or at cluster scope")
 
 
 def model_not_found(name: str, namespace: str) -> str:
-    return f"model {name} not found: no BaseModel in namespace {namespace} and no ClusterBaseModel"
+    name, namespace = shown(name, MESSAGE_LIMIT), shown(namespace, MESSAGE_LIMIT)
+    return truncate(f"model {name} not found: no BaseModel in namespace {namespace} and no ClusterBaseModel")
 
 
 def model_disabled(name: str) -> str:
-    return f"model {name} is disabled"
+    return truncate(f"model {shown(name, MESSAGE_LIMIT)} is disabled")
 
 
 def model_pending(name: str) -> str:
-    return f"model {name} has no modelFormat yet; runtime selection waits for it"
+    return truncate(
+        f"model {shown(name, MESSAGE_LIMIT)} has no modelFormat yet; runtime selection waits for it"
+    )
+
+
+def runtime_entry(namespace: str | None, name: str, reason: str) -> str:
+    """One runtime as the no-runtime message lists it: ``<namespace>/<name> (<reason>)`` for a
+    ServingRuntime (``namespace`` set), ``<name> (<reason>)`` for a ClusterServingRuntime."""
+    where = f"{shown(namespace, MESSAGE_LIMIT)}/" if namespace is not None else ""
+    return f"{where}{shown(name, MESSAGE_LIMIT)} ({reason})"
 
 
 def no_runtime_message(
@@ -159,17 +324,18 @@ def no_runtime_message(
 ) -> str:
     """The SPEC §5 no-runtime message, cut to ``limit`` characters.
 
-    ``entries`` are the runtimes with an entry for the model's format, already written as ``ns/name (reason)``
-    or ``name (reason)`` and in order; it is consumed lazily, only as far as the text can hold, so reasons can
-    be computed on demand. ``other_formats`` counts the other runtimes checked. When the text is
-    too long, the entries that do not fit (and the other-formats clause, which comes last) are replaced by ``;
-    … <m> more (kubectl ome runtime explain --isvc <isvc> -n <ns>)``, where ``m`` counts the checked runtimes
-    the text no longer names (``checked - shown``).
+    ``entries`` are the runtimes with an entry for the model's format, already written by
+    :func:`runtime_entry` and in order (nearest misses first); it is consumed lazily, only as far as the text
+    can hold, so reasons can be computed on demand. ``other_formats`` counts the other runtimes checked. When
+    the text is too long, the entries that do not fit (and the other-formats clause, which comes last) are
+    replaced by ``; … <m> more (kubectl ome runtime explain --isvc <isvc> -n <ns>)``, where ``m`` counts the
+    checked runtimes the text no longer names (``checked - shown``).
     """
     total = namespaced_count + cluster_count
     head = (
-        f"no runtime supports model {model} "
-        f"(checked {total} runtimes: {namespaced_count} namespace-scoped, {cluster_count} cluster-scoped): "
+        f"no runtime supports model {shown(model, limit)} "
+        f"(checked {_plural(total, 'runtime', 'runtimes')}: "
+        f"{namespaced_count} namespace-scoped, {cluster_count} cluster-scoped): "
     )
     taken: list[str] = []
     length = len(head)
@@ -181,26 +347,28 @@ def no_runtime_message(
     else:
         items = list(taken)
         if other_formats:
-            items.append(f"{other_formats} runtimes serve other formats")
+            items.append(_plural(other_formats, "runtime serves", "runtimes serve") + " other formats")
         if total == 0:
             items = ["no runtimes are installed"]
         full = head + "; ".join(items)
         if len(full) <= limit:
             return full
 
-    def marker(shown: int) -> str:
-        return f"{ELLIPSIS} {total - shown} more (kubectl ome runtime explain --isvc {isvc} -n {namespace})"
+    isvc, namespace = shown(isvc, limit), shown(namespace, limit)
 
-    shown = 0
+    def marker(shown_entries: int) -> str:
+        more = total - shown_entries
+        return f"{ELLIPSIS} {more} more (kubectl ome runtime explain --isvc {isvc} -n {namespace})"
+
+    count = 0
     text = head
     for entry in taken:
-        candidate = text + ("; " if shown else "") + entry
-        if len(candidate) + len("; ") + len(marker(shown + 1)) > limit:
+        candidate = text + ("; " if count else "") + entry
+        if len(candidate) + len("; ") + len(marker(count + 1)) > limit:
             break
         text = candidate
-        shown += 1
-    result = text + ("; " if shown else "") + marker(shown)
-    return truncate(result, limit)
+        count += 1
+    return truncate(text + ("; " if count else "") + marker(count), limit)
 
 
 def truncate(text: str, limit: int = MESSAGE_LIMIT) -> str:
@@ -217,21 +385,26 @@ def admission_warning(text: str) -> str:
 
 # --- §7 admission warnings about values
 # ----------------------------------------------------------------------
+# The webhook cuts these to 256 characters (or joins denials and cuts them to 1,024): a value is looked at
+# only as far as that.
 
 
 def not_a_parameter_count_warning(path: str, value: str, suggestion: str) -> str:
     return (
-        f'{path} "{value}" is not a parameter count and reads as 0; '
-        f"write a number with an optional M, B or T suffix, such as {suggestion}"
+        f"{path} {_quoted(value, MESSAGE_LIMIT)} is not a parameter count and reads as 0; "
+        f"write a number with an optional M, B or T suffix, such as {shown(suggestion, MESSAGE_LIMIT)}"
     )
 
 
 def min_above_max_warning(minimum: str, maximum: str) -> str:
     return (
-        f'spec.modelSizeRange.min "{minimum}" is above max "{maximum}", '
-        "so every model with a size is rejected"
+        f"spec.modelSizeRange.min {_quoted(minimum, MESSAGE_LIMIT)} is above max "
+        f"{_quoted(maximum, MESSAGE_LIMIT)}, so every model with a size is rejected"
     )
 
 
 def unknown_operator_warning(path: str, value: str) -> str:
-    return f'{path} "{value}" is not a known operator, so this entry matches no versioned model'
+    return (
+        f"{path} {_quoted(value, MESSAGE_LIMIT)} is not a known operator, so this entry matches no versioned "
+        "model"
+    )

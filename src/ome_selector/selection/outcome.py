@@ -5,34 +5,25 @@
 auto-selection (selected, or the capped no-runtime message). Each :class:`Outcome` carries the
 ``RuntimeReady`` condition fields, the event to record when the condition changes (None when the table gives
 none) and, for a named runtime that does not declare support, the advisory text the webhook shows as a
-warning.
+warning. The condition status, reason and event of each situation come from one table, :data:`ROWS`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from operator import itemgetter
 from typing import Literal
 
 from ome_selector.api.resources import InferenceService, Model, Runtime
-from ome_selector.catalog.catalog import Catalog
 from ome_selector.selection import messages
-from ome_selector.selection.explain import RuntimeVerdict
 from ome_selector.selection.matcher import check
-from ome_selector.selection.scoring import rank_key
+from ome_selector.selection.ranking import nearest_misses, rank
+from ome_selector.selection.view import CatalogView
 
-__all__ = [
-    "CONDITION_TYPE",
-    "EventSpec",
-    "Outcome",
-    "OutcomeKind",
-    "evaluate",
-    "no_runtime_entry",
-    "runtime_entry",
-]
+__all__ = ["CONDITION_TYPE", "ROWS", "EventSpec", "Outcome", "OutcomeKind", "Row", "evaluate"]
 
+#: The one condition the product keeps on an InferenceService (SPEC §5).
 CONDITION_TYPE = "RuntimeReady"
 
 ConditionStatus = Literal["True", "False", "Unknown"]
@@ -54,6 +45,33 @@ class OutcomeKind(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class Row:
+    """One row of the SPEC §5 table: the condition's status and reason, the Warning event's reason (None: no
+    event), and whether the webhook denies in this situation (SPEC §7)."""
+
+    status: ConditionStatus
+    reason: str
+    event_reason: str | None
+    denies_admission: bool
+
+
+#: The SPEC §5 table. The advisory row's event carries the advisory text, the other events the message.
+ROWS: Mapping[OutcomeKind, Row] = {
+    OutcomeKind.RUNTIME_SELECTED: Row("True", "RuntimeSelected", None, False),
+    OutcomeKind.RUNTIME_SPECIFIED: Row("True", "RuntimeSpecified", None, False),
+    OutcomeKind.RUNTIME_SPECIFIED_UNSUPPORTED: Row(
+        "True", "RuntimeSpecified", "RuntimeCompatibilityAdvisory", False
+    ),
+    OutcomeKind.RUNTIME_DISABLED: Row("False", "RuntimeDisabled", "RuntimeDisabled", True),
+    OutcomeKind.RUNTIME_NOT_FOUND: Row("False", "RuntimeNotFound", "RuntimeNotFound", True),
+    OutcomeKind.NO_RUNTIME: Row("False", "RuntimeNotFound", "RuntimeNotFound", True),
+    OutcomeKind.MODEL_NOT_FOUND: Row("False", "ModelNotFound", None, True),
+    OutcomeKind.MODEL_DISABLED: Row("False", "ModelDisabled", None, True),
+    OutcomeKind.MODEL_METADATA_PENDING: Row("Unknown", "ModelMetadataPending", None, False),
+}
+
+
+@dataclass(frozen=True, slots=True)
 class EventSpec:
     """An event to record on the InferenceService after a condition change."""
 
@@ -66,60 +84,56 @@ class EventSpec:
 class Outcome:
     """The ``RuntimeReady`` condition for one InferenceService and what goes with it.
 
-    ``reason`` is the condition reason (``RuntimeSpecified`` for both named-runtime rows, ``RuntimeNotFound``
-    for both not-found rows); ``kind`` tells the rows apart. ``runtime`` is the selected or named runtime
-    (None when missing or when nothing was selected), ``model`` the resolved model. ``advisory`` is set for a
-    named runtime that does not declare support (even with ``autoSync: false``, when ``event`` is None).
+    ``kind`` is the SPEC §5 row; ``status`` and ``reason`` are the condition's (``RuntimeSpecified`` for both
+    named-runtime rows, ``RuntimeNotFound`` for both not-found rows). ``runtime`` is the selected or named
+    runtime (None when missing or when nothing was selected), ``model`` the resolved model. ``advisory`` is
+    set for a named runtime that does not declare support (even with ``autoSync: false``, when ``event`` is
+    None).
     """
 
     kind: OutcomeKind
-    status: ConditionStatus
-    reason: str
     message: str
-    event: EventSpec | None
-    runtime: Runtime | None
-    model: Model | None
+    event: EventSpec | None = None
+    runtime: Runtime | None = None
+    model: Model | None = None
     advisory: str | None = None
     score: int | None = None
+
+    @classmethod
+    def of(
+        cls,
+        kind: OutcomeKind,
+        message: str,
+        *,
+        model: Model | None = None,
+        runtime: Runtime | None = None,
+        score: int | None = None,
+        advisory: str | None = None,
+        record_event: bool = True,
+    ) -> Outcome:
+        """The outcome of row ``kind``, with the event the table gives it (unless ``record_event`` is
+        false)."""
+        event_reason = ROWS[kind].event_reason
+        event = None
+        if event_reason is not None and record_event:
+            event = EventSpec(type="Warning", reason=event_reason, message=advisory or message)
+        return cls(kind, message, event, runtime, model, advisory, score)
+
+    @property
+    def status(self) -> ConditionStatus:
+        return ROWS[self.kind].status
+
+    @property
+    def reason(self) -> str:
+        return ROWS[self.kind].reason
 
     @property
     def denies_admission(self) -> bool:
         """Whether the webhook denies an InferenceService in this situation (SPEC §7), before the re-check."""
-        return self.kind in _DENIED
-
-    @property
-    def condition_type(self) -> str:
-        return CONDITION_TYPE
+        return ROWS[self.kind].denies_admission
 
 
-_DENIED = frozenset(
-    {
-        OutcomeKind.MODEL_NOT_FOUND,
-        OutcomeKind.MODEL_DISABLED,
-        OutcomeKind.RUNTIME_NOT_FOUND,
-        OutcomeKind.RUNTIME_DISABLED,
-        OutcomeKind.NO_RUNTIME,
-    }
-)
-
-
-def _warning(reason: str, message: str) -> EventSpec:
-    return EventSpec(type="Warning", reason=reason, message=message)
-
-
-def runtime_entry(runtime: Runtime, reason: str) -> str:
-    """One runtime as the no-runtime message lists it: ``<namespace>/<name> (<reason>)`` for a
-    ServingRuntime, ``<name> (<reason>)`` for a ClusterServingRuntime."""
-    where = f"{runtime.namespace}/" if runtime.namespace is not None and not runtime.is_cluster else ""
-    return f"{where}{runtime.name} ({reason})"
-
-
-def no_runtime_entry(verdict: RuntimeVerdict) -> str:
-    """A verdict as the no-runtime message lists it (see :func:`runtime_entry`)."""
-    return runtime_entry(verdict.runtime, verdict.reason)
-
-
-def evaluate(catalog: Catalog, isvc: InferenceService) -> Outcome | None:
+def evaluate(catalog: CatalogView, isvc: InferenceService) -> Outcome | None:
     """The SPEC §5 outcome for ``isvc``; None when it has no ``spec.model`` (it is left alone)."""
     model_name = isvc.model_name
     if model_name is None:
@@ -127,101 +141,65 @@ def evaluate(catalog: Catalog, isvc: InferenceService) -> Outcome | None:
     namespace = isvc.namespace
     model = catalog.resolve_model(namespace, model_name)
     if model is None:
-        message = messages.model_not_found(model_name, namespace)
-        return Outcome(OutcomeKind.MODEL_NOT_FOUND, "False", "ModelNotFound", message, None, None, None)
+        return Outcome.of(OutcomeKind.MODEL_NOT_FOUND, messages.model_not_found(model_name, namespace))
     if model.spec.disabled:
-        message = messages.model_disabled(model_name)
-        return Outcome(OutcomeKind.MODEL_DISABLED, "False", "ModelDisabled", message, None, None, model)
+        return Outcome.of(OutcomeKind.MODEL_DISABLED, messages.model_disabled(model_name), model=model)
     if not model.spec.has_format:
-        message = messages.model_pending(model_name)
-        return Outcome(
-            OutcomeKind.MODEL_METADATA_PENDING, "Unknown", "ModelMetadataPending", message, None, None, model
-        )
+        return Outcome.of(OutcomeKind.MODEL_METADATA_PENDING, messages.model_pending(model_name), model=model)
     runtime_name = isvc.runtime_name
     if runtime_name is not None:
         return _named_runtime(catalog, isvc, model, runtime_name)
     return _auto_select(catalog, isvc, model)
 
 
-def _named_runtime(catalog: Catalog, isvc: InferenceService, model: Model, runtime_name: str) -> Outcome:
+def _named_runtime(catalog: CatalogView, isvc: InferenceService, model: Model, runtime_name: str) -> Outcome:
     profile = catalog.resolve_runtime_profile(isvc.namespace, runtime_name)
     if profile is None:
         message = messages.runtime_not_found(runtime_name, isvc.namespace)
-        event = _warning("RuntimeNotFound", message)
-        return Outcome(OutcomeKind.RUNTIME_NOT_FOUND, "False", "RuntimeNotFound", message, event, None, model)
+        return Outcome.of(OutcomeKind.RUNTIME_NOT_FOUND, message, model=model)
     runtime = profile.runtime
     if runtime.spec.disabled:
         message = messages.runtime_disabled(runtime.is_cluster, runtime.name)
-        event = _warning("RuntimeDisabled", message)
-        return Outcome(
-            OutcomeKind.RUNTIME_DISABLED, "False", "RuntimeDisabled", message, event, runtime, model
-        )
+        return Outcome.of(OutcomeKind.RUNTIME_DISABLED, message, model=model, runtime=runtime)
     result = check(profile, catalog.model_profile(model), isvc.accelerator_classes)
     kind = runtime.kind.value
     if result.supports_model:
         message = messages.runtime_specified(kind, runtime.name)
-        return Outcome(
-            OutcomeKind.RUNTIME_SPECIFIED,
-            "True",
-            "RuntimeSpecified",
-            message,
-            None,
-            runtime,
-            model,
-            score=result.score,
+        return Outcome.of(
+            OutcomeKind.RUNTIME_SPECIFIED, message, model=model, runtime=runtime, score=result.score
         )
-    message = messages.runtime_specified_unsupported(kind, runtime.name, model.name, result.reason)
-    advisory = messages.advisory(runtime.name, model.name, result.reason)
-    advisory_event = _warning("RuntimeCompatibilityAdvisory", advisory) if isvc.auto_sync else None
-    return Outcome(
+    # Both texts are cut to MESSAGE_LIMIT characters: the reason is not built beyond them.
+    reason = result.reason_within(messages.MESSAGE_LIMIT)
+    return Outcome.of(
         OutcomeKind.RUNTIME_SPECIFIED_UNSUPPORTED,
-        "True",
-        "RuntimeSpecified",
-        message,
-        advisory_event,
-        runtime,
-        model,
-        advisory=advisory,
+        messages.runtime_specified_unsupported(kind, runtime.name, model.name, reason),
+        model=model,
+        runtime=runtime,
         score=result.score,
+        advisory=messages.advisory(runtime.name, model.name, reason),
+        # autoSync: false pins the runtime: the advisory is not repeated for it (SPEC §5).
+        record_event=isvc.auto_sync,
     )
 
 
-def _auto_select(catalog: Catalog, isvc: InferenceService, model: Model) -> Outcome:
+def _auto_select(catalog: CatalogView, isvc: InferenceService, model: Model) -> Outcome:
     namespace = isvc.namespace
-    # Only runtimes with an entry naming the model's format can match it; the index hands exactly those over,
-    # namespaced first, then by name (the order of the no-runtime message).
+    # Only runtimes with an entry naming the model's format can match it: the index hands exactly those over.
     candidates = catalog.runtime_profiles_for_format(namespace, model.spec.format_name)
-    profile = catalog.model_profile(model)
-    classes = isvc.accelerator_classes
-    # Ranking needs no reasons; the message below asks for the few it can hold.
-    results = [(candidate, check(candidate, profile, classes, reasons=False)) for candidate in candidates]
-    best = min(
-        (
-            (rank_key(candidate, result.score, profile.size), candidate, result)
-            for candidate, result in results
-            if result.auto_selectable
-        ),
-        key=itemgetter(0),
-        default=None,
-    )
-    if best is not None:
-        _, winner, result = best
-        message = messages.runtime_selected(winner.runtime.kind.value, winner.name, result.score)
-        return Outcome(
-            OutcomeKind.RUNTIME_SELECTED,
-            "True",
-            "RuntimeSelected",
-            message,
-            None,
-            winner.runtime,
-            model,
-            score=result.score,
+    ranking = rank(candidates, catalog.model_profile(model), isvc.accelerator_classes)
+    selected = ranking.selected
+    if selected is not None:
+        winner = selected.profile.runtime
+        message = messages.runtime_selected(winner.kind.value, winner.name, selected.score)
+        return Outcome.of(
+            OutcomeKind.RUNTIME_SELECTED, message, model=model, runtime=winner, score=selected.score
         )
 
     def entries() -> Iterator[str]:
-        for candidate, result in results:
-            reason = result.reason or check(candidate, profile, classes).reason
-            yield runtime_entry(candidate.runtime, reason)
+        # Consumed only as far as the message can hold; each reason is built only as far as that, too.
+        for result in nearest_misses(ranking.others):
+            reason = result.reason_within(messages.MESSAGE_LIMIT)
+            yield messages.runtime_entry(result.profile.namespace, result.profile.name, reason)
 
     namespaced, cluster = catalog.runtime_counts(namespace)
     message = messages.no_runtime_message(
@@ -229,16 +207,8 @@ def _auto_select(catalog: Catalog, isvc: InferenceService, model: Model) -> Outc
         namespaced_count=namespaced,
         cluster_count=cluster,
         entries=entries(),
-        other_formats=namespaced + cluster - len(results),
+        other_formats=namespaced + cluster - len(candidates),
         isvc=isvc.name,
         namespace=namespace,
     )
-    return Outcome(
-        OutcomeKind.NO_RUNTIME,
-        "False",
-        "RuntimeNotFound",
-        message,
-        _warning("RuntimeNotFound", message),
-        None,
-        model,
-    )
+    return Outcome.of(OutcomeKind.NO_RUNTIME, message, model=model)

@@ -1,9 +1,11 @@
 """Parameter counts: reading and writing ``modelParameterSize`` and ``modelSizeRange`` values (SPEC §2).
 
 Reading accepts exactly ``([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([MBT])?`` (ASCII digits, no sign, no exponent,
-nothing around it) and gives the exact value as a :class:`~fractions.Fraction`. Anything else reads as 0 and
-never raises. Writing picks ``T``/``B``/``M`` or a bare integer and rounds half away from zero to two
-decimals.
+nothing around it) of at most 64 characters and gives the exact value as a :class:`~fractions.Fraction`.
+Anything else reads as 0 and never raises. A longer value is rejected on its length alone, so reading costs
+at most 64 characters of work whatever the input (SPEC §2 v3: a huge value must not stall the event loop).
+
+Writing picks ``T``/``B``/``M`` or a bare integer and rounds half away from zero to two decimals.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 __all__ = [
+    "MAX_LENGTH",
     "MULTIPLIERS",
     "format_parameter_count",
     "parse_parameter_count",
@@ -25,10 +28,9 @@ MULTIPLIERS: dict[str, int] = {"M": 10**6, "B": 10**9, "T": 10**12}
 
 _GRAMMAR = re.compile(r"(?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?P<suffix>[MBT])?")
 
-# The smallest value that a double rounds to infinity: DBL_MAX plus half an ulp (ties round to even, i.e. up).
-_OVERFLOW = Fraction(2**1024 - 2**970)
-# More integer digits than this (leading zeros removed) is far beyond a double, whatever the suffix.
-_MAX_INTEGER_DIGITS = 310
+#: A longer value is not a parameter count (SPEC §2 v3). 64 characters are at most 10^76 parameters, far below
+#: the largest double, so no value that passes this check is "too large for a double".
+MAX_LENGTH = 64
 
 _ZERO = Fraction(0)
 
@@ -36,25 +38,19 @@ _ZERO = Fraction(0)
 def try_parse_parameter_count(text: str) -> Fraction | None:
     """The exact count ``text`` denotes, or None when it is not a parameter count (the webhook warns then).
 
-    A value too large for a double (it would round to infinity) is not a parameter count.
+    A value longer than :data:`MAX_LENGTH` is not a parameter count; it is never looked at further.
     """
-    if not isinstance(text, str):
+    if not isinstance(text, str) or len(text) > MAX_LENGTH:
         return None
     match = _GRAMMAR.fullmatch(text)
     if match is None:
         return None
-    number = match["number"]
-    integer_part = number.partition(".")[0].lstrip("0")
-    if len(integer_part) > _MAX_INTEGER_DIGITS:
-        return None
-    # Decimal reads any number of digits exactly (int() refuses more than 4300); the grammar already excluded
-    # everything Decimal would accept beyond it (signs, exponents, inf, nan, underscores, Unicode digits).
-    value = Fraction(Decimal(number))
+    # Decimal reads the digits exactly; the grammar already excluded everything Decimal would accept beyond
+    # it (signs, exponents, inf, nan, underscores, Unicode digits).
+    value = Fraction(Decimal(match["number"]))
     suffix = match["suffix"]
     if suffix is not None:
         value *= MULTIPLIERS[suffix]
-    if value >= _OVERFLOW:
-        return None
     return value
 
 

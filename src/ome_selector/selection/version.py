@@ -6,6 +6,10 @@ A version is ``[v]major[.minor[.patch]]`` with ASCII digits and no leading zeros
 ``GreaterThan`` and ``GreaterThanOrEqual`` need the same precision and prefix on both sides; a pre/build/dev
 part on either side forces ``Equal``. An unparseable version never matches, and neither does an unknown
 operator.
+
+A version longer than :data:`MAX_VERSION_LENGTH` characters is not a version: it is rejected on its length, so
+parsing and comparing cost at most that many characters of work whatever the input (no real version comes
+near it; SPEC §8 "bounded resources").
 """
 
 from __future__ import annotations
@@ -18,9 +22,11 @@ __all__ = [
     "GREATER_THAN",
     "GREATER_THAN_OR_EQUAL",
     "KNOWN_OPERATORS",
+    "MAX_VERSION_LENGTH",
     "Version",
     "compare_versions",
     "parse_version",
+    "parsed_versions_match",
     "version_matches",
 ]
 
@@ -30,7 +36,6 @@ GREATER_THAN_OR_EQUAL = "GreaterThanOrEqual"
 KNOWN_OPERATORS = frozenset({EQUAL, GREATER_THAN, GREATER_THAN_OR_EQUAL})
 
 _UINT64_MAX = 2**64 - 1
-_DIGITS = frozenset("0123456789")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +58,8 @@ class Version:
 
 
 def _numeric(text: str) -> int | None:
-    if not text or len(text) > 20 or not _DIGITS.issuperset(text):
+    # ASCII digits only: isdigit() alone would accept other scripts' digits and superscripts.
+    if not text or len(text) > 20 or not (text.isascii() and text.isdigit()):
         return None
     if len(text) > 1 and text[0] == "0":
         return None
@@ -66,24 +72,19 @@ def _identifiers(text: str) -> tuple[str, ...] | None:
     return None if "" in parts else parts
 
 
-# Versions repeat across runtimes and decisions: results are cached, except for long (odd) strings.
-_CACHED_LENGTH = 64
+#: A longer string is not a version (an image tag, the longest version-like label in Kubernetes, is 128).
+MAX_VERSION_LENGTH = 128
 
 
 def parse_version(text: str) -> Version | None:
     """Parse ``text`` as upstream OME does; None when it is not a version (such a version never matches)."""
-    if not isinstance(text, str) or not text:
+    if not isinstance(text, str) or not text or len(text) > MAX_VERSION_LENGTH:
         return None
-    if len(text) <= _CACHED_LENGTH:
-        return _parse_cached(text)
     return _parse(text)
 
 
+# Versions repeat across runtimes and decisions; every cached key is at most MAX_VERSION_LENGTH long.
 @lru_cache(maxsize=4096)
-def _parse_cached(text: str) -> Version | None:
-    return _parse(text)
-
-
 def _parse(text: str) -> Version | None:
     parts = text.split(".", 2)
     precision = len(parts)
@@ -149,20 +150,23 @@ def version_matches(runtime_version: str, operator: str, model_version: str) -> 
     """
     if operator not in KNOWN_OPERATORS:
         return False
-    if len(runtime_version) <= _CACHED_LENGTH and len(model_version) <= _CACHED_LENGTH:
-        return _matches_cached(runtime_version, operator, model_version)
+    if len(runtime_version) > MAX_VERSION_LENGTH or len(model_version) > MAX_VERSION_LENGTH:
+        return False  # not versions; and only short strings become cache keys
     return _matches(runtime_version, operator, model_version)
 
 
 @lru_cache(maxsize=8192)
-def _matches_cached(runtime_version: str, operator: str, model_version: str) -> bool:
-    return _matches(runtime_version, operator, model_version)
-
-
 def _matches(runtime_version: str, operator: str, model_version: str) -> bool:
     model = parse_version(model_version)
     runtime = parse_version(runtime_version)
     if model is None or runtime is None:
+        return False
+    return parsed_versions_match(runtime, operator, model)
+
+
+def parsed_versions_match(runtime: Version, operator: str, model: Version) -> bool:
+    """:func:`version_matches` for versions already parsed."""
+    if operator not in KNOWN_OPERATORS:
         return False
     if operator == EQUAL or model.unofficial or runtime.unofficial:
         return compare_versions(runtime, model) == 0

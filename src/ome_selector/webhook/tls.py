@@ -9,7 +9,7 @@ volume name them (``tls.crt``, ``tls.key``, ``ca.crt``):
 - :func:`generate_serving_files`: a throw-away CA and a serving certificate for local runs (tests, the demo),
   with every host the apiserver may dial as a SAN (Go's TLS ignores the common name).
 
-:class:`CertificateAuthority` is also what the local control plane (:mod:`ome_selector.testing.pki`) uses.
+:class:`CertificateAuthority` also serves the test harness's local control plane (``harness/pki.py``).
 """
 
 from __future__ import annotations
@@ -48,14 +48,6 @@ class KeyPair:
 
     cert_pem: bytes
     key_pem: bytes
-
-    def write(self, directory: Path, stem: str) -> tuple[Path, Path]:
-        cert_path, key_path = directory / f"{stem}.crt", directory / f"{stem}.key"
-        cert_path.write_bytes(self.cert_pem)
-        key_path.touch(mode=0o600)
-        key_path.chmod(0o600)
-        key_path.write_bytes(self.key_pem)
-        return cert_path, key_path
 
 
 def _private_key() -> ec.EllipticCurvePrivateKey:

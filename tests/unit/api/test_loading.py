@@ -10,8 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from selection_builders import GV, isvc, model_doc, runtime_doc
 
-from ome_selector.api.loading import LoadError, load_resource, load_yaml
-from ome_selector.api.resources import InferenceService, Kind, Model, Runtime
+from ome_selector.api.loading import LoadError, describe_value, field_path, key_of, load_resource
+from ome_selector.api.resources import InferenceService, Kind, Model, ObjectKey, Runtime
+from ome_selector.selection.profiles import RuntimeProfile
 
 
 def test_runtime_entry_defaults() -> None:
@@ -72,7 +73,7 @@ def test_empty_string_bound_is_present() -> None:
     assert isinstance(resource, Runtime)
     assert resource.spec.model_size_range is not None
     assert resource.spec.model_size_range.min == ""
-    assert resource.spec.model_size_range.has_bound
+    assert RuntimeProfile.of(resource).range_text == "[, inf)"
 
 
 def test_unknown_fields_are_ignored() -> None:
@@ -301,79 +302,6 @@ def test_namespaces() -> None:
     assert loaded_isvc.namespace == "dflt"
 
 
-def test_load_yaml_expands_lists_and_skips_other_kinds() -> None:
-    text = """
-apiVersion: v1
-kind: List
-items:
-  - apiVersion: ome.io/v1beta1
-    kind: ClusterServingRuntime
-    metadata: {name: a}
-  - apiVersion: v1
-    kind: ConfigMap
-    metadata: {name: c}
----
----
-apiVersion: ome.io/v1beta1
-kind: BaseModel
-metadata: {name: m}
-spec:
-  modelFormat: {name: safetensors, version: "1.0.0"}
-  modelParameterSize: 3.21B
-"""
-    resources = load_yaml(text, default_namespace="team")
-    assert [r.key for r in resources] == [
-        (Kind.CLUSTER_SERVING_RUNTIME, None, "a"),
-        (Kind.BASE_MODEL, "team", "m"),
-    ]
-
-
-def test_load_yaml_errors_name_the_document() -> None:
-    text = """
-apiVersion: ome.io/v1beta1
-kind: ClusterBaseModel
-metadata: {name: ok}
----
-apiVersion: ome.io/v1beta1
-kind: ClusterServingRuntime
-metadata: {name: rt}
-spec:
-  supportedModelFormats:
-    - modelFormat: {name: x, version: 1.0}
-"""
-    with pytest.raises(LoadError) as caught:
-        load_yaml(text)
-    assert caught.value.path == "[1].spec.supportedModelFormats[0].modelFormat.version"
-
-
-def test_load_yaml_list_item_errors() -> None:
-    text = """
-kind: List
-items:
-  - {apiVersion: ome.io/v1beta1, kind: ClusterBaseModel, metadata: {name: a}, spec: {disabled: 1}}
-"""
-    with pytest.raises(LoadError) as caught:
-        load_yaml(text)
-    assert caught.value.path == "items[0].spec.disabled"
-
-
-def test_invalid_yaml_is_a_load_error() -> None:
-    with pytest.raises(LoadError, match="invalid YAML"):
-        load_yaml("a: [")
-
-
-def test_yaml_timestamps_stay_strings() -> None:
-    text = """
-apiVersion: ome.io/v1beta1
-kind: InferenceService
-metadata: {name: s, namespace: n, deletionTimestamp: 2024-01-01T00:00:00Z}
-spec: {model: {name: m}}
-"""
-    (resource,) = load_yaml(text)
-    assert isinstance(resource, InferenceService)
-    assert resource.deletion_timestamp == "2024-01-01T00:00:00Z"
-
-
 def test_mapping_bodies_are_accepted() -> None:
     from types import MappingProxyType
 
@@ -450,3 +378,72 @@ def test_loading_never_raises_anything_but_load_error(doc: Any, default_namespac
 
 def test_inference_service_helper_roundtrip() -> None:
     assert isvc().key == (Kind.INFERENCE_SERVICE, "ns", "svc")
+
+
+# --- field paths, value descriptions, keys ------------------------------------------------------------------
+
+
+def test_field_paths() -> None:
+    assert (
+        field_path("spec", "supportedModelFormats", 0, "priority") == "spec.supportedModelFormats[0].priority"
+    )
+    assert field_path("items[3]", "spec.model.name") == "items[3].spec.model.name"
+    assert field_path("", "spec") == "spec"
+    assert field_path("items", 2, "", "items", 0) == "items[2].items[0]"
+    assert field_path() == ""
+
+
+VALUES: list[tuple[Any, str]] = [
+    (7, "7 (int)"),
+    ("yes", "'yes' (str)"),
+    (3.21, "3.21 (float)"),
+    (True, "True (bool)"),
+    (None, "null"),
+    ({"a": 1}, "an object"),
+    ([1], "an array"),
+    ("x" * 100, "'" + "x" * 56 + "... (str)"),
+    ("4B\n", "'4B\\n' (str)"),
+    (10**400, "<1329-bit integer> (int)"),
+]
+
+
+@pytest.mark.parametrize(("value", "text"), VALUES)
+def test_values_are_described_briefly(value: Any, text: str) -> None:
+    assert describe_value(value) == text
+
+
+@given(json_values | st.integers() | st.just("z" * 10_000_000) | st.just(10**4000))
+def test_descriptions_are_short_whatever_the_value(value: Any) -> None:
+    assert len(describe_value(value)) <= 70
+
+
+def test_keys_of_bodies() -> None:
+    model = {"kind": "BaseModel", "metadata": {"name": "m", "namespace": "ns"}}
+    assert key_of(model) == ObjectKey(Kind.BASE_MODEL, "ns", "m")
+    assert key_of({"kind": "ClusterBaseModel", "metadata": {"name": "m", "namespace": "x"}}) == ObjectKey(
+        Kind.CLUSTER_BASE_MODEL, None, "m"
+    )
+    assert key_of({"kind": "BaseModel", "metadata": {"name": "m"}}) is None
+    assert key_of({"kind": "BaseModel", "metadata": {"name": "m"}}, default_namespace="d") == ObjectKey(
+        Kind.BASE_MODEL, "d", "m"
+    )
+    for body in (
+        {"kind": "Pod", "metadata": {"name": "p"}},
+        {"kind": "BaseModel", "metadata": {"name": 7, "namespace": "ns"}},
+        {"kind": "BaseModel", "metadata": {"name": "", "namespace": "ns"}},
+        {"kind": "BaseModel", "metadata": "m"},
+        {"kind": ["BaseModel"], "metadata": {"name": "m"}},
+        {"metadata": {"name": "m"}},
+    ):
+        assert key_of(body) is None, body
+
+
+@settings(max_examples=200)
+@given(documents())
+def test_a_loaded_resource_has_the_key_of_its_body(doc: Any) -> None:
+    try:
+        resource = load_resource(doc, default_namespace="dflt")
+    except LoadError:
+        return
+    if resource is not None:
+        assert key_of(doc, default_namespace="dflt") == resource.key

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from selection_builders import NS, catalog, entry, isvc, model, runtime
+from selection_builders import NS, catalog, entry, isvc, model, resolve_runtime, runtime
 
 from ome_selector.api.resources import Kind, ObjectKey, Resource
 from ome_selector.catalog.catalog import Catalog
+from ome_selector.selection.view import CatalogView
 
 
 def test_resolve_model_prefers_the_namespace() -> None:
@@ -23,13 +24,13 @@ def test_resolve_model_prefers_the_namespace() -> None:
 
 def test_resolve_runtime_prefers_the_namespace() -> None:
     c = catalog(runtime("rt", entry("cluster")), runtime("rt", entry("local"), namespace=NS))
-    local = c.resolve_runtime(NS, "rt")
+    local = c.resolve_runtime_profile(NS, "rt")
     assert local is not None
-    assert local.kind is Kind.SERVING_RUNTIME
-    cluster = c.resolve_runtime("other", "rt")
+    assert local.runtime.kind is Kind.SERVING_RUNTIME
+    cluster = c.resolve_runtime_profile("other", "rt")
     assert cluster is not None
-    assert cluster.kind is Kind.CLUSTER_SERVING_RUNTIME
-    assert c.resolve_runtime(NS, "nope") is None
+    assert cluster.runtime.kind is Kind.CLUSTER_SERVING_RUNTIME
+    assert c.resolve_runtime_profile(NS, "nope") is None
 
 
 def test_runtimes_visible_from_a_namespace() -> None:
@@ -40,7 +41,7 @@ def test_runtimes_visible_from_a_namespace() -> None:
         runtime("c", namespace="other"),
         runtime("y"),
     )
-    assert [(r.kind.value, r.name) for r in c.runtimes_visible_from(NS)] == [
+    assert [(p.runtime.kind.value, p.name) for p in c.runtime_profiles_visible_from(NS)] == [
         ("ServingRuntime", "a"),
         ("ServingRuntime", "b"),
         ("ClusterServingRuntime", "y"),
@@ -69,7 +70,7 @@ def test_format_index_follows_updates() -> None:
 def test_later_object_with_the_same_key_wins() -> None:
     c = Catalog.from_resources([runtime("rt", entry("a")), runtime("rt", entry("b"))])
     assert len(c) == 1
-    rt = c.resolve_runtime(NS, "rt")
+    rt = resolve_runtime(c, NS, "rt")
     assert rt is not None
     assert rt.spec.supported_model_formats[0].model_format is not None
     assert rt.spec.supported_model_formats[0].model_format.name == "b"
@@ -184,3 +185,11 @@ def test_incremental_updates_equal_a_rebuild(operations: list[tuple[bool, Resour
             incremental.upsert(resource)
             state[resource.key] = resource
     assert _snapshot(incremental) == _snapshot(Catalog.from_resources(state.values()))
+
+
+def test_the_catalog_is_the_view_selection_reads() -> None:
+    # Typed: mypy checks that Catalog satisfies the protocol the selection core declares.
+    view: CatalogView = catalog(model(), runtime("rt", entry()), runtime("local", entry(), namespace=NS))
+    assert view.runtime_counts(NS) == (1, 1)
+    assert [p.name for p in view.runtime_profiles_visible_from(NS)] == ["local", "rt"]
+    assert [p.name for p in view.runtime_profiles_for_format(NS, "onnx")] == []

@@ -6,6 +6,7 @@ from __future__ import annotations
 from selection_builders import NS, catalog, entry, isvc, model, runtime
 
 from ome_selector.selection.explain import explain
+from ome_selector.selection.matcher import Step
 from ome_selector.selection.outcome import OutcomeKind, evaluate
 from ome_selector.selection.quantity import format_parameter_count, parse_parameter_count
 from ome_selector.selection.version import version_matches
@@ -71,7 +72,30 @@ def test_unknown_operator_never_matches() -> None:
     c = catalog(m, runtime("rt", entry(version="1.0.0", operator="Equals")))
     verdict = explain(c, m, NS).verdicts[0]
     assert not verdict.supports_model
-    assert verdict.reason.endswith("format version mismatch (model=1.0.0, runtime=1.0.0)")
+
+
+def test_unknown_operator_reason_names_the_operator() -> None:
+    # Upstream: "format version mismatch (model=1.0.0, runtime=1.0.0)", which hides why equal versions fail.
+    m = model(version="1.0.0", framework="tf", fw_version="2")
+    c = catalog(
+        m,
+        runtime(
+            "rt", entry(version="1.0.0", operator="Equals", framework="tf", fw_version="2", fw_operator="Ge")
+        ),
+    )
+    assert explain(c, m, NS).verdicts[0].reason == (
+        "model format 'mt:safetensors:1.0.0:tf:2' not in supported formats: "
+        "unknown version operator 'Equals', unknown version operator 'Ge'"
+    )
+
+
+def test_very_long_size_values_read_as_zero() -> None:
+    # Upstream parsed a value of any length (quadratic cost: a 1 MB value took 39 s).
+    assert parse_parameter_count("1" * 64) == int("1" * 64)
+    assert parse_parameter_count("1" * 65) == 0
+    m = model(size="0" * 64 + "3B")  # 66 characters: reads as 0, so it is below every positive minimum
+    c = catalog(m, runtime("rt", entry(), min="1B"))
+    assert explain(c, m, NS).verdicts[0].failed is Step.SIZE
 
 
 def test_model_without_format_is_metadata_pending_not_an_error() -> None:
@@ -82,9 +106,9 @@ def test_model_without_format_is_metadata_pending_not_an_error() -> None:
     assert (result.status, result.reason) == ("Unknown", "ModelMetadataPending")
 
 
-def test_no_runtime_message_names_the_model_and_every_runtime_of_the_format_in_order() -> None:
+def test_no_runtime_message_names_the_model_and_every_runtime_of_the_format_nearest_miss_first() -> None:
     # Upstream: the format name as "model", random (map) order, only a first reason, and runtimes that merely
-    # lacked autoSelect were left out.
+    # lacked autoSelect were left out. Here: the runtime that failed at the latest step comes first.
     c = catalog(
         model("llama", size="3B"),
         runtime("z-manual", entry(auto_select=False)),
@@ -95,10 +119,10 @@ def test_no_runtime_message_names_the_model_and_every_runtime_of_the_format_in_o
     assert result is not None
     assert result.message == (
         "no runtime supports model llama (checked 3 runtimes: 1 namespace-scoped, 2 cluster-scoped): "
-        "ns/b-local (model format 'mt:safetensors' not in supported formats: "
-        "model has no architecture but runtime requires X); "
+        "z-manual (autoSelect is not enabled for the matching format safetensors); "
         "a-small (model size 3B is outside supported range (-inf, 1B]); "
-        "z-manual (autoSelect is not enabled for the matching format safetensors)"
+        "ns/b-local (model format 'mt:safetensors' not in supported formats: "
+        "model has no architecture but runtime requires X)"
     )
 
 

@@ -5,14 +5,32 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from selection_builders import entry, model, runtime
 
 from ome_selector.api.resources import Model, Runtime
-from ome_selector.selection.matcher import ModelProfile, RuntimeCheck, RuntimeProfile, check
+from ome_selector.selection import messages
+from ome_selector.selection.matcher import RuntimeCheck, Step, check, entry_mismatch_reason, matching_entry
+from ome_selector.selection.profiles import ModelProfile, RuntimeProfile
+
+Summary = tuple[bool, bool, str, int | None, int, int | None]
 
 
 def judge(rt: Runtime, m: Model, classes: tuple[str, ...] = ()) -> RuntimeCheck:
     return check(RuntimeProfile.of(rt), ModelProfile.of(m), classes)
+
+
+def summary(result: RuntimeCheck) -> Summary:
+    """(supports model, auto-selectable, reason, matching entry, score, priority)."""
+    return (
+        result.supports_model,
+        result.auto_selectable,
+        result.reason,
+        result.entry,
+        result.score,
+        result.priority,
+    )
 
 
 def reason(rt: Runtime, m: Model, classes: tuple[str, ...] = ()) -> str:
@@ -26,7 +44,8 @@ ST = "safetensors"
 
 def test_passing_runtime_is_auto_selectable() -> None:
     result = judge(runtime("rt", entry()), model())
-    assert result == RuntimeCheck(True, True, "", 0, 1, 1)
+    assert summary(result) == (True, True, "", 0, 1, 1)
+    assert result.failed is None
 
 
 def test_disabled_comes_first() -> None:
@@ -51,21 +70,28 @@ def test_size_comes_before_auto_select() -> None:
 
 def test_auto_select_then_score() -> None:
     not_auto = judge(runtime("rt", entry(auto_select=False)), model())
-    assert not_auto == RuntimeCheck(
-        True, False, "autoSelect is not enabled for the matching format safetensors", 0, 1, 1
+    assert summary(not_auto) == (
+        True,
+        False,
+        "autoSelect is not enabled for the matching format safetensors",
+        0,
+        1,
+        1,
     )
+    assert not_auto.failed is Step.AUTO_SELECT
     absent = judge(runtime("rt", entry(auto_select=None)), model())
     assert absent.reason == "autoSelect is not enabled for the matching format safetensors"
     negative = judge(runtime("rt", entry(weight=-1)), model())
-    assert negative == RuntimeCheck(True, False, "auto-select score is -1", 0, -1, 1)
+    assert summary(negative) == (True, False, "auto-select score is -1", 0, -1, 1)
     zero = judge(runtime("rt", entry(weight=-1, framework="tf", fw_weight=1)), model(framework="tf"))
-    assert zero == RuntimeCheck(True, False, "auto-select score is 0", 0, 0, 1)
+    assert summary(zero) == (True, False, "auto-select score is 0", 0, 0, 1)
 
 
 def test_model_without_format_is_pending_for_every_runtime() -> None:
     for m in (model("pending", fmt=None), model("pending", fmt="")):
         result = judge(runtime("rt", entry()), m)
-        assert result == RuntimeCheck(False, False, "model pending has no modelFormat yet", None, 0, None)
+        assert summary(result) == (False, False, "model pending has no modelFormat yet", None, 0, None)
+        assert result.failed is Step.MODEL_PENDING
     assert (
         reason(runtime("rt", entry(), disabled=True), model("p", fmt=None))
         == "model p has no modelFormat yet"
@@ -177,8 +203,26 @@ ENTRY_REASONS = [
     (
         {"version": "1.0.0", "operator": "Newer"},
         {"version": "1.0.0"},
-        "format version mismatch (model=1.0.0, runtime=1.0.0)",
-        "unknown operator",
+        "unknown version operator 'Newer'",
+        "unknown operator: named in place of the version clause",
+    ),
+    (
+        {"version": "2", "operator": "Newer", "arch": "B"},
+        {"version": "1", "arch": "A"},
+        "architecture mismatch (model=A, runtime=B), unknown version operator 'Newer'",
+        "unknown operator among other mismatches",
+    ),
+    (
+        {"operator": "Newer"},
+        {},
+        "",
+        "unknown operator without versions: nothing to compare, the entry matches",
+    ),
+    (
+        {"framework": "tf", "fw_version": "2", "fw_operator": "Above"},
+        {"framework": "tf", "fw_version": "1"},
+        "unknown version operator 'Above'",
+        "unknown framework operator",
     ),
     (
         {"framework": "vllm"},
@@ -236,10 +280,12 @@ ENTRY_REASONS = [
 )
 def test_entry_reasons(entry_fields: dict[str, Any], model_fields: dict[str, Any], expected: str) -> None:
     m = model(**model_fields)
+    rt = runtime("rt", entry(**entry_fields))
+    if not expected:
+        assert judge(rt, m).auto_selectable
+        return
     label = ModelProfile.of(m).label
-    assert reason(runtime("rt", entry(**entry_fields)), m) == (
-        f"model format '{label}' not in supported formats: {expected}"
-    )
+    assert reason(rt, m) == f"model format '{label}' not in supported formats: {expected}"
 
 
 def test_every_entry_is_listed_in_order() -> None:
@@ -460,3 +506,61 @@ def test_range_text_on_profiles() -> None:
     assert RuntimeProfile.of(runtime("c", max="13B")).range_text == "(-inf, 13B]"
     assert RuntimeProfile.of(runtime("d", size_range={})).range_text is None
     assert RuntimeProfile.of(runtime("e")).range_text is None
+
+
+# --- property: the indexed search finds the entry the SPEC §9 rules call the first match --------------------
+
+values = st.none() | st.sampled_from(["A", "B"])
+versions = st.none() | st.sampled_from(["1", "1.0", "v1", "2.0.0", "1.0.0-rc1", "x"])
+operators = st.none() | st.sampled_from(["Equal", "GreaterThan", "GreaterThanOrEqual", "Newer"])
+
+
+@st.composite
+def entries(draw: st.DrawFn) -> dict[str, Any]:
+    return entry(
+        draw(st.none() | st.sampled_from([ST, "onnx"])),
+        version=draw(versions),
+        operator=draw(operators),
+        framework=draw(st.none() | st.sampled_from(["tf", "vllm"])),
+        fw_version=draw(versions),
+        fw_operator=draw(operators),
+        arch=draw(values),
+        quant=draw(values),
+        pipeline=draw(st.none() | st.sampled_from([{}, {"className": "P"}])),
+    )
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(entries(), max_size=6),
+    versions,
+    st.none() | st.sampled_from(["tf", "vllm"]),
+    versions,
+    values,
+    values,
+    st.none() | st.sampled_from([{}, {"className": "P"}]),
+)
+def test_the_matching_entry_is_the_first_without_a_mismatch(
+    runtime_entries: list[dict[str, Any]],
+    version: str | None,
+    framework: str | None,
+    fw_version: str | None,
+    arch: str | None,
+    quant: str | None,
+    pipeline: dict[str, Any] | None,
+) -> None:
+    m = model(
+        version=version, framework=framework, fw_version=fw_version, arch=arch, quant=quant, pipeline=pipeline
+    )
+    rt = runtime("rt", *runtime_entries)
+    # The reference: an entry with a modelFormat matches when its reason lists no mismatch at all.
+    expected = next(
+        (
+            index
+            for index, candidate in enumerate(rt.spec.supported_model_formats)
+            if candidate.model_format is not None
+            and entry_mismatch_reason(m.spec, candidate) == messages.UNKNOWN_MISMATCH
+        ),
+        None,
+    )
+    assert matching_entry(RuntimeProfile.of(rt), ModelProfile.of(m)) == expected

@@ -7,7 +7,7 @@ import json
 from functools import cache
 
 import pytest
-from selection_builders import OME_CATALOG, isvc, load_ome_catalog
+from selection_builders import OME_CATALOG, isvc, load_ome_catalog, resolve_runtime
 
 from ome_selector.api.resources import Kind, Model, ModelFormat, ModelFramework, Resource, Runtime
 from ome_selector.catalog.catalog import Catalog
@@ -36,7 +36,7 @@ def test_the_vendored_catalog_is_complete() -> None:
     # Four runtime names appear in two files each; the later file (sorted path order) wins.
     assert len(c.runtimes()) == 201
     assert len(c.models()) == 205
-    qwen = c.resolve_runtime(NS, "srt-qwen2-5-32b-instruct")
+    qwen = resolve_runtime(c, NS, "srt-qwen2-5-32b-instruct")
     assert qwen is not None
 
 
@@ -79,7 +79,7 @@ def test_every_published_model_as_published() -> None:
 
 def namesake(c: Catalog, model: Model) -> Runtime | None:
     for prefix in ("srt-", "vllm-"):
-        found = c.resolve_runtime(NS, prefix + model.name)
+        found = resolve_runtime(c, NS, prefix + model.name)
         if found is not None:
             return found
     return None
@@ -133,7 +133,7 @@ def llama_3b() -> Model:
     model = c.resolve_model(NS, "llama-3-2-3b-instruct")
     assert model is not None
     assert model.spec.model_parameter_size is None  # as published
-    runtime = c.resolve_runtime(NS, "srt-llama-3-2-3b-instruct")
+    runtime = resolve_runtime(c, NS, "srt-llama-3-2-3b-instruct")
     assert runtime is not None
     enriched = filled_in(model, runtime)
     return enriched.model_copy(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from selection_builders import NS, catalog, entry, isvc, model, runtime
+from selection_builders import NS, catalog, entry, isvc, model, no_runtime_message_from, runtime
 
 from ome_selector.api.resources import Runtime
 from ome_selector.catalog.catalog import Catalog
@@ -159,9 +159,9 @@ def test_row_no_runtime() -> None:
     result = outcome_of(c)
     message = (
         "no runtime supports model m (checked 5 runtimes: 2 namespace-scoped, 3 cluster-scoped): "
-        "ns/local (runtime is disabled); "
         "manual (autoSelect is not enabled for the matching format safetensors); "
         "small (model size 3.21B is outside supported range [500M, 2B]); "
+        "ns/local (runtime is disabled); "
         "2 runtimes serve other formats"
     )
     assert (result.kind, result.status, result.reason, result.message) == (
@@ -185,9 +185,42 @@ def test_no_runtime_with_no_runtimes_installed() -> None:
 def test_no_runtime_when_only_other_formats_exist() -> None:
     result = outcome_of(catalog(model(), runtime("a", entry("onnx"))))
     assert result.message == (
-        "no runtime supports model m (checked 1 runtimes: 0 namespace-scoped, 1 cluster-scoped): "
-        "1 runtimes serve other formats"
+        "no runtime supports model m (checked 1 runtime: 0 namespace-scoped, 1 cluster-scoped): "
+        "1 runtime serves other formats"
     )
+    two = outcome_of(catalog(model(), runtime("a", entry("onnx")), runtime("b", entry("onnx"))))
+    assert two.message == (
+        "no runtime supports model m (checked 2 runtimes: 0 namespace-scoped, 2 cluster-scoped): "
+        "2 runtimes serve other formats"
+    )
+
+
+def test_nearest_misses_come_first_by_the_step_that_failed() -> None:
+    # One runtime failing at each step, named so that name order would be the reverse of step order.
+    h100 = ["h100"]  # the class the InferenceService asks for
+    c = catalog(
+        model(size="3B", arch="A"),
+        runtime("a-disabled", entry(arch="A"), disabled=True, classes=h100),
+        runtime("b-accelerator", entry(arch="A"), classes=["a100"]),
+        runtime("c-format", entry(arch="B"), classes=h100),
+        runtime("d-size", entry(arch="A"), max="1B", classes=h100),
+        runtime("e-manual", entry(arch="A", auto_select=False), classes=h100),
+        runtime("f-score", entry(arch="A", weight=-1), classes=h100),
+        runtime("z-local-format", entry(arch="B"), namespace=NS, classes=h100),
+        runtime("y-local-size", entry(arch="A"), namespace=NS, min="5B", classes=h100),
+    )
+    message = outcome_of(c, selector_class="h100").message
+    listed = [part.split(" (")[0] for part in message.split("cluster-scoped): ", 1)[1].split("; ")]
+    assert listed == [
+        "e-manual",
+        "f-score",
+        "ns/y-local-size",
+        "d-size",
+        "ns/z-local-format",
+        "c-format",
+        "b-accelerator",
+        "a-disabled",
+    ]
 
 
 def test_no_runtime_lists_a_runtime_whose_format_entry_does_not_match() -> None:
@@ -314,10 +347,7 @@ def test_evaluate_selects_what_explain_ranks_first(runtimes: list[Runtime], arch
     explanation = explain(c, m, NS)
     if explanation.selected is None:
         assert result.kind is OutcomeKind.NO_RUNTIME
-        listed = [v for v in explanation.verdicts if v.serves_format]
-        for verdict in listed:
-            where = f"{NS}/" if not verdict.is_cluster else ""
-            assert f"{where}{verdict.name} ({verdict.reason})" in result.message
+        assert result.message == no_runtime_message_from(explanation, isvc())
     else:
         assert result.kind is OutcomeKind.RUNTIME_SELECTED
         assert result.runtime == explanation.selected.runtime

@@ -11,9 +11,11 @@ import sys
 CORE = [
     "ome_selector.api",
     "ome_selector.api.loading",
+    "ome_selector.api.manifests",
     "ome_selector.catalog",
     "ome_selector.selection.explain",
     "ome_selector.selection.outcome",
+    "ome_selector.selection.ranking",
     "ome_selector.selection.messages",
 ]
 FORBIDDEN = [
@@ -24,6 +26,8 @@ FORBIDDEN = [
     "requests",
     "urllib3",
     "ome_selector.operator",
+    "ome_selector.webhook",
+    "ome_selector.cli",
 ]
 
 
@@ -35,3 +39,14 @@ def test_importing_the_core_loads_nothing_forbidden() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]", result.stdout
+
+
+def test_selection_never_loads_the_catalog() -> None:
+    # The catalog is a layer above: selection reads it through the CatalogView protocol.
+    code = (
+        "import sys\n"
+        "import ome_selector.selection.outcome, ome_selector.selection.explain\n"
+        "print('ome_selector.catalog' in sys.modules)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ome_selector.selection import quantity
 from ome_selector.selection.quantity import (
+    MAX_LENGTH,
     format_parameter_count,
     parse_parameter_count,
     try_parse_parameter_count,
@@ -67,14 +71,10 @@ READS_AS_ZERO = [
     ("۴B", "extended Arabic-Indic digit"),
     ("４B", "full-width digit"),
     ("4Ｂ", "full-width suffix"),
-    ("1" + "0" * 400, "400-digit integer: beyond a double"),
-    ("1" + "0" * 400 + "B", "beyond a double with suffix"),
-    ("9" * 5000, "more digits than int() reads (4300)"),
-    ("1" + "0" * 300 + "T", "in range as a number, beyond a double once multiplied"),
-    (
-        "179769313486231580793728971405303415079934132710037826936173778980444968292764750946649017977587207096330286416692887910946555547851940402630657488671505820681908902000708383676273854845817711531764475730270069855571366959622842914819860834936475292719074168444365510704342711559699508093042880177904174497792",
-        "2**1024: rounds to infinity",
-    ),
+    ("1" + "0" * 64, "65 digits: longer than 64 characters"),
+    ("1" * 63 + "B" + " ", "64 characters of a count and a space"),
+    ("9" * 5000, "5,000 digits"),
+    ("0" * 1_000_000 + "1B", "a million leading zeros"),
 ]
 
 
@@ -90,12 +90,11 @@ def test_anything_else_reads_as_zero(text: str) -> None:
     assert try_parse_parameter_count(text) is None
 
 
-def test_largest_double_still_reads() -> None:
-    dbl_max = (2**53 - 1) * 2**971
-    assert parse_parameter_count(str(dbl_max)) == dbl_max
-    # Just below the midpoint to 2**1024 a double still rounds down to DBL_MAX: finite, so it reads.
-    assert parse_parameter_count(str(2**1024 - 2**970 - 1)) == 2**1024 - 2**970 - 1
-    assert parse_parameter_count(str(2**1024 - 2**970)) == 0
+def test_sixty_four_characters_still_read() -> None:
+    assert MAX_LENGTH == 64
+    assert parse_parameter_count("9" * 63 + "T") == (10**63 - 1) * 10**12
+    assert parse_parameter_count("0" * 62 + "1B") == 10**9
+    assert parse_parameter_count("9" * 65) == 0
 
 
 def test_non_strings_read_as_zero() -> None:
@@ -184,3 +183,46 @@ def test_written_counts_are_canonical(count: int) -> None:
     assert "." not in mantissa or not mantissa.endswith("0")
     if text[-1] in "MB":
         assert float(mantissa) < 1000
+
+
+# --- bounded work (SPEC §2 v3): a huge value is rejected on its length, never parsed ----------------------
+
+
+class _CountingGrammar:
+    """Stands in for the grammar and records how many characters each match was handed."""
+
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        self.pattern = pattern
+        self.lengths: list[int] = []
+
+    def fullmatch(self, text: str) -> Any:
+        self.lengths.append(len(text))
+        return self.pattern.fullmatch(text)
+
+
+@given(
+    st.text(alphabet="0123456789.MBT \n", min_size=65, max_size=2000)
+    | st.builds(lambda n, tail: "9" * n + tail, st.integers(65, 200_000), st.sampled_from(["", "B", ".5T"]))
+)
+def test_values_longer_than_64_characters_are_never_parsed(text: str) -> None:
+    grammar = _CountingGrammar(quantity._GRAMMAR)
+    original = quantity._GRAMMAR
+    quantity._GRAMMAR = grammar  # type: ignore[assignment]
+    try:
+        assert try_parse_parameter_count(text) is None
+        assert parse_parameter_count(text) == 0
+    finally:
+        quantity._GRAMMAR = original
+    assert grammar.lengths == []
+
+
+@given(st.text(max_size=MAX_LENGTH))
+def test_short_values_hand_at_most_64_characters_to_the_grammar(text: str) -> None:
+    grammar = _CountingGrammar(quantity._GRAMMAR)
+    original = quantity._GRAMMAR
+    quantity._GRAMMAR = grammar  # type: ignore[assignment]
+    try:
+        parse_parameter_count(text)
+    finally:
+        quantity._GRAMMAR = original
+    assert all(length <= MAX_LENGTH for length in grammar.lengths)

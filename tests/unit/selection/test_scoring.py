@@ -13,7 +13,8 @@ from selection_builders import NS, catalog, entry, model, runtime
 
 from ome_selector.api.resources import Model, Runtime
 from ome_selector.selection.explain import explain
-from ome_selector.selection.matcher import ModelProfile, RuntimeProfile, check
+from ome_selector.selection.matcher import check
+from ome_selector.selection.profiles import ModelProfile, RuntimeProfile
 
 SCORES = [
     ({}, {}, 1, "defaults: format weight 1 x priority 1"),

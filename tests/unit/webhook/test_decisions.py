@@ -205,7 +205,7 @@ def test_auto_selection_impossible_is_denied_with_the_no_runtime_message() -> No
         message=(
             "no runtime supports model m (checked 3 runtimes: 1 namespace-scoped, 2 cluster-scoped): "
             "ns/local (autoSelect is not enabled for the matching format safetensors); "
-            "small (model size 3B is outside supported range (-inf, 1B]); 1 runtimes serve other formats"
+            "small (model size 3B is outside supported range (-inf, 1B]); 1 runtime serves other formats"
         ),
         confirm=Lookup(NS, "m", None),
         outcome=OutcomeKind.NO_RUNTIME,

@@ -1,0 +1,83 @@
+"""The project's CRDs (``manifests/crds/``, the one copy): read them, and install them into a cluster.
+
+The operator never reads these files (the chart and the plain install ship them), so they live with the
+harness: the local control plane installs them, and the tests check them.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+
+__all__ = ["CRD_DIR", "CRD_NAMES", "crd_documents", "install_crds"]
+
+CRD_DIR = Path(__file__).resolve().parents[1] / "manifests" / "crds"
+CRD_NAMES: tuple[str, ...] = (
+    "basemodels.ome.io",
+    "clusterbasemodels.ome.io",
+    "clusterservingruntimes.ome.io",
+    "inferenceservices.ome.io",
+    "servingruntimes.ome.io",
+)
+"""The names of the shipped CRDs, in file-name order."""
+
+ESTABLISH_TIMEOUT_S = 60.0
+
+
+def crd_documents() -> list[dict[str, Any]]:
+    """Every shipped CRD as a dict, ready for ``create_custom_resource_definition``; sorted by file name.
+
+    Raises ``RuntimeError`` when the files do not hold exactly the expected CRDs, so a broken checkout fails
+    loudly instead of installing a partial set.
+    """
+    documents: list[dict[str, Any]] = []
+    for file in sorted(CRD_DIR.glob("*.yaml")):
+        for document in yaml.safe_load_all(file.read_text(encoding="utf-8")):
+            if document is None:
+                continue
+            if not isinstance(document, dict) or document.get("kind") != "CustomResourceDefinition":
+                raise RuntimeError(f"{file.name}: not a CustomResourceDefinition")
+            documents.append(document)
+    names = tuple(sorted(str(document["metadata"]["name"]) for document in documents))
+    if names != CRD_NAMES:
+        raise RuntimeError(f"expected the CRDs {list(CRD_NAMES)}, found {list(names)}")
+    return documents
+
+
+def install_crds(kubeconfig: Path) -> None:
+    """Create (or replace) every CRD and wait until the apiserver serves them."""
+    api_client = config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
+    with api_client:
+        # Plain dict bodies: the typed client models would only re-encode the same YAML.
+        extensions: Any = client.ApiextensionsV1Api(api_client)
+        names = []
+        for document in crd_documents():
+            name = document["metadata"]["name"]
+            names.append(name)
+            try:
+                extensions.create_custom_resource_definition(document)
+            except ApiException as error:
+                if error.status != 409:
+                    raise
+                current = extensions.read_custom_resource_definition(name)
+                metadata = {**document["metadata"], "resourceVersion": current.metadata.resource_version}
+                extensions.replace_custom_resource_definition(name, {**document, "metadata": metadata})
+        deadline = time.monotonic() + ESTABLISH_TIMEOUT_S
+        pending = set(names)
+        while pending:
+            for name in sorted(pending):
+                crd = extensions.read_custom_resource_definition(name)
+                conditions = (crd.status and crd.status.conditions) or []
+                if any(c.type == "Established" and c.status == "True" for c in conditions):
+                    pending.discard(name)
+            if pending:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(
+                        f"CRDs not Established after {ESTABLISH_TIMEOUT_S:.0f}s: {sorted(pending)}"
+                    )
+                time.sleep(0.1)

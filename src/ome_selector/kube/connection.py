@@ -1,0 +1,94 @@
+"""One source of cluster credentials for both clients: Kopf's watcher and kubernetes_asyncio.
+
+A kubeconfig (explicit path or context, else $KUBECONFIG / ~/.kube/config) or, inside a pod, the mounted
+service-account token. Tokens never reach the logs.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import kopf
+import yaml
+from kubernetes_asyncio import client, config
+from kubernetes_asyncio.config import ConfigException
+
+__all__ = [
+    "KUBECONFIG_ERRORS",
+    "ClusterAccess",
+    "UnknownContextError",
+    "kopf_connection",
+    "kubeconfig_namespace",
+]
+
+#: What a missing, unreadable or malformed kubeconfig raises (the client's own error among them).
+KUBECONFIG_ERRORS: tuple[type[Exception], ...] = (
+    ConfigException,
+    OSError,
+    yaml.YAMLError,
+    ValueError,
+    TypeError,
+    KeyError,
+    AttributeError,
+)
+
+
+@dataclass(frozen=True)
+class ClusterAccess:
+    kubeconfig: Path | None = None
+    context: str | None = None
+
+    async def configuration(self) -> client.Configuration:
+        configuration = client.Configuration()
+        if self.kubeconfig is None and self.context is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
+            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        else:
+            path = str(self.kubeconfig) if self.kubeconfig else None
+            await config.load_kube_config(
+                config_file=path, context=self.context, client_configuration=configuration
+            )
+        return configuration
+
+    async def api_client(self) -> client.ApiClient:
+        return client.ApiClient(await self.configuration())
+
+
+def kopf_connection(configuration: client.Configuration) -> kopf.ConnectionInfo:
+    """The same credentials, in the shape Kopf's login handlers return."""
+    authorization = (configuration.api_key or {}).get("authorization") or (configuration.api_key or {}).get(
+        "BearerToken"
+    )
+    scheme, token = None, None
+    if authorization:
+        scheme, _, token = str(authorization).partition(" ")
+        if not token:
+            scheme, token = "Bearer", scheme
+    return kopf.ConnectionInfo(
+        server=str(configuration.host),
+        ca_path=configuration.ssl_ca_cert,
+        insecure=not configuration.verify_ssl,
+        certificate_path=configuration.cert_file,
+        private_key_path=configuration.key_file,
+        scheme=scheme,
+        token=token,
+    )
+
+
+class UnknownContextError(LookupError):
+    """The kubeconfig has no context of the requested name."""
+
+
+def kubeconfig_namespace(kubeconfig: Path | None = None, context: str | None = None) -> str | None:
+    """The namespace of ``context`` (else the current context) in the kubeconfig, as kubectl reads it.
+
+    Raises one of :data:`KUBECONFIG_ERRORS` when the kubeconfig cannot be read, and
+    :class:`UnknownContextError` when ``context`` is not in it.
+    """
+    contexts, active = config.list_kube_config_contexts(str(kubeconfig) if kubeconfig else None)
+    chosen = next((c for c in contexts if c.get("name") == context), None) if context else active
+    if context and chosen is None:
+        raise UnknownContextError(f'context "{context}" does not exist in the kubeconfig')
+    namespace = ((chosen or {}).get("context") or {}).get("namespace")
+    return str(namespace) if namespace else None

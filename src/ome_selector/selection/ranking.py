@@ -1,0 +1,78 @@
+"""The one ranking engine (SPEC §4) and the order of near misses (SPEC §5).
+
+:func:`rank` checks runtimes against a model and ranks the auto-selectable ones: ServingRuntimes before
+ClusterServingRuntimes, then higher score, then the closer size range (only when the model has a size), then
+the name. Both :func:`~.outcome.evaluate` (the operator and the webhook) and :func:`~.explain.explain` (the
+CLI) rank through it, so the runtime selected and the runtime explain shows first cannot differ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ome_selector.selection.matcher import RuntimeCheck, check
+from ome_selector.selection.profiles import ModelProfile, RuntimeProfile
+
+__all__ = ["RankKey", "Ranking", "nearest_misses", "rank", "rank_key"]
+
+#: (cluster-scoped?, -score, (infinitely far?, distance), name): smaller ranks first.
+RankKey = tuple[bool, int, tuple[bool, Fraction], str]
+
+_ZERO = Fraction(0)
+
+
+def rank_key(result: RuntimeCheck) -> RankKey:
+    """The sort key of an auto-selectable runtime; sorting ascending gives the SPEC §4 ranking.
+
+    The distance is ``|size - lower| + |upper - size|`` as an exact number, a missing bound making it infinite
+    (two infinite distances tie), a runtime without a range at 0; it counts only when the model has a size.
+    Within one namespace view (kind, name) is unique, so the key orders the runtimes totally.
+    """
+    profile, size = result.profile, result.model.size
+    if size is None:
+        distance: tuple[bool, Fraction] = (False, _ZERO)
+    else:
+        value = profile.size_distance(size)
+        distance = (True, _ZERO) if value is None else (False, value)
+    return (profile.is_cluster, -result.score, distance, profile.name)
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """Every runtime checked: the auto-selectable ones in rank order, the others in the order given."""
+
+    ranked: tuple[RuntimeCheck, ...]
+    others: tuple[RuntimeCheck, ...]
+
+    @property
+    def selected(self) -> RuntimeCheck | None:
+        """The runtime auto-selection picks (rank 1), None when no runtime is auto-selectable."""
+        return self.ranked[0] if self.ranked else None
+
+
+def rank(
+    profiles: Iterable[RuntimeProfile], model: ModelProfile, accelerator_classes: Sequence[str] = ()
+) -> Ranking:
+    """Check every runtime of ``profiles`` against ``model`` (and the accelerator classes asked for) and rank
+    the auto-selectable ones (SPEC §4)."""
+    ranked: list[RuntimeCheck] = []
+    others: list[RuntimeCheck] = []
+    for profile in profiles:
+        result = check(profile, model, accelerator_classes)
+        (ranked if result.auto_selectable else others).append(result)
+    ranked.sort(key=rank_key)
+    return Ranking(ranked=tuple(ranked), others=tuple(others))
+
+
+def nearest_misses(results: Iterable[RuntimeCheck]) -> list[RuntimeCheck]:
+    """Runtimes that are not auto-selectable, nearest miss first (SPEC §5 v3): by the step at which each
+    failed, the latest step first, then ServingRuntimes before ClusterServingRuntimes, then by name."""
+    return sorted(results, key=_miss_key)
+
+
+def _miss_key(result: RuntimeCheck) -> tuple[int, bool, str]:
+    failed = result.failed
+    step = -failed if failed is not None else 0
+    return (step, result.profile.is_cluster, result.profile.name)

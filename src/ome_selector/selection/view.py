@@ -1,0 +1,44 @@
+"""What selection reads from a catalog: the lookups of SPEC §1 and the runtimes visible from a namespace.
+
+:func:`~.outcome.evaluate` and :func:`~.explain.explain` take any :class:`CatalogView`;
+:class:`ome_selector.catalog.Catalog` is the one the product uses. The protocol keeps the selection core below
+the catalog: it names what it needs and never imports the catalog.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from ome_selector.api.resources import Model
+from ome_selector.selection.profiles import ModelProfile, RuntimeProfile
+
+__all__ = ["CatalogView"]
+
+
+class CatalogView(Protocol):
+    """Read access to compiled models and runtimes, as of one moment."""
+
+    def resolve_model(self, namespace: str, name: str) -> Model | None:
+        """The BaseModel ``name`` in ``namespace`` if there is one, else the ClusterBaseModel ``name``."""
+        ...
+
+    def resolve_runtime_profile(self, namespace: str, name: str) -> RuntimeProfile | None:
+        """The ServingRuntime ``name`` in ``namespace`` if there is one, else the ClusterServingRuntime."""
+        ...
+
+    def model_profile(self, model: Model) -> ModelProfile:
+        """The compiled form of ``model``."""
+        ...
+
+    def runtime_profiles_visible_from(self, namespace: str) -> Sequence[RuntimeProfile]:
+        """The ServingRuntimes of ``namespace``, then every ClusterServingRuntime, each by name."""
+        ...
+
+    def runtime_profiles_for_format(self, namespace: str, format_name: str) -> Sequence[RuntimeProfile]:
+        """The runtimes visible from ``namespace`` with an entry naming ``format_name``, in the same order."""
+        ...
+
+    def runtime_counts(self, namespace: str) -> tuple[int, int]:
+        """(ServingRuntimes in ``namespace``, ClusterServingRuntimes)."""
+        ...

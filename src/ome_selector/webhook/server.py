@@ -1,0 +1,236 @@
+"""Serving the admission webhook: Kopf's HTTPS server, its certificates, and its registration.
+
+:meth:`WebhookServer.serve` is ``settings.admission.server``: a ``kopf.WebhookServer`` with certificates from
+a mounted directory, kept in a Secret (:mod:`.incluster`) or generated here (:mod:`.tls`; Kopf's own
+generator is broken on these machines), wrapped so that requests get an HTTP error — the webhook's
+failurePolicy decides — until the first full listing is indexed or when a check fails unexpectedly, and so
+that every answer's latency lands in ``ome_selector_admission_duration_seconds{kind,allowed}``.
+Registration is ours, not Kopf's ``managed`` mode (:mod:`.registration` says why).
+
+The server knows only what it is given: the handlers it serves (:mod:`.admission`), API access, the latency
+histogram, the operator's instance name and the namespaces it watches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import tempfile
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import kopf
+from aiohttp import web
+from kubernetes_asyncio.client.exceptions import ApiException
+from prometheus_client import Histogram
+
+from ome_selector.kube.connection import ClusterAccess
+from ome_selector.kube.objects import Objects
+from ome_selector.webhook.admission import DENIED_CODE, AdmissionHandlers, DirectReader, recording_failures
+from ome_selector.webhook.config import WebhookConfig
+from ome_selector.webhook.incluster import ObjectRef, SecretCertificates
+from ome_selector.webhook.registration import HANDLER_IDS, CaBundleRegistration, LocalRegistration
+from ome_selector.webhook.tls import TlsFiles, generate_serving_files, load_cert_dir
+
+__all__ = ["WebhookServer"]
+
+logger = logging.getLogger(__name__)
+
+
+class WebhookServer:
+    """Serves one set of admission handlers and keeps the apiserver's webhook configuration pointing at it."""
+
+    def __init__(
+        self,
+        config: WebhookConfig,
+        handlers: AdmissionHandlers,
+        *,
+        access: ClusterAccess,
+        latency: Histogram,
+        instance: str,
+        namespaces: Sequence[str] | None,
+    ) -> None:
+        """``latency`` is labelled ``kind`` and ``allowed``; ``namespaces`` are those watched (None: all)."""
+        self.config = config
+        self._handlers = handlers
+        self._access = access
+        self._latency = latency
+        self._instance = instance
+        self._namespaces = namespaces
+        #: Set while the webhook configuration points at the listening server (tests wait for it).
+        self.registered = asyncio.Event()
+        #: The ValidatingWebhookConfiguration in use (per-run name locally, the chart's in static mode).
+        self.configuration_name: str | None = None
+        self._client_config: kopf.WebhookClientConfig | None = None
+
+    def configure(self, settings: kopf.OperatorSettings) -> None:
+        settings.admission.server = self.serve
+        settings.admission.managed = None  # we write the configuration ourselves (see .registration)
+        _quiet_kopf_webhook_logs()
+
+    def _wrap(self, fn: kopf.WebhookFn) -> kopf.WebhookFn:
+        """Time every answer, mark denials Forbidden, and turn "not indexed yet" and failed checks into HTTP
+        errors (a denial is an answer; an error lets the webhook's failurePolicy decide, SPEC §7)."""
+        latency = self._latency
+
+        async def handle(
+            request: Any,
+            *,
+            webhook: str | None = None,
+            headers: kopf.Headers | None = None,
+            sslpeer: kopf.SSLPeer | None = None,
+        ) -> Any:
+            started = time.perf_counter()
+            payload = request.get("request") if isinstance(request, Mapping) else None
+            kind = str(((payload or {}).get("kind") or {}).get("kind") or "unknown")
+            if not self._handlers.ready:
+                latency.labels(kind, "error").observe(time.perf_counter() - started)
+                raise web.HTTPServiceUnavailable(text="ome-selector has not indexed the cluster yet")
+            with recording_failures() as failures:
+                response = await fn(request, webhook=webhook, headers=headers, sslpeer=sslpeer)
+            if failures:
+                latency.labels(kind, "error").observe(time.perf_counter() - started)
+                logger.error("admission check for %s failed: %r", kind, failures[0], exc_info=failures[0])
+                raise web.HTTPInternalServerError(
+                    text=f"ome-selector could not check the request: {failures[0]}"
+                )
+            allowed = bool(response.get("response", {}).get("allowed"))
+            status: Any = response.get("response", {}).get("status")
+            if not allowed and isinstance(status, dict) and status.get("code") == DENIED_CODE:
+                status.setdefault("reason", "Forbidden")  # kubectl: "Error from server (Forbidden): …"
+            latency.labels(kind, "true" if allowed else "false").observe(time.perf_counter() - started)
+            return response
+
+        return handle
+
+    async def serve(self, fn: kopf.WebhookFn) -> AsyncIterator[kopf.WebhookClientConfig]:
+        """``settings.admission.server``: listen, (re-)register on every client config, unregister on exit."""
+        config = self.config
+        with contextlib.ExitStack() as stack:
+            await self._secret_certificates(stack)  # in-cluster certificate mode only (.incluster)
+            files = self._tls_files(stack)
+            addr, port = config.bind_address
+            server = kopf.WebhookServer(
+                addr=addr,
+                port=port or None,
+                host=config.host,
+                certfile=files.cert_file,
+                pkeyfile=files.key_file,
+                cafile=files.ca_file,
+                file_check_interval=config.file_check_interval,
+            )
+            api_client = await self._access.api_client()
+            self._handlers.reader = DirectReader(Objects(api_client))
+            registration: LocalRegistration | CaBundleRegistration
+            if config.configuration_name is not None:
+                registration = CaBundleRegistration(api_client, config.configuration_name)
+            else:
+                registration = LocalRegistration(api_client, self._local_config(), instance=self._instance)
+            keeper: asyncio.Task[None] | None = None
+            try:
+                async for client_config in server(self._wrap(fn)):
+                    if isinstance(registration, CaBundleRegistration):
+                        self._client_config = client_config
+                        await _apply_logged(registration, client_config)
+                        if keeper is None:
+                            keeper = asyncio.create_task(self._keep_ca_bundle(registration))
+                    else:
+                        await registration.apply(client_config)
+                    self.configuration_name = registration.name
+                    self.registered.set()
+                    yield client_config
+            finally:
+                self.registered.clear()
+                if keeper is not None:
+                    keeper.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await keeper
+                try:
+                    await registration.remove()
+                except Exception as error:
+                    logger.warning(
+                        "could not remove the webhook configuration %s: %s", registration.name, error
+                    )
+                self._handlers.reader = None
+                await api_client.close()
+
+    async def _keep_ca_bundle(self, registration: CaBundleRegistration) -> None:
+        """Static mode: re-apply the bundle now and then (a chart upgrade may have reset it)."""
+        while True:
+            await asyncio.sleep(self.config.file_check_interval)
+            if self._client_config is not None:
+                await _apply_logged(registration, self._client_config)
+
+    async def _secret_certificates(self, stack: contextlib.ExitStack) -> None:
+        """In-cluster mode: the pair kept in ``cert_secret``, written to ``cert_dir`` and re-checked."""
+        config = self.config
+        if config.cert_secret is None or config.cert_dir is None:
+            return
+        api_client = await self._access.api_client()
+        certificates = SecretCertificates(
+            api_client,
+            ObjectRef.parse(config.cert_secret),
+            config.cert_dir,
+            service=ObjectRef.parse(config.service) if config.service else None,
+            hosts=(config.host,),
+        )
+        try:
+            await certificates.ensure()
+        except BaseException:
+            await api_client.close()
+            raise
+
+        async def keep() -> None:
+            try:
+                await certificates.keep()
+            finally:
+                await api_client.close()
+
+        stack.callback(asyncio.create_task(keep(), name="webhook-certificates").cancel)
+
+    def _local_config(self) -> WebhookConfig:
+        """An operator limited to some namespaces judges only those, unless told otherwise: its catalog
+        knows no BaseModel or ServingRuntime elsewhere (one could shadow a cluster-scoped one)."""
+        namespaces = self._namespaces
+        if self.config.namespace_selector is not None or namespaces is None:
+            return self.config
+        selector = {
+            "matchExpressions": [
+                {"key": "kubernetes.io/metadata.name", "operator": "In", "values": sorted(namespaces)}
+            ]
+        }
+        return dataclasses.replace(self.config, namespace_selector=selector)
+
+    def _tls_files(self, stack: contextlib.ExitStack) -> TlsFiles:
+        config = self.config
+        if config.cert_dir is not None:
+            return load_cert_dir(config.cert_dir)
+        directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ome-selector-webhook-")))
+        return generate_serving_files(directory, config.host, config.bind_address[0])
+
+
+class _OurWebhookOutcomes(logging.Filter):
+    """Drops Kopf's per-request "Webhook '…' succeeded/failed permanently" lines for our handlers: a denial
+    is an answer, not an operator error, and is logged once by the handler that denies."""
+
+    _PREFIXES = tuple(f"Webhook {handler_id!r} " for handler_id in HANDLER_IDS.values())
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (isinstance(record.msg, str) and record.msg.startswith(self._PREFIXES))
+
+
+def _quiet_kopf_webhook_logs() -> None:
+    kopf_objects = logging.getLogger("kopf.objects")
+    if not any(isinstance(f, _OurWebhookOutcomes) for f in kopf_objects.filters):
+        kopf_objects.addFilter(_OurWebhookOutcomes())
+
+
+async def _apply_logged(registration: CaBundleRegistration, client_config: kopf.WebhookClientConfig) -> None:
+    try:
+        await registration.apply(client_config)
+    except (ApiException, OSError) as error:
+        logger.warning("could not update caBundle of %s: %s", registration.name, error)

@@ -1,0 +1,155 @@
+"""The client layer (kube/objects.py) against the real apiserver: paged consistent listing, get, status
+patch and events."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import pytest
+from kubernetes import client
+
+from harness import objects
+from harness.controlplane import ControlPlane
+from harness.kube import create, events_for, get
+from ome_selector.api.resources import API_GROUP_VERSION, Kind
+from ome_selector.kube import objects as kube_objects
+from ome_selector.kube import scope
+from ome_selector.kube.connection import ClusterAccess
+from ome_selector.kube.objects import ConflictError, GoneError, Objects
+
+T = TypeVar("T")
+
+
+def _with_objects(control_plane: ControlPlane, action: Callable[[Objects], Awaitable[T]]) -> T:
+    async def run() -> T:
+        api_client = await ClusterAccess(control_plane.kubeconfig).api_client()
+        async with api_client:
+            return await action(Objects(api_client))
+
+    return asyncio.run(run())
+
+
+def _names(bodies: list[dict[str, Any]], kind: str) -> list[str]:
+    return sorted(body["metadata"]["name"] for body in bodies if body["kind"] == kind)
+
+
+def test_listing_pages_through_every_kind_at_one_resource_version(
+    control_plane: ControlPlane,
+    api_client: Any,
+    namespace: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    other = f"{namespace}-other"
+    core: Any = client.CoreV1Api(api_client)
+    core.create_namespace({"metadata": {"name": other}})
+    for index in range(5):
+        create(api_client, objects.model(f"m{index}", namespace=namespace))
+        create(api_client, objects.runtime(f"r{index}", namespace=namespace))
+    create(api_client, objects.model("elsewhere", namespace=other))
+    monkeypatch.setattr(kube_objects, "PAGE_SIZE", 2)  # five objects of a kind take three pages
+    # A model created right after the first page: the later lists, read at the first one's
+    # resourceVersion, must not see it.
+    late: list[dict[str, Any]] = []
+    real_call = scope.custom_object_call
+
+    def call_then_create(*args: Any, **kwargs: Any) -> Callable[..., Awaitable[Any]]:
+        call = real_call(*args, **kwargs)
+
+        async def listed(*call_args: Any, **call_kwargs: Any) -> Any:
+            page = await call(*call_args, **call_kwargs)
+            if not late:
+                late.append(create(api_client, objects.model("late", namespace=namespace)))
+            return page
+
+        return listed
+
+    monkeypatch.setattr(kube_objects, "custom_object_call", call_then_create)
+
+    snapshot = _with_objects(control_plane, lambda o: o.list_objects(namespaces=[namespace]))
+
+    assert late, "the model was created while listing"
+    assert _names(snapshot.bodies, "BaseModel") == [f"m{index}" for index in range(5)]
+    assert _names(snapshot.bodies, "ServingRuntime") == [f"r{index}" for index in range(5)]
+    assert all(body["apiVersion"] == API_GROUP_VERSION for body in snapshot.bodies)
+    monkeypatch.setattr(kube_objects, "custom_object_call", real_call)
+    everywhere = _with_objects(control_plane, lambda o: o.list_objects(kinds=[Kind.BASE_MODEL]))
+    assert {"elsewhere", "late", "m0"} <= set(_names(everywhere.bodies, "BaseModel"))
+
+
+def test_get_reads_either_scope_and_answers_none_for_a_missing_object(
+    control_plane: ControlPlane, api_client: Any, namespace: str, cluster_objects: list[tuple[str, str]]
+) -> None:
+    name = f"{namespace}-cluster-model"
+    create(api_client, objects.model(name))
+    cluster_objects.append(("ClusterBaseModel", name))
+    create(api_client, objects.model("local", namespace=namespace))
+
+    async def read(o: Objects) -> list[dict[str, Any] | None]:
+        return [
+            await o.get(Kind.CLUSTER_BASE_MODEL, None, name),
+            await o.get(Kind.BASE_MODEL, namespace, "local"),
+            await o.get(Kind.BASE_MODEL, namespace, "absent"),
+        ]
+
+    cluster, local, absent = _with_objects(control_plane, read)
+    assert cluster is not None
+    assert cluster["kind"] == "ClusterBaseModel"
+    assert local is not None
+    assert local["metadata"]["namespace"] == namespace
+    assert absent is None
+
+
+def test_status_patch_is_guarded_by_resource_version(
+    control_plane: ControlPlane, api_client: Any, namespace: str
+) -> None:
+    create(api_client, objects.inference_service("svc", namespace=namespace, model_name="m"))
+    stale = get(api_client, "InferenceService", "svc", namespace)["metadata"]["resourceVersion"]
+    condition = {
+        "type": "Ready",
+        "status": "True",
+        "reason": "Up",
+        "lastTransitionTime": "2025-01-01T00:00:00Z",
+    }
+
+    def patch(version: str, name: str = "svc") -> Callable[[Objects], Awaitable[dict[str, Any]]]:
+        body = {"metadata": {"resourceVersion": version}, "status": {"conditions": [condition]}}
+        return lambda o: o.patch_status(Kind.INFERENCE_SERVICE, namespace, name, body, field_manager="test")
+
+    written = _with_objects(control_plane, patch(stale))
+    assert written["status"]["conditions"] == [condition]
+    assert written["metadata"]["resourceVersion"] != stale
+    with pytest.raises(ConflictError, match=f"{namespace}/svc"):
+        _with_objects(control_plane, patch(stale))
+    with pytest.raises(GoneError, match=f"{namespace}/gone"):
+        _with_objects(control_plane, patch(stale, name="gone"))
+
+
+def test_event_names_the_object_and_the_reporter(
+    control_plane: ControlPlane, api_client: Any, namespace: str
+) -> None:
+    body = create(api_client, objects.inference_service("svc", namespace=namespace, model_name="m"))
+
+    _with_objects(
+        control_plane,
+        lambda o: o.create_event(
+            Kind.INFERENCE_SERVICE,
+            body,
+            type_="Warning",
+            reason="Checked",
+            message="x" * 2000,
+            component="ome-selector",
+            instance="pod-1",
+        ),
+    )
+
+    (event,) = events_for(api_client, namespace, "svc")
+    assert (event.type, event.reason, event.message) == ("Warning", "Checked", "x" * 1024)
+    involved = event.involved_object
+    assert (involved.api_version, involved.kind, involved.uid) == (
+        API_GROUP_VERSION,
+        "InferenceService",
+        body["metadata"]["uid"],
+    )
+    assert (event.reporting_component, event.reporting_instance) == ("ome-selector", "pod-1")

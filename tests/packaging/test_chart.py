@@ -1,0 +1,559 @@
+"""The Helm chart rendered with `helm template` in its modes: what must hold of every install.
+
+Also ties the chart to the code: the Deployment's arguments parse with `ome-selector run`, the webhook names
+and paths are the ones the code serves, the alert's metric exists, the CRDs equal manifests/crds, and the
+plain install (manifests/install.yaml) is what `make manifests` renders now.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from harness import chart
+from harness.crds import crd_documents
+from ome_selector.api.resources import Kind
+from ome_selector.cli.ome_selector import _parser
+from ome_selector.operator.metrics import Metrics
+from ome_selector.webhook.cli import webhook_config_from_args
+from ome_selector.webhook.registration import HANDLER_IDS, webhook_name
+
+STANDARD_LABELS = {
+    "app.kubernetes.io/name",
+    "app.kubernetes.io/instance",
+    "app.kubernetes.io/version",
+    "app.kubernetes.io/managed-by",
+    "helm.sh/chart",
+}
+CERT_DIR = "/var/run/ome-selector/webhook-certs"
+
+
+@pytest.fixture(scope="module")
+def helm() -> Path:
+    try:
+        return chart.find_helm()
+    except chart.HelmNotFoundError as error:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(str(error))
+
+
+class Rendered:
+    def __init__(self, docs: list[dict[str, Any]]) -> None:
+        self.docs = docs
+
+    def all(self, kind: str) -> list[dict[str, Any]]:
+        return [doc for doc in self.docs if doc["kind"] == kind]
+
+    def one(self, kind: str, name: str | None = None) -> dict[str, Any]:
+        found = [d for d in self.all(kind) if name is None or d["metadata"]["name"] == name]
+        assert len(found) == 1, (kind, name, [d["metadata"]["name"] for d in self.all(kind)])
+        return found[0]
+
+    @property
+    def container(self) -> dict[str, Any]:
+        containers = self.one("Deployment")["spec"]["template"]["spec"]["containers"]
+        assert len(containers) == 1
+        container: dict[str, Any] = containers[0]
+        return container
+
+    @property
+    def args(self) -> list[str]:
+        return list(self.container["args"])
+
+    def rules(self) -> set[tuple[str, str, str, str, tuple[str, ...]]]:
+        """(kind/namespace of the role, apiGroup, resource, verb, resourceNames) of the operator's roles."""
+        found = set()
+        for doc in self.all("ClusterRole") + self.all("Role"):
+            if doc["metadata"]["name"].endswith("-plugin-reader"):
+                continue
+            where = doc["metadata"].get("namespace", "")
+            for rule in doc["rules"]:
+                for group in rule["apiGroups"]:
+                    for resource in rule["resources"]:
+                        for verb in rule["verbs"]:
+                            found.add((where, group, resource, verb, tuple(rule.get("resourceNames", ()))))
+        return found
+
+
+@pytest.fixture(scope="module")
+def render(helm: Path) -> Any:
+    cache: dict[str, Rendered] = {}
+
+    def make(values: dict[str, Any] | None = None, **kwargs: Any) -> Rendered:
+        key = json.dumps([values, kwargs], sort_keys=True)
+        if key not in cache:
+            cache[key] = Rendered(chart.render(values, helm=helm, **kwargs))
+        return cache[key]
+
+    return make
+
+
+def _helm(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(helm), *args], capture_output=True, text=True, timeout=120, check=False)
+
+
+# --- lint and schema -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "sets",
+    [
+        [],
+        ["webhook.certManager.enabled=true"],
+        ["watchNamespaces={a,b}", "reportOnly=true", "crds.install=false"],
+        [
+            "webhook.enabled=false",
+            "metrics.serviceMonitor.enabled=true",
+            "metrics.prometheusRule.enabled=true",
+        ],
+    ],
+)
+def test_helm_lint_strict_is_clean(helm: Path, sets: list[str]) -> None:
+    result = _helm(helm, "lint", "--strict", str(chart.CHART_DIR), *(f"--set={s}" for s in sets))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "[WARNING]" not in result.stdout, result.stdout
+    assert "[ERROR]" not in result.stdout, result.stdout
+
+
+@pytest.mark.parametrize(
+    ("values", "complaint"),
+    [
+        ({"webhook": {"timeoutSeconds": 31}}, "/webhook/timeoutSeconds"),
+        ({"webhook": {"failurePolicy": "Sometimes"}}, "/webhook/failurePolicy"),
+        ({"reportOnly": "yes"}, "/reportOnly"),
+        ({"watchNamespaces": ["Not_A_Namespace"]}, "/watchNamespaces/0"),
+        ({"crds": {"instal": True}}, "instal"),
+        ({"unknownKey": 1}, "unknownKey"),
+    ],
+)
+def test_values_schema_rejects_bad_values(helm: Path, values: dict[str, Any], complaint: str) -> None:
+    with pytest.raises(subprocess.CalledProcessError) as failure:
+        chart.render(values, helm=helm)
+    assert "values don't meet the specifications of the schema" in failure.value.stderr
+    assert complaint in failure.value.stderr
+
+
+# --- every object ------------------------------------------------------------------------------------------
+
+
+def test_default_install_has_the_expected_objects(render: Any) -> None:
+    kinds = sorted(doc["kind"] for doc in render().docs)
+    assert kinds == sorted(
+        ["ServiceAccount", "ClusterRole", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"]
+        + ["Secret", "Service", "Service", "Deployment", "ValidatingWebhookConfiguration"]
+        + ["CustomResourceDefinition"] * 5
+    )
+
+
+@pytest.mark.parametrize(
+    "values",
+    [None, {"webhook": {"certManager": {"enabled": True}}}, {"watchNamespaces": ["a", "b"]}],
+)
+def test_every_object_has_the_standard_labels_and_namespaced_ones_the_release_namespace(
+    render: Any, values: dict[str, Any] | None
+) -> None:
+    for doc in render(values, namespace="ops").docs:
+        labels = doc["metadata"].get("labels") or {}
+        assert set(labels) >= STANDARD_LABELS, (doc["kind"], doc["metadata"]["name"])
+        assert labels["app.kubernetes.io/part-of"] == "ome-selector"
+        if doc["kind"] in {"Role", "RoleBinding"} and doc["metadata"]["namespace"] in {"a", "b"}:
+            continue  # the per-namespace roles of a namespaced install
+        cluster_scoped = {
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "ValidatingWebhookConfiguration",
+            "CustomResourceDefinition",
+        }
+        assert ("namespace" in doc["metadata"]) == (doc["kind"] not in cluster_scoped), doc["kind"]
+        if doc["kind"] not in cluster_scoped:
+            assert doc["metadata"]["namespace"] == "ops"
+
+
+def test_no_key_material_is_rendered(render: Any) -> None:
+    secret = render().one("Secret")
+    assert secret["type"] == "Opaque"
+    assert "data" not in secret
+    assert "stringData" not in secret
+    assert "BEGIN" not in chart.render_text()
+
+
+# --- the Deployment ----------------------------------------------------------------------------------------
+
+
+def test_deployment_runs_one_replica_with_recreate_and_restricted_security(render: Any) -> None:
+    deployment = render().one("Deployment")
+    assert deployment["spec"]["replicas"] == 1
+    assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] == 65532
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    container = render().container
+    security = container["securityContext"]
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["capabilities"] == {"drop": ["ALL"]}
+    assert security["runAsNonRoot"] is True
+    assert security["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert set(container["resources"]) == {"requests", "limits"}
+    assert {"cpu", "memory"} <= set(container["resources"]["requests"])
+    assert "memory" in container["resources"]["limits"]
+    for probe in ("livenessProbe", "startupProbe"):
+        assert container[probe]["httpGet"] == {"path": "/healthz", "port": "metrics"}
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    ports = {port["name"]: port["containerPort"] for port in container["ports"]}
+    assert ports == {"metrics": 8080, "webhook": 9443}
+    # The certificates go to a writable emptyDir (the root filesystem is read-only), as does /tmp.
+    mounts = {mount["name"]: mount["mountPath"] for mount in container["volumeMounts"]}
+    assert mounts == {"tmp": "/tmp", "webhook-certs": CERT_DIR}
+    volumes = {volume["name"]: volume for volume in pod["volumes"]}
+    assert "emptyDir" in volumes["webhook-certs"]
+    assert "emptyDir" in volumes["tmp"]
+    env = {item["name"] for item in container["env"]}
+    assert env == {"POD_NAME", "POD_NAMESPACE"}
+
+
+def _parse(args: list[str]) -> Any:
+    return _parser().parse_args(["run", *args])
+
+
+def test_deployment_arguments_are_understood_by_ome_selector_run(render: Any) -> None:
+    rendered = render(release="prod", namespace="ops")
+    args = _parse(rendered.args)
+    assert args.namespaces is None
+    assert args.report_only is False
+    assert args.health_bind_address == ("0.0.0.0", 8080)
+    webhook = webhook_config_from_args(args)
+    assert webhook is not None
+    assert webhook.bind_address == ("0.0.0.0", 9443)
+    assert str(webhook.cert_dir) == CERT_DIR
+    assert webhook.configuration_name == rendered.one("ValidatingWebhookConfiguration")["metadata"]["name"]
+    assert webhook.cert_secret == f"ops/{rendered.one('Secret')['metadata']['name']}"
+    webhook_service = [s for s in rendered.all("Service") if s["spec"]["ports"][0]["name"] == "webhook"]
+    assert webhook.service == f"ops/{webhook_service[0]['metadata']['name']}"
+    assert webhook.strict_sizes is False
+
+
+def test_values_become_arguments(render: Any) -> None:
+    values = {"reportOnly": True, "watchNamespaces": ["team-a", "team-b"], "webhook": {"strictSizes": True}}
+    args = _parse(render(values).args)
+    assert args.report_only is True
+    assert args.namespaces == ["team-a", "team-b"]
+    webhook = webhook_config_from_args(args)
+    assert webhook is not None
+    assert webhook.strict_sizes is True
+    assert _parse(render({"webhook": {"enabled": False}}).args).webhook_bind_address is None
+
+
+# --- RBAC --------------------------------------------------------------------------------------------------
+
+OME = "ome.io"
+READ = {"get", "list", "watch"}
+
+
+def test_cluster_wide_rbac_is_least_privilege(render: Any) -> None:
+    rendered = render(release="prod", namespace="ops")
+    configuration = ("prod-ome-selector",)
+    secret = ("prod-ome-selector-webhook-tls",)
+    expected = {
+        ("", OME, plural, verb, ())
+        for plural in (
+            "basemodels",
+            "clusterbasemodels",
+            "servingruntimes",
+            "clusterservingruntimes",
+            "inferenceservices",
+        )
+        for verb in READ
+    } | {
+        ("", OME, "inferenceservices/status", "patch", ()),
+        ("", "", "events", "create", ()),
+        ("", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "get", configuration),
+        ("", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "update", configuration),
+        ("ops", "", "secrets", "get", secret),
+        ("ops", "", "secrets", "update", secret),
+    }
+    assert rendered.rules() == expected
+    binding = rendered.one("ClusterRoleBinding")
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "prod-ome-selector", "namespace": "ops"}
+    ]
+
+
+def test_namespaced_install_has_roles_per_namespace_and_a_cluster_role_only_for_cluster_kinds(
+    render: Any,
+) -> None:
+    rendered = render({"watchNamespaces": ["team-a", "team-b"]}, release="prod", namespace="ops")
+    rules = rendered.rules()
+    cluster = {rule[1:] for rule in rules if rule[0] == ""}
+    assert {(group, resource) for group, resource, *_ in cluster} == {
+        (OME, "clusterbasemodels"),
+        (OME, "clusterservingruntimes"),
+        ("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
+    }
+    for namespace in ("team-a", "team-b"):
+        scoped = {rule[1:4] for rule in rules if rule[0] == namespace}
+        assert scoped == {
+            (OME, plural, verb)
+            for plural in ("basemodels", "servingruntimes", "inferenceservices")
+            for verb in READ
+        } | {(OME, "inferenceservices/status", "patch"), ("", "events", "create")}
+    bindings = [b for b in rendered.all("RoleBinding") if b["metadata"]["name"] == "prod-ome-selector"]
+    assert sorted(b["metadata"]["namespace"] for b in bindings) == ["team-a", "team-b"]
+    assert not rendered.all("ClusterRoleBinding")[0]["metadata"]["name"].endswith("ome-selector")
+
+
+def test_report_only_grants_no_writes(render: Any) -> None:
+    for values in ({"reportOnly": True}, {"reportOnly": True, "watchNamespaces": ["a"]}):
+        verbs = {(rule[2], rule[3]) for rule in render(values).rules()}
+        assert ("inferenceservices/status", "patch") not in verbs
+        assert ("events", "create") not in verbs
+
+
+def test_cert_manager_mode_grants_no_secret_access(render: Any) -> None:
+    resources = {rule[2] for rule in render({"webhook": {"certManager": {"enabled": True}}}).rules()}
+    assert "secrets" not in resources
+    assert not render({"webhook": {"enabled": False}}).all("Role")
+
+
+def test_plugin_reader_cluster_role_is_read_only(render: Any) -> None:
+    reader = render(release="prod").one("ClusterRole", "prod-ome-selector-plugin-reader")
+    assert reader["rules"] == [
+        {
+            "apiGroups": ["ome.io"],
+            "resources": [
+                "basemodels",
+                "clusterbasemodels",
+                "servingruntimes",
+                "clusterservingruntimes",
+                "inferenceservices",
+            ],
+            "verbs": ["get", "list", "watch"],
+        }
+    ]
+    aggregated = render({"rbac": {"pluginReader": {"aggregateToView": True}}}, release="prod")
+    labels = aggregated.one("ClusterRole", "prod-ome-selector-plugin-reader")["metadata"]["labels"]
+    assert labels["rbac.authorization.k8s.io/aggregate-to-view"] == "true"
+    assert not [
+        r
+        for r in render({"rbac": {"pluginReader": {"create": False}}}).all("ClusterRole")
+        if "reader" in r["metadata"]["name"]
+    ]
+
+
+# --- webhook -----------------------------------------------------------------------------------------------
+
+
+def test_webhook_configuration_matches_the_code_and_spec(render: Any) -> None:
+    rendered = render(release="prod", namespace="ops")
+    configuration = rendered.one("ValidatingWebhookConfiguration")
+    service = rendered.one("Service", "prod-ome-selector-webhook")
+    assert service["spec"]["ports"] == [
+        {"name": "webhook", "port": 443, "targetPort": "webhook", "protocol": "TCP"}
+    ]
+    webhooks = {webhook["name"]: webhook for webhook in configuration["webhooks"]}
+    assert set(webhooks) == {webhook_name(kind) for kind in Kind}
+    for kind in Kind:
+        webhook = webhooks[webhook_name(kind)]
+        assert webhook["clientConfig"] == {
+            "service": {
+                "name": "prod-ome-selector-webhook",
+                "namespace": "ops",
+                "port": 443,
+                "path": f"/{HANDLER_IDS[kind]}",
+            }
+        }
+        assert webhook["rules"] == [
+            {
+                "apiGroups": ["ome.io"],
+                "apiVersions": ["v1beta1"],
+                "operations": ["CREATE", "UPDATE"],
+                "resources": [kind.plural],  # never the status subresource
+                "scope": "Namespaced" if kind.namespaced else "Cluster",
+            }
+        ]
+        assert webhook["sideEffects"] == "None"
+        assert webhook["admissionReviewVersions"] == ["v1"]
+        assert webhook["timeoutSeconds"] == 10
+        assert webhook["failurePolicy"] == ("Fail" if kind is Kind.INFERENCE_SERVICE else "Ignore")
+        assert ("namespaceSelector" in webhook) == kind.namespaced
+        if kind is Kind.INFERENCE_SERVICE:
+            assert webhook["matchConditions"] == [
+                {
+                    "name": "has-engine",
+                    "expression": "object != null && has(object.spec) && has(object.spec.engine)",
+                }
+            ]
+        else:
+            assert "matchConditions" not in webhook
+    assert "annotations" not in configuration["metadata"]  # the operator fills the caBundle
+
+
+def test_webhook_policies_timeout_and_namespaces_are_values(render: Any) -> None:
+    values = {
+        "watchNamespaces": ["team-a"],
+        "webhook": {"failurePolicy": "Ignore", "sizesFailurePolicy": "Fail", "timeoutSeconds": 5},
+    }
+    webhooks = {w["name"]: w for w in render(values).one("ValidatingWebhookConfiguration")["webhooks"]}
+    isvc = webhooks[webhook_name(Kind.INFERENCE_SERVICE)]
+    assert isvc["failurePolicy"] == "Ignore"
+    assert webhooks[webhook_name(Kind.SERVING_RUNTIME)]["failurePolicy"] == "Fail"
+    assert {w["timeoutSeconds"] for w in webhooks.values()} == {5}
+    assert isvc["namespaceSelector"] == {
+        "matchExpressions": [
+            {"key": "ome-selector.ome.io/webhook", "operator": "NotIn", "values": ["disabled"]},
+            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["team-a"]},
+        ]
+    }
+    # The default values must not be changed by the namespaced merge (deepCopy in the helper).
+    default = render().one("ValidatingWebhookConfiguration")["webhooks"][0]["namespaceSelector"]
+    assert len(default["matchExpressions"]) == 1
+
+
+def test_cert_manager_mode(render: Any) -> None:
+    rendered = render({"webhook": {"certManager": {"enabled": True}}}, release="prod", namespace="ops")
+    certificate = rendered.one("Certificate")
+    assert certificate["apiVersion"] == "cert-manager.io/v1"
+    assert certificate["spec"]["secretName"] == "prod-ome-selector-webhook-tls"
+    assert certificate["spec"]["dnsNames"] == [
+        "prod-ome-selector-webhook.ops.svc",
+        "prod-ome-selector-webhook.ops.svc.cluster.local",
+    ]
+    assert certificate["spec"]["issuerRef"] == {"kind": "Issuer", "name": "prod-ome-selector-selfsigned"}
+    assert rendered.one("Issuer")["spec"] == {"selfSigned": {}}
+    annotations = rendered.one("ValidatingWebhookConfiguration")["metadata"]["annotations"]
+    assert annotations == {"cert-manager.io/inject-ca-from": f"ops/{certificate['metadata']['name']}"}
+    assert not rendered.all("Secret")
+    volume = next(
+        v
+        for v in rendered.one("Deployment")["spec"]["template"]["spec"]["volumes"]
+        if v["name"] == "webhook-certs"
+    )
+    assert volume == {"name": "webhook-certs", "secret": {"secretName": "prod-ome-selector-webhook-tls"}}
+    webhook = webhook_config_from_args(_parse(rendered.args))
+    assert webhook is not None
+    assert webhook.cert_secret is None
+    assert str(webhook.cert_dir) == CERT_DIR
+    external = render(
+        {
+            "webhook": {
+                "certManager": {"enabled": True, "issuerRef": {"kind": "ClusterIssuer", "name": "corp-ca"}}
+            }
+        }
+    )
+    assert not external.all("Issuer")
+    assert external.one("Certificate")["spec"]["issuerRef"] == {"kind": "ClusterIssuer", "name": "corp-ca"}
+
+
+def test_webhook_disabled_renders_no_webhook_objects(render: Any) -> None:
+    rendered = render({"webhook": {"enabled": False}})
+    assert not rendered.all("ValidatingWebhookConfiguration")
+    assert not rendered.all("Secret")
+    assert [s["metadata"]["name"] for s in rendered.all("Service")] == ["ome-selector-metrics"]
+    assert not any(arg.startswith("--webhook") for arg in rendered.args)
+
+
+# --- metrics -----------------------------------------------------------------------------------------------
+
+
+def test_service_monitor_and_prometheus_rule(render: Any) -> None:
+    rendered = render(
+        {"metrics": {"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True}}},
+        namespace="ops",
+    )
+    monitor = rendered.one("ServiceMonitor")
+    metrics_service = rendered.one("Service", "ome-selector-metrics")
+    selector = monitor["spec"]["selector"]["matchLabels"]
+    assert selector.items() <= metrics_service["metadata"]["labels"].items()
+    assert monitor["spec"]["endpoints"][0]["port"] == metrics_service["spec"]["ports"][0]["name"] == "metrics"
+    rule = rendered.one("PrometheusRule")["spec"]["groups"][0]["rules"][0]
+    assert rule["for"] == "10m"
+    assert 'ome_selector_inferenceservices{status="False"}' in rule["expr"]
+    assert rule["expr"].endswith("> 0")
+    assert "{{ $value }}" in rule["annotations"]["description"]
+    gauges = {family.name for family in Metrics().registry.collect()}
+    assert "ome_selector_inferenceservices" in gauges
+    assert not render().all("ServiceMonitor")
+    assert not render().all("PrometheusRule")
+
+
+# --- CRDs and the plain install ----------------------------------------------------------------------------
+
+
+def test_crds_are_manifests_crds_kept_on_uninstall_and_optional(render: Any) -> None:
+    rendered = {doc["metadata"]["name"]: doc for doc in render().all("CustomResourceDefinition")}
+    for source in crd_documents():
+        crd = rendered[source["metadata"]["name"]]
+        assert crd["spec"] == source["spec"]
+        assert crd["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}
+        # The label the lookup guard (and the SPEC's "never adopt OME's CRDs") relies on.
+        assert crd["metadata"]["labels"]["app.kubernetes.io/part-of"] == "ome-selector"
+    assert not render({"crds": {"install": False}}).all("CustomResourceDefinition")
+
+
+def test_chart_crd_copies_and_install_manifest_are_in_sync(helm: Path) -> None:
+    stale = [
+        str(path.relative_to(chart.REPO_ROOT))
+        for path, content in chart.expected_files(helm).items()
+        if not path.is_file() or path.read_bytes() != content
+    ]
+    extra = {p.name for p in chart.CHART_CRDS.glob("*.yaml")} - {
+        p.name for p in chart.CRD_SOURCE.glob("*.yaml")
+    }
+    assert not stale + sorted(extra), f"out of date: {stale + sorted(extra)}; run `make manifests`"
+
+
+def test_install_manifest_is_the_default_render_plus_its_namespace() -> None:
+    docs = [doc for doc in yaml.safe_load_all(chart.INSTALL_MANIFEST.read_text()) if doc]
+    assert docs[0] == {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "name": "ome-selector",
+            "labels": {"app.kubernetes.io/name": "ome-selector", "app.kubernetes.io/part-of": "ome-selector"},
+        },
+    }
+    assert {doc["kind"] for doc in docs} >= {
+        "Deployment",
+        "CustomResourceDefinition",
+        "ValidatingWebhookConfiguration",
+    }
+
+
+def test_every_value_is_in_the_readme_configuration_table() -> None:
+    values = yaml.safe_load((chart.CHART_DIR / "values.yaml").read_text())
+    readme = (chart.REPO_ROOT / "README.md").read_text()
+    table = readme.split("### Configuration", 1)[1].split("\n## ", 1)[0]
+    free_form = {
+        "resources",
+        "podSecurityContext",
+        "securityContext",
+        "namespaceSelector",
+        "issuerRef",
+        "labels",
+    }
+
+    def keys(tree: dict[str, Any], prefix: str = "") -> Iterator[str]:
+        for key, value in tree.items():
+            path = f"{prefix}{key}"
+            if isinstance(value, dict) and value and key not in free_form:
+                yield from keys(value, f"{path}.")
+            else:
+                yield path
+
+    missing = [
+        path
+        for path in keys(values)
+        if f"`{path}`" not in table
+        and f".{path.rsplit('.', 1)[-1]}`" not in table
+        and path.split(".")[-1] not in table
+    ]
+    assert not missing, f"values missing from the README's configuration table: {missing}"

@@ -1,0 +1,219 @@
+"""The image, without a Docker engine: the Dockerfile's promises, and its payload run as the image runs it.
+
+The payload is what the Dockerfile's first stage builds: the project's wheel (`pip wheel . --no-deps`, the
+`wheel` fixture of conftest.py) installed with the pinned constraints into a clean virtual environment. Here
+that environment runs `ome-selector run --help` and `kubectl-ome --help` as uid/gid 65532 with no groups, a
+read-only view of the environment and PYTHONDONTWRITEBYTECODE=1, as the container does. The dependencies are
+installed once per (constraints, pyproject, interpreter) and cached; the wheel is reinstalled every run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DOCKERFILE = REPO_ROOT / "Dockerfile"
+NONROOT = ("--reuid=65532", "--regid=65532", "--clear-groups")
+
+
+# --- the Dockerfile ----------------------------------------------------------------------------------------
+
+
+def _stages() -> list[list[str]]:
+    """The Dockerfile's instructions (continuations joined), split into stages."""
+    text = re.sub(r"\\\n", " ", DOCKERFILE.read_text())
+    stages: list[list[str]] = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.upper().startswith("FROM "):
+            stages.append([])
+        if stages:
+            stages[-1].append(line)
+    return stages
+
+
+def test_dockerfile_is_multi_stage_slim_non_root_with_the_run_entrypoint() -> None:
+    text = DOCKERFILE.read_text()
+    assert re.search(r"^ARG PYTHON_IMAGE=python:3\.11-slim", text, re.MULTILINE)
+    build, final = _stages()
+    assert build[0] == "FROM ${PYTHON_IMAGE} AS build"
+    assert any("pip wheel --no-deps" in line for line in build)
+    assert any("--constraint constraints.txt" in line for line in build)
+    assert final[0] == "FROM ${PYTHON_IMAGE}"
+    assert "COPY --from=build /opt/ome-selector /opt/ome-selector" in final
+    # Nothing is built or installed in the final stage: no compilers, no package manager runs, no pip.
+    for line in final:
+        assert not re.search(r"apt-get|apk |pip |gcc|build-essential|make ", line), line
+    env = " ".join(line for line in final if line.startswith("ENV "))
+    assert "PYTHONDONTWRITEBYTECODE=1" in env
+    assert final[-1] == 'ENTRYPOINT ["ome-selector", "run"]'
+    users = [line for line in final if line.startswith("USER ")]
+    assert users == ["USER 65532:65532"]
+    assert final.index(users[0]) > max(i for i, line in enumerate(final) if line.startswith(("RUN", "COPY")))
+
+
+def test_dockerignore_sends_only_what_the_build_copies() -> None:
+    lines = [
+        line.strip()
+        for line in (REPO_ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    assert lines[0] == "*"
+    allowed = {line[1:].rstrip("/") for line in lines if line.startswith("!")}
+    copied = {
+        source.rstrip("/")
+        for stage in _stages()
+        for line in stage
+        if line.startswith("COPY ") and "--from=" not in line
+        for source in line.split()[1:-1]
+    }
+    assert copied == allowed
+
+
+# --- the payload -------------------------------------------------------------------------------------------
+
+
+def _run(*argv: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(a) for a in argv],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env=env,
+        cwd=REPO_ROOT,
+    )
+
+
+def _nonroot_env() -> dict[str, str]:
+    return {
+        "PATH": "/usr/bin:/bin",
+        "HOME": "/tmp",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "LANG": "C.UTF-8",
+    }
+
+
+def _works_as_nonroot(python: Path) -> bool:
+    result = _run("setpriv", *NONROOT, python, "-c", "import venv", env=_nonroot_env())
+    return result.returncode == 0
+
+
+def _interpreter() -> Path:
+    """A Python 3.11+ with venv that the non-root user can run (a pyenv under /root may not be)."""
+    candidates = [Path(getattr(sys, "_base_executable", sys.executable)), Path(sys.executable)]
+    candidates += [Path(p) for p in (shutil.which("python3.11"), "/usr/bin/python3") if p]
+    for candidate in candidates:
+        if candidate.is_file() and _works_as_nonroot(candidate):
+            version = _run(candidate, "-c", "import sys; print(sys.version_info >= (3, 11))")
+            if version.stdout.strip() == "True":
+                return candidate
+    pytest.skip("no Python 3.11+ interpreter the non-root user can run")
+
+
+def _readable_by_nonroot(directory: Path) -> bool:
+    probe = directory / ".nonroot-probe"
+    probe.write_text("ok")
+    try:
+        return _run("setpriv", *NONROOT, "/bin/cat", probe, env=_nonroot_env()).stdout == "ok"
+    finally:
+        probe.unlink()
+
+
+def _cache_root(python: Path) -> Path:
+    """Keyed by the constraints, pyproject and interpreter; in the user cache if the non-root user can read
+    it there (a home directory is often private), else in /var/tmp."""
+    digest = hashlib.sha256()
+    for path in (REPO_ROOT / "constraints.txt", REPO_ROOT / "pyproject.toml"):
+        digest.update(path.read_bytes())
+    digest.update(str(python.resolve()).encode())
+    name = f"payload-venv-{digest.hexdigest()[:16]}"
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ome-selector"
+    cache.mkdir(parents=True, exist_ok=True)
+    if _readable_by_nonroot(cache):
+        return cache / name
+    shared = Path("/var/tmp") / f"ome-selector-cache-{os.getuid()}"
+    shared.mkdir(mode=0o755, exist_ok=True)
+    if shared.stat().st_uid != os.getuid() or shared.stat().st_mode & 0o022:
+        pytest.skip(f"{shared} is not ours alone; not using it as a cache")
+    return shared / name
+
+
+@pytest.fixture(scope="module")
+def payload(wheel: Path) -> Path:
+    """A virtual environment with the pinned dependencies (cached) and this wheel (fresh): its bin/."""
+    python = _interpreter()
+    venv = _cache_root(python)
+    if not (venv / ".complete").is_file():
+        for stale in venv.parent.glob("payload-venv-*"):  # older constraints or pyproject
+            shutil.rmtree(stale, ignore_errors=True)
+        venv.parent.mkdir(parents=True, exist_ok=True)
+        created = _run(python, "-m", "venv", venv)
+        assert created.returncode == 0, created.stderr
+        installed = _run(
+            venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+            "--constraint", REPO_ROOT / "constraints.txt", wheel,
+        )  # fmt: skip
+        if installed.returncode != 0:
+            shutil.rmtree(venv, ignore_errors=True)
+            message = f"installing the wheel's dependencies failed:\n{installed.stderr[-2000:]}"
+            if os.environ.get("CI"):
+                pytest.fail(message)
+            pytest.skip(message)
+        (venv / ".complete").touch()
+    reinstalled = _run(
+        venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+        "--no-deps", "--force-reinstall", wheel,
+    )  # fmt: skip
+    assert reinstalled.returncode == 0, reinstalled.stderr
+    return venv / "bin"
+
+
+def _as_nonroot(*argv: str | Path) -> subprocess.CompletedProcess[str]:
+    return _run("setpriv", *NONROOT, *argv, env=_nonroot_env())
+
+
+def test_ome_selector_run_help_as_non_root(payload: Path) -> None:
+    result = _as_nonroot(payload / "ome-selector", "run", "--help")
+    assert result.returncode == 0, result.stderr
+    for flag in ("--report-only", "--health-bind-address", "--webhook-bind-address", "--webhook-cert-secret"):
+        assert flag in result.stdout
+    version = _as_nonroot(payload / "ome-selector", "--version")
+    assert version.returncode == 0, version.stderr
+    assert version.stdout.startswith("ome-selector ")
+
+
+def test_kubectl_ome_help_as_non_root(payload: Path) -> None:
+    result = _as_nonroot(payload / "kubectl-ome", "--help")
+    assert result.returncode == 0, result.stderr
+    assert "kubectl ome" in result.stdout
+
+
+def test_payload_has_one_kubernetes_client_and_no_harness(payload: Path, tmp_path: Path) -> None:
+    tmp_path.chmod(0o777)
+    script = (
+        "import importlib.util as u; "
+        "print([m for m in ('kubernetes_asyncio', 'kopf', 'kubernetes', 'harness') if u.find_spec(m)])"
+    )
+    # From a directory outside the source tree, so only what is installed can answer.
+    result = subprocess.run(
+        ["setpriv", *NONROOT, str(payload / "python"), "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=_nonroot_env(),
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "['kubernetes_asyncio', 'kopf']"

@@ -1,0 +1,211 @@
+"""The samples catalog does what samples/README.md says (issue 4): one InferenceService per SPEC §5 outcome,
+objects that also apply on OME's own CRDs, and nothing an admission webhook would deny.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from ome_selector.api.resources import InferenceService, Kind, ObjectKey
+from ome_selector.catalog.catalog import Catalog
+from ome_selector.cli.sources import FileSource, load_catalog
+from ome_selector.selection.outcome import OutcomeKind, evaluate
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+SAMPLES = REPO_ROOT / "samples"
+
+QWEN_VS_LLAMA = (
+    "model format 'mt:safetensors:1.0.0:Qwen3ForCausalLM:transformers:4.51.0' not in supported formats: "
+    "architecture mismatch (model=Qwen3ForCausalLM, runtime=LlamaForCausalLM), "
+    "framework version mismatch (model=4.51.0, runtime=4.45.0.dev0)"
+)
+
+# InferenceService → (outcome, condition status, reason, message), from SPEC §5 and the samples' comments.
+EXPECTED: dict[tuple[str, str], tuple[OutcomeKind, str, str, str]] = {
+    ("ome-demo", "llama-3b-auto"): (
+        OutcomeKind.RUNTIME_SELECTED, "True", "RuntimeSelected",
+        "selected ClusterServingRuntime sglang-llama-3-2-compact (score 4)",
+    ),
+    ("ome-demo", "llama-1b-auto"): (
+        OutcomeKind.RUNTIME_SELECTED, "True", "RuntimeSelected",
+        "selected ClusterServingRuntime vllm-llama-3-2 (score 4)",
+    ),
+    ("ome-demo", "llama-3b-h100"): (
+        OutcomeKind.RUNTIME_SELECTED, "True", "RuntimeSelected",
+        "selected ClusterServingRuntime vllm-llama-3-2-h100 (score 2)",
+    ),
+    ("ome-demo", "qwen3-8b-auto"): (
+        OutcomeKind.RUNTIME_SELECTED, "True", "RuntimeSelected",
+        "selected ClusterServingRuntime sglang-qwen3-medium (score 2)",
+    ),
+    ("ome-demo", "qwen3-4b-auto"): (
+        OutcomeKind.RUNTIME_SELECTED, "True", "RuntimeSelected",
+        "selected ClusterServingRuntime sglang-qwen3-medium (score 2)",
+    ),
+    ("ome-demo", "llama-3b-named"): (
+        OutcomeKind.RUNTIME_SPECIFIED, "True", "RuntimeSpecified",
+        "using specified ClusterServingRuntime srt-llama-3-2-3b-instruct",
+    ),
+    ("ome-demo", "llama-3b-on-1b-runtime"): (
+        OutcomeKind.RUNTIME_SPECIFIED_UNSUPPORTED, "True", "RuntimeSpecified",
+        "using specified ClusterServingRuntime srt-llama-3-2-1b-instruct; "
+        "it does not declare support for model llama-3-2-3b-instruct: "
+        "model size 3.21B is outside supported range [500M, 2B]",
+    ),
+    ("ome-demo", "llama-3b-on-1b-runtime-pinned"): (
+        OutcomeKind.RUNTIME_SPECIFIED_UNSUPPORTED, "True", "RuntimeSpecified",
+        "using specified ClusterServingRuntime srt-llama-3-2-1b-instruct; "
+        "it does not declare support for model llama-3-2-3b-instruct: "
+        "model size 3.21B is outside supported range [500M, 2B]",
+    ),
+    ("ome-demo", "llama-3b-legacy-runtime"): (
+        OutcomeKind.RUNTIME_DISABLED, "False", "RuntimeDisabled",
+        "cluster-scoped runtime vllm-llama-3-2-legacy is disabled",
+    ),
+    ("ome-demo", "llama-3b-missing-runtime"): (
+        OutcomeKind.RUNTIME_NOT_FOUND, "False", "RuntimeNotFound",
+        "runtime vllm-llama-3-2-turbo not found in namespace ome-demo or at cluster scope",
+    ),
+    ("ome-demo", "qwen3-32b-auto"): (
+        # All nine runtimes serve the model's format (safetensors), so each is an entry, nearest miss first:
+        # the two Qwen3 runtimes failed only on size. The text is cut at 1,024 characters and points at
+        # explain for the five that do not fit.
+        OutcomeKind.NO_RUNTIME, "False", "RuntimeNotFound",
+        "no runtime supports model qwen3-32b (checked 9 runtimes: 0 namespace-scoped, 9 cluster-scoped): "
+        "sglang-qwen3-medium (model size 32.76B is outside supported range [8B, 16B]); "
+        "vllm-qwen3-small (model size 32.76B is outside supported range (-inf, 8B]); "
+        f"sglang-llama-3-2-compact ({QWEN_VS_LLAMA}); "
+        f"srt-llama-3-2-1b-instruct ({QWEN_VS_LLAMA}); "
+        "… 5 more (kubectl ome runtime explain --isvc qwen3-32b-auto -n ome-demo)",
+    ),
+    ("ome-demo", "mistral-7b"): (
+        OutcomeKind.MODEL_NOT_FOUND, "False", "ModelNotFound",
+        "model mistral-7b-instruct-v0-3 not found: "
+        "no BaseModel in namespace ome-demo and no ClusterBaseModel",
+    ),
+    ("ome-demo", "llama-8b-retired"): (
+        OutcomeKind.MODEL_DISABLED, "False", "ModelDisabled", "model llama-3-1-8b-instruct is disabled",
+    ),
+    ("ome-demo", "llama-70b-pending"): (
+        OutcomeKind.MODEL_METADATA_PENDING, "Unknown", "ModelMetadataPending",
+        "model llama-3-3-70b-instruct has no modelFormat yet; runtime selection waits for it",
+    ),
+    ("team-a", "support-assistant"): (
+        OutcomeKind.RUNTIME_SELECTED, "True", "RuntimeSelected",
+        "selected ServingRuntime team-vllm-llama-3-2 (score 2)",
+    ),
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def catalog() -> Catalog:
+    return load_catalog(FileSource([str(SAMPLES)]).read(), "default")
+
+
+def _documents() -> list[tuple[str, dict[str, Any]]]:
+    documents = []
+    for path in sorted(SAMPLES.glob("*.yaml")):
+        documents += [(path.name, doc) for doc in yaml.safe_load_all(path.read_text()) if doc is not None]
+    return documents
+
+
+def test_every_inference_service_has_its_expected_outcome(catalog: Catalog) -> None:
+    found = {(isvc.namespace, isvc.name): isvc for isvc in catalog.inference_services()}
+    assert set(found) == set(EXPECTED)
+    for key, (kind, status, reason, message) in EXPECTED.items():
+        outcome = evaluate(catalog, found[key])
+        assert outcome is not None, key
+        assert (outcome.kind, outcome.status, outcome.reason, outcome.message) == (
+            kind,
+            status,
+            reason,
+            message,
+        )
+
+
+def test_every_outcome_of_the_spec_is_shown() -> None:
+    assert {kind for kind, *_ in EXPECTED.values()} == set(OutcomeKind)
+
+
+def test_advisory_event_only_without_autosync_false(catalog: Catalog) -> None:
+    def event(name: str) -> Any:
+        isvc = catalog.get(ObjectKey(Kind.INFERENCE_SERVICE, "ome-demo", name))
+        assert isinstance(isvc, InferenceService)
+        outcome = evaluate(catalog, isvc)
+        assert outcome is not None
+        return outcome.event
+
+    assert event("llama-3b-on-1b-runtime").reason == "RuntimeCompatibilityAdvisory"
+    assert event("llama-3b-on-1b-runtime-pinned") is None
+
+
+def test_nothing_would_be_denied_at_admission(catalog: Catalog) -> None:
+    """SPEC §7 checks only InferenceServices with spec.engine, and leaves auto-selection until after admission
+    when the engine names its runner image; the samples that end in a denial-worthy state rely on that."""
+    for isvc in catalog.inference_services():
+        outcome = evaluate(catalog, isvc)
+        assert outcome is not None
+        if not outcome.denies_admission or not isvc.has_engine:
+            continue
+        assert outcome.kind is OutcomeKind.NO_RUNTIME, isvc.name
+        assert isvc.defers_auto_selection, isvc.name
+
+
+def test_samples_also_fit_omes_stricter_crds() -> None:
+    """OME's CRDs also require storage on models and modelFramework on every runtime entry (SPEC §1)."""
+    for file, doc in _documents():
+        kind = doc["kind"]
+        name = doc["metadata"]["name"]
+        if kind in ("BaseModel", "ClusterBaseModel"):
+            assert doc["spec"].get("storage", {}).get("storageUri"), (file, name)
+        if kind in ("ServingRuntime", "ClusterServingRuntime"):
+            entries = doc["spec"]["supportedModelFormats"]
+            assert entries, (file, name)
+            assert all(entry.get("modelFramework", {}).get("name") for entry in entries), (file, name)
+        if kind == "InferenceService" and "runner" in (doc["spec"].get("engine") or {}):
+            assert doc["spec"]["engine"]["runner"].get("name"), (file, name)  # a container needs a name
+
+
+def test_namespaces_come_first_and_hold_every_namespaced_sample() -> None:
+    files = sorted(path.name for path in SAMPLES.glob("*.yaml"))
+    assert files[0] == "00-namespaces.yaml"
+    documents = _documents()
+    declared = {doc["metadata"]["name"] for file, doc in documents if doc["kind"] == "Namespace"}
+    assert declared == {"ome-demo", "team-a"}
+    for file, doc in documents:
+        if doc["kind"] in ("BaseModel", "ServingRuntime", "InferenceService"):
+            assert doc["metadata"].get("namespace") in declared, (file, doc["metadata"]["name"])
+
+
+def test_the_two_ome_catalog_runtimes_are_unchanged() -> None:
+    ome = REPO_ROOT / "tests" / "data" / "ome-catalog" / "runtimes" / "srt" / "meta"
+    upstream = [
+        yaml.safe_load((ome / f"llama-3-2-{size}-instruct-rt.yaml").read_text()) for size in ("1b", "3b")
+    ]
+    ours = [doc for file, doc in _documents() if file == "20-ome-catalog-runtimes.yaml"]
+    assert ours == upstream
+    assert [doc["spec"]["modelSizeRange"] for doc in ours] == [
+        {"min": "500M", "max": "2B"},
+        {"min": "2B", "max": "4B"},
+    ]
+    assert all(entry["autoSelect"] is False for doc in ours for entry in doc["spec"]["supportedModelFormats"])
+
+
+def test_the_size_range_page_model() -> None:
+    model = next(doc for _, doc in _documents() if doc["metadata"]["name"] == "llama-3-2-3b-instruct")
+    assert model["kind"] == "ClusterBaseModel"
+    spec = model["spec"]
+    assert spec["modelParameterSize"] == "3.21B"
+    assert spec["modelFormat"] == {"name": "safetensors", "version": "1.0.0"}
+    assert spec["modelArchitecture"] == "LlamaForCausalLM"
+    assert spec["modelFramework"] == {"name": "transformers", "version": "4.45.0.dev0"}
+
+
+def test_readme_names_every_inference_service() -> None:
+    readme = (SAMPLES / "README.md").read_text()
+    for namespace, name in EXPECTED:
+        assert f"| `{namespace}/{name}` |" in readme, name

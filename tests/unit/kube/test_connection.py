@@ -1,0 +1,84 @@
+"""Credentials as Kopf takes them, and the kubeconfig's namespace as kubectl reads it (kube/connection.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from kubernetes_asyncio import client
+
+from ome_selector.kube.connection import (
+    KUBECONFIG_ERRORS,
+    UnknownContextError,
+    kopf_connection,
+    kubeconfig_namespace,
+)
+
+
+def _configuration(api_key: dict[str, str] | None = None) -> client.Configuration:
+    configuration = client.Configuration()
+    configuration.host = "https://apiserver:6443"
+    configuration.ssl_ca_cert = "/ca.crt"
+    configuration.cert_file = "/admin.crt"
+    configuration.key_file = "/admin.key"
+    configuration.api_key = api_key or {}
+    return configuration
+
+
+def test_client_certificates_pass_through() -> None:
+    info = kopf_connection(_configuration())
+    assert (info.server, info.ca_path, info.insecure) == ("https://apiserver:6443", "/ca.crt", False)
+    assert (info.certificate_path, info.private_key_path) == ("/admin.crt", "/admin.key")
+    assert (info.scheme, info.token) == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("api_key", "scheme", "token"),
+    [
+        ({"authorization": "Bearer abc"}, "Bearer", "abc"),
+        ({"BearerToken": "Bearer xyz"}, "Bearer", "xyz"),
+        ({"authorization": "abc"}, "Bearer", "abc"),  # a bare token is a bearer token
+    ],
+)
+def test_tokens_split_into_scheme_and_token(api_key: dict[str, str], scheme: str, token: str) -> None:
+    info = kopf_connection(_configuration(api_key))
+    assert (info.scheme, info.token) == (scheme, token)
+
+
+def _kubeconfig(tmp_path: Path, current: str = "a") -> Path:
+    path = tmp_path / "kubeconfig"
+    contexts = [
+        {"name": "a", "context": {"cluster": "c", "user": "u", "namespace": "team-a"}},
+        {"name": "b", "context": {"cluster": "c", "user": "u"}},
+    ]
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": contexts,
+                "current-context": current,
+            }
+        )
+    )
+    return path
+
+
+def test_namespace_of_the_current_or_named_context(tmp_path: Path) -> None:
+    kubeconfig = _kubeconfig(tmp_path)
+    assert kubeconfig_namespace(kubeconfig) == "team-a"
+    assert kubeconfig_namespace(kubeconfig, "b") is None
+    assert kubeconfig_namespace(_kubeconfig(tmp_path, current="b")) is None
+
+
+def test_unknown_context_and_unreadable_kubeconfig(tmp_path: Path) -> None:
+    with pytest.raises(UnknownContextError, match='context "nope" does not exist'):
+        kubeconfig_namespace(_kubeconfig(tmp_path), "nope")
+    with pytest.raises(KUBECONFIG_ERRORS):
+        kubeconfig_namespace(tmp_path / "missing")
+    (tmp_path / "broken").write_text("{not yaml: [")
+    with pytest.raises(KUBECONFIG_ERRORS):
+        kubeconfig_namespace(tmp_path / "broken")

@@ -1,0 +1,86 @@
+"""The RuntimeReady condition: change detection, transition time and preservation of other conditions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ome_selector.operator.conditions import (
+    build_condition,
+    current_condition,
+    differs,
+    with_condition,
+    without_condition,
+)
+
+STORED = {
+    "type": "RuntimeReady",
+    "status": "True",
+    "reason": "RuntimeSelected",
+    "message": "selected ClusterServingRuntime rt (score 2)",
+    "lastTransitionTime": "2026-01-01T00:00:00Z",
+}
+OTHER = {"type": "Ready", "status": "False", "reason": "Deploying"}
+
+
+@pytest.mark.parametrize(
+    ("status", "reason", "message", "changed"),
+    [
+        ("True", "RuntimeSelected", "selected ClusterServingRuntime rt (score 2)", False),
+        ("False", "RuntimeSelected", "selected ClusterServingRuntime rt (score 2)", True),
+        ("True", "RuntimeSpecified", "selected ClusterServingRuntime rt (score 2)", True),
+        ("True", "RuntimeSelected", "selected ClusterServingRuntime other (score 2)", True),
+    ],
+    ids=["same", "status", "reason", "message"],
+)
+def test_the_condition_changes_when_status_reason_or_message_does(
+    status: str, reason: str, message: str, changed: bool
+) -> None:
+    assert differs(STORED, status, reason, message) is changed
+
+
+def test_a_missing_condition_always_differs() -> None:
+    assert differs(None, "True", "RuntimeSelected", "x")
+
+
+def test_transition_time_moves_only_when_the_status_flips() -> None:
+    same_status = build_condition(
+        STORED, "True", "RuntimeSpecified", "using specified X", now="2026-02-02T00:00:00Z"
+    )
+    flipped = build_condition(STORED, "False", "RuntimeNotFound", "none", now="2026-02-02T00:00:00Z")
+    first = build_condition(None, "Unknown", "ModelMetadataPending", "wait", now="2026-02-02T00:00:00Z")
+    assert same_status["lastTransitionTime"] == "2026-01-01T00:00:00Z"
+    assert flipped["lastTransitionTime"] == "2026-02-02T00:00:00Z"
+    assert first["lastTransitionTime"] == "2026-02-02T00:00:00Z"
+    assert set(first) == {"type", "status", "reason", "message", "lastTransitionTime"}
+
+
+@pytest.mark.parametrize(
+    ("existing", "expected_types"),
+    [
+        (None, ["RuntimeReady"]),
+        ([], ["RuntimeReady"]),
+        ([OTHER], ["Ready", "RuntimeReady"]),
+        ([STORED, OTHER], ["RuntimeReady", "Ready"]),
+        ([OTHER, STORED, STORED], ["Ready", "RuntimeReady"]),
+        (["garbage", OTHER], ["garbage", "Ready", "RuntimeReady"]),
+    ],
+    ids=["none", "empty", "append", "replace-in-place", "duplicates-collapse", "malformed-kept"],
+)
+def test_with_condition_replaces_ours_and_keeps_the_rest(
+    existing: list[Any] | None, expected_types: list[str]
+) -> None:
+    new = build_condition(None, "False", "RuntimeNotFound", "none")
+    result = with_condition(existing, new)
+    assert [c["type"] if isinstance(c, dict) else c for c in result] == expected_types
+    assert OTHER in result or OTHER not in (existing or [])
+    assert [c for c in result if isinstance(c, dict) and c["type"] == "RuntimeReady"] == [new]
+
+
+def test_without_condition_and_current_condition() -> None:
+    status = {"conditions": [OTHER, STORED], "url": "http://x"}
+    assert current_condition(status) == STORED
+    assert current_condition({"conditions": "not-a-list"}) is None
+    assert current_condition(None) is None
+    assert without_condition(status["conditions"]) == [OTHER]

@@ -1,0 +1,138 @@
+"""The webhook server's wrapping of Kopf, without a cluster: readiness, failures, the response shape, the
+settings it takes over, its logs and the namespaces a local registration covers."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import kopf
+import pytest
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Histogram
+
+from ome_selector.catalog.catalog import Catalog
+from ome_selector.kube.connection import ClusterAccess
+from ome_selector.webhook.admission import AdmissionHandlers
+from ome_selector.webhook.config import WebhookConfig
+from ome_selector.webhook.server import WebhookServer
+
+
+class Setup:
+    """A server over handlers whose catalog the test sets (None: not indexed yet)."""
+
+    def __init__(self, namespaces: list[str] | None = None, **config: Any) -> None:
+        self.catalog: Any = None
+        self.registry = CollectorRegistry()
+        latency = Histogram("latency", "test", ["kind", "allowed"], registry=self.registry)
+        webhook = WebhookConfig(**config)
+        self.handlers = AdmissionHandlers(webhook, catalog=lambda: self.catalog)
+        self.server = WebhookServer(
+            webhook,
+            self.handlers,
+            access=ClusterAccess(),
+            latency=latency,
+            instance="test",
+            namespaces=namespaces,
+        )
+
+    def count(self, kind: str, allowed: str) -> float | None:
+        return self.registry.get_sample_value("latency_count", {"kind": kind, "allowed": allowed})
+
+
+def _answer(server: WebhookServer, fn: Any, kind: str = "InferenceService") -> Any:
+    """``fn`` (what Kopf would call) as the server wraps it, called with a review of ``kind``."""
+    handle: Any = server._wrap(fn)  # typed for Kopf's own request dicts
+    return asyncio.run(handle(_review(kind)))
+
+
+def _review(kind: str = "InferenceService") -> dict[str, Any]:
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {"kind": {"kind": kind}},
+    }
+
+
+def test_settings_point_kopf_at_our_server_and_leave_registration_to_us() -> None:
+    setup = Setup()
+    settings = kopf.OperatorSettings()
+    setup.server.configure(settings)
+    assert settings.admission.server == setup.server.serve
+    assert settings.admission.managed is None
+
+
+def test_until_indexed_every_request_gets_an_http_error() -> None:
+    setup = Setup()
+
+    async def never(*_: Any, **__: Any) -> Any:
+        raise AssertionError("not called before the first listing is indexed")
+
+    with pytest.raises(web.HTTPServiceUnavailable):
+        _answer(setup.server, never)
+    assert setup.count("InferenceService", "error") == 1
+
+
+def test_an_unexpected_failure_is_an_http_error_not_a_denial() -> None:
+    setup = Setup()
+
+    class Broken:
+        def resolve_model(self, *_: Any) -> Any:
+            raise KeyError("index corrupted")
+
+    setup.catalog = Broken()
+    body = kopf.Body(
+        {
+            "apiVersion": "ome.io/v1beta1",
+            "kind": "InferenceService",
+            "metadata": {"name": "svc", "namespace": "ns"},
+            "spec": {"model": {"name": "m"}, "engine": {}},
+        }
+    )
+
+    async def kopf_fn(request: Any, **_: Any) -> Any:
+        # What Kopf does: call the handler, turn exceptions into a denial.
+        warnings: list[str] = []
+        try:
+            await setup.handlers._validate_inference_service(body=body, warnings=warnings, operation="CREATE")
+        except Exception as error:
+            return {"response": {"allowed": False, "status": {"message": str(error), "code": 500}}}
+        return {"response": {"allowed": True}}
+
+    with pytest.raises(web.HTTPInternalServerError) as raised:
+        _answer(setup.server, kopf_fn)
+    assert raised.value.text == "ome-selector could not check the request: 'index corrupted'"
+    assert setup.count("InferenceService", "error") == 1
+
+
+def test_denials_are_forbidden_and_timed() -> None:
+    setup = Setup()
+    setup.catalog = Catalog()
+
+    async def deny(request: Any, **_: Any) -> Any:
+        return {"response": {"uid": "1", "allowed": False, "status": {"message": "no", "code": 403}}}
+
+    response = _answer(setup.server, deny, "ServingRuntime")
+    assert response["response"]["status"] == {"message": "no", "code": 403, "reason": "Forbidden"}
+    assert setup.count("ServingRuntime", "false") == 1
+
+
+def test_kopfs_per_request_lines_for_our_webhooks_are_dropped(caplog: pytest.LogCaptureFixture) -> None:
+    Setup().server.configure(kopf.OperatorSettings())
+    logger = logging.getLogger("kopf.objects")
+    with caplog.at_level(logging.INFO, logger="kopf.objects"):
+        logger.error("Webhook 'validate-inferenceservices' failed permanently: model m is disabled")
+        logger.info("Webhook 'validate-basemodels' succeeded.")
+        logger.info("Handler 'watch-basemodels' succeeded.")
+    assert [r.getMessage() for r in caplog.records] == ["Handler 'watch-basemodels' succeeded."]
+
+
+def test_a_namespaced_operator_registers_its_webhook_for_its_namespaces_only() -> None:
+    assert Setup(namespaces=["b", "a"]).server._local_config().namespace_selector == {
+        "matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["a", "b"]}]
+    }
+    chosen = {"matchLabels": {"x": "y"}}
+    explicit = Setup(namespaces=["a"], namespace_selector=chosen).server
+    assert explicit._local_config() is explicit.config
+    assert Setup().server._local_config().namespace_selector is None
