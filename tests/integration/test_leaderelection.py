@@ -17,8 +17,8 @@ from typing import Any
 from kubernetes_asyncio import client as aclient
 from kubernetes_asyncio import config as aconfig
 
+from harness.controlplane import ControlPlane
 from ome_selector.kube.leaderelection import ApiLeaseStore, LeaderElector, LeaseRecord, LeaseTimings
-from ome_selector.testing.controlplane import ControlPlane
 
 TIMINGS = LeaseTimings(lease_duration=2.0, renew_deadline=1.5, retry_period=0.25)
 
@@ -93,7 +93,9 @@ async def cluster(plane: ControlPlane) -> AsyncIterator[Cluster]:
     await aconfig.load_kube_config(config_file=str(plane.kubeconfig), client_configuration=configuration)
     async with aclient.ApiClient(configuration) as api:
         namespace = f"le-{uuid.uuid4().hex[:8]}"
-        await aclient.CoreV1Api(api).create_namespace({"metadata": {"name": namespace}})
+        await aclient.CoreV1Api(api).create_namespace(
+            aclient.V1Namespace(metadata=aclient.V1ObjectMeta(name=namespace))
+        )
         state = Cluster(api, namespace, "ome-selector")
         monitor = asyncio.create_task(state.monitor())
         try:

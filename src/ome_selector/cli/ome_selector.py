@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -60,12 +61,66 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--log-format", choices=["json", "plain"], default="json")
     run.add_argument("-v", "--verbose", action="store_true")
     add_webhook_arguments(run)  # --webhook-* and --strict-sizes (ome_selector.webhook.cli)
+    _add_leader_election_arguments(run)
 
     cleanup = commands.add_parser(
         "cleanup", help="remove the RuntimeReady condition from every InferenceService"
     )
     cleanup.add_argument("--dry-run", action="store_true", help="only list what would change")
     return parser
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def _add_leader_election_arguments(run: argparse.ArgumentParser) -> None:
+    group = run.add_argument_group(
+        "leader election (SPEC §8: replicas serve the webhook, one Lease holder writes)"
+    )
+    group.add_argument(
+        "--leader-election",
+        action="store_true",
+        help="write conditions and events only while holding a coordination.k8s.io Lease "
+        "(off: this process writes)",
+    )
+    group.add_argument(
+        "--leader-election-namespace",
+        help="namespace of the Lease (default: $POD_NAMESPACE, else the pod's service-account namespace, "
+        "else default)",
+    )
+    group.add_argument(
+        "--leader-election-id", default="ome-selector", help="name of the Lease (default ome-selector)"
+    )
+    group.add_argument(
+        "--leader-election-lease-duration", type=_positive_seconds, default=15.0, help=argparse.SUPPRESS
+    )
+    group.add_argument(
+        "--leader-election-renew-deadline", type=_positive_seconds, default=10.0, help=argparse.SUPPRESS
+    )
+    group.add_argument(
+        "--leader-election-retry-period", type=_positive_seconds, default=2.0, help=argparse.SUPPRESS
+    )
+
+
+_SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+def _lease_namespace(requested: str | None) -> str:
+    if requested:
+        return requested
+    if os.environ.get("POD_NAMESPACE"):
+        return os.environ["POD_NAMESPACE"]
+    try:
+        return _SERVICE_ACCOUNT_NAMESPACE.read_text(encoding="utf-8").strip() or "default"
+    except OSError:
+        return "default"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -80,7 +135,25 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     import kopf  # noqa: PLC0415
 
-    from ome_selector.operator.app import Operator, OperatorConfig  # noqa: PLC0415
+    from ome_selector.kube.leaderelection import LeaseTimings  # noqa: PLC0415
+    from ome_selector.operator.app import LeaderElectionConfig, Operator, OperatorConfig  # noqa: PLC0415
+
+    leader_election = None
+    if args.leader_election:
+        try:
+            timings = LeaseTimings(
+                args.leader_election_lease_duration,
+                args.leader_election_renew_deadline,
+                args.leader_election_retry_period,
+            )
+        except ValueError as error:
+            print(f"ome-selector: error: leader election: {error}", file=sys.stderr)
+            return 2
+        leader_election = LeaderElectionConfig(
+            namespace=_lease_namespace(args.leader_election_namespace),
+            name=args.leader_election_id,
+            timings=timings,
+        )
 
     kopf.configure(
         verbose=args.verbose,
@@ -99,6 +172,7 @@ def _run(args: argparse.Namespace) -> int:
         context=args.context,
         health_address=args.health_bind_address,
         webhook=webhook_config_from_args(args),
+        leader_election=leader_election,
     )
     asyncio.run(Operator(config).run())
     return 0

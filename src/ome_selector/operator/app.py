@@ -24,6 +24,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from ome_selector.api.resources import API_GROUP, API_VERSION
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.kube.connection import ClusterAccess, kopf_connection
+from ome_selector.kube.leaderelection import ApiLeaseStore, LeaderElector, LeaseTimings, default_identity
 from ome_selector.kube.objects import ALL_KINDS, Objects
 from ome_selector.operator.controller import Controller
 from ome_selector.operator.metrics import Metrics
@@ -33,6 +34,16 @@ from ome_selector.webhook.config import WebhookConfig
 from ome_selector.webhook.server import WebhookServer
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LeaderElectionConfig:
+    """The Lease that decides which replica writes (SPEC §8): ``<namespace>/<name>``."""
+
+    namespace: str
+    name: str = "ome-selector"
+    timings: LeaseTimings = field(default_factory=LeaseTimings)
+    identity: str = field(default_factory=default_identity)
 
 
 @dataclass
@@ -46,6 +57,7 @@ class OperatorConfig:
     health_address: tuple[str, int] | None = ("0.0.0.0", 8080)
     instance: str = field(default_factory=lambda: os.environ.get("POD_NAME") or socket.gethostname())
     webhook: WebhookConfig | None = None  # None: no admission webhook (issue 7, ome_selector.webhook)
+    leader_election: LeaderElectionConfig | None = None  # None: this one process writes (local mode)
 
 
 class Operator:
@@ -61,6 +73,9 @@ class Operator:
         self._objects: Objects | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._health_runner: web.AppRunner | None = None
+        self.elector: LeaderElector | None = None
+        self._election: asyncio.Task[None] | None = None
+        self.stopping = False  # set on shutdown: readiness turns false before anything stops serving
         self._register()
         # The admission webhook (issue 7), when configured: its handlers on this registry, and its server.
         self.admission: AdmissionHandlers | None = None
@@ -109,10 +124,25 @@ class Operator:
         configure_settings(settings, self.config)
         self._api_client = await self.access.api_client()
         objects = self._objects = Objects(self._api_client)
+        election = self.config.leader_election
+        if election is not None and not self.config.report_only:
+            # Report-only writes nothing, so it needs no leader (and no Lease RBAC).
+            self.elector = LeaderElector(
+                ApiLeaseStore(self._api_client, election.namespace, election.name),
+                election.identity,
+                election.timings,
+                on_started_leading=self._started_leading,
+                on_stopped_leading=self._stopped_leading,
+            )
         writer = (
             None
             if self.config.report_only
-            else ApiWriter(objects, self.metrics, instance=self.config.instance)
+            else ApiWriter(
+                objects,
+                self.metrics,
+                instance=self.config.instance,
+                may_write=self.elector.may_write if self.elector is not None else _always,
+            )
         )
         controller = Controller(
             writer, self.metrics, report_only=self.config.report_only, workers=self.config.workers
@@ -132,8 +162,25 @@ class Operator:
             "report-only: no writes, no events" if self.config.report_only else "writing RuntimeReady",
         )
         self._tasks.append(asyncio.create_task(self._resync_forever(), name="resync"))
+        if self.elector is not None:
+            self._election = asyncio.create_task(self.elector.run(), name="leader-election")
+        else:
+            self.metrics.leader.set(0 if self.config.report_only else 1)
         if self.config.health_address is not None:
             await self._serve_health(*self.config.health_address)
+
+    def _started_leading(self) -> None:
+        logger.info(
+            "leading as %s: writing RuntimeReady conditions and events",
+            self.elector and self.elector.identity,
+        )
+        self.metrics.leader.set(1)
+        if self.controller is not None:
+            self.controller.evaluate_all()
+
+    def _stopped_leading(self) -> None:
+        logger.info("not leading: evaluating for the webhook and metrics only")
+        self.metrics.leader.set(0)
 
     async def _resync_forever(self) -> None:
         """A periodic full listing closes any gap in the watch (a deletion missed around a restart)."""
@@ -157,6 +204,11 @@ class Operator:
             ready = self.controller is not None and self.controller.ready.is_set()
             return web.Response(status=200 if ready else 503, text="ok" if ready else "starting")
 
+        async def readyz(request: web.Request) -> web.Response:
+            if self.stopping:
+                return web.Response(status=503, text="stopping")
+            return await healthz(request)
+
         async def metrics(_: web.Request) -> web.Response:
             return web.Response(
                 body=generate_latest(self.metrics.registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
@@ -164,13 +216,19 @@ class Operator:
 
         app = web.Application()
         app.router.add_get("/healthz", healthz)
-        app.router.add_get("/readyz", healthz)
+        app.router.add_get("/readyz", readyz)
         app.router.add_get("/metrics", metrics)
         self._health_runner = web.AppRunner(app, access_log=None)
         await self._health_runner.setup()
         await web.TCPSite(self._health_runner, host, port).start()
 
     async def _cleanup(self, **_: Any) -> None:
+        # Readiness first, then the Lease: a leader stops writing and hands over before anything else stops.
+        self.stopping = True
+        if self._election is not None:
+            self._election.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._election
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -197,6 +255,10 @@ class Operator:
             standalone=True,
             stop_flag=stop_flag,
         )
+
+
+def _always() -> bool:
+    return True
 
 
 def configure_settings(settings: kopf.OperatorSettings, config: OperatorConfig) -> None:

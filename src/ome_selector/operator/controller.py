@@ -22,7 +22,7 @@ from ome_selector.kube.objects import ConflictError, GoneError
 from ome_selector.operator.conditions import build_condition, current_condition, differs, with_condition
 from ome_selector.operator.metrics import Metrics
 from ome_selector.operator.workqueue import WorkQueue
-from ome_selector.operator.writer import ApiWriter
+from ome_selector.operator.writer import ApiWriter, NotLeaderError
 from ome_selector.selection.outcome import Outcome, evaluate
 
 logger = logging.getLogger(__name__)
@@ -109,7 +109,13 @@ class Controller:
         if self.ready.is_set():
             return
         self.ready.set()
-        self._enqueue(self.catalog.keys(Kind.INFERENCE_SERVICE))
+        self.evaluate_all()
+
+    def evaluate_all(self) -> None:
+        """Queue every InferenceService once, e.g. on becoming the leader: the stored conditions are the
+        memory, so only what differs is written."""
+        if self.ready.is_set():
+            self._enqueue(self.catalog.keys(Kind.INFERENCE_SERVICE))
 
     # --- evaluating -----------------------------------------------------------------------------------
 
@@ -142,12 +148,15 @@ class Controller:
                     return
                 self.metrics.evaluations.labels(outcome.status, outcome.reason).inc()
                 self.metrics.record_verdict(key, outcome.status, outcome.reason)
-                if self.report_only or self._writer is None:
-                    logger.debug("report-only verdict for %s: %s %s", key, outcome.reason, outcome.message)
+                if self.report_only or self._writer is None or not self._writer.may_write():
+                    # Report-only, or a follower (SPEC §8): the verdict feeds the metrics; the leader writes.
+                    logger.debug("verdict for %s, not written: %s %s", key, outcome.reason, outcome.message)
                     return
                 try:
                     await self._write(key, outcome)
                     return
+                except NotLeaderError:
+                    return  # the Lease was lost between the decision and the write
                 except ConflictError:
                     # Someone else changed the object: read it as the watch would, and decide again.
                     await self._refresh(key)

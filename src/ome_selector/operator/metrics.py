@@ -53,6 +53,11 @@ class Metrics:
             ["operation"],
             registry=self.registry,
         )
+        self.leader = Gauge(
+            "ome_selector_leader",
+            "1 on the replica that holds the Lease and writes conditions and events, 0 on the others",
+            registry=self.registry,
+        )
         self._verdicts: dict[Hashable, tuple[str, str]] = {}
         self._tally: Tally[tuple[str, str]] = Tally()
 

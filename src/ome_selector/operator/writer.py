@@ -10,25 +10,44 @@ operator's metrics and its rule that a lost event never fails an evaluation.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ome_selector.api.resources import Kind
 from ome_selector.kube.objects import ApiError, GoneError, Objects
 from ome_selector.operator.metrics import Metrics
 
-__all__ = ["COMPONENT", "ApiWriter"]
+__all__ = ["COMPONENT", "ApiWriter", "NotLeaderError"]
 
 COMPONENT = "ome-selector"
 
 logger = logging.getLogger(__name__)
 
 
+class NotLeaderError(Exception):
+    """This replica may not write now: another holds the Lease, or it could not renew its own in time."""
+
+
+def _always() -> bool:
+    return True
+
+
 class ApiWriter:
-    def __init__(self, objects: Objects, metrics: Metrics, *, instance: str) -> None:
+    """``may_write`` is the leader election's fence (SPEC §8), asked right before every write: a replica that
+    lost the Lease, or could not renew it in time, writes nothing from that moment on."""
+
+    def __init__(
+        self,
+        objects: Objects,
+        metrics: Metrics,
+        *,
+        instance: str,
+        may_write: Callable[[], bool] = _always,
+    ) -> None:
         self._objects = objects
         self._metrics = metrics
         self._instance = instance
+        self.may_write = may_write
 
     async def read_inference_service(self, namespace: str, name: str) -> dict[str, Any]:
         try:
@@ -43,6 +62,8 @@ class ApiWriter:
     async def patch_conditions(
         self, namespace: str, name: str, *, resource_version: str, conditions: list[Any]
     ) -> dict[str, Any]:
+        if not self.may_write():
+            raise NotLeaderError(f"{namespace}/{name}")
         patch = {"metadata": {"resourceVersion": resource_version}, "status": {"conditions": conditions}}
         try:
             body = await self._objects.patch_status(
@@ -57,6 +78,11 @@ class ApiWriter:
     async def record_event(
         self, involved: Mapping[str, Any], *, type_: str, reason: str, message: str
     ) -> None:
+        if not self.may_write():
+            # The condition was written while this replica led; the event is not recorded after losing the
+            # Lease (at most once: the new leader sees the stored condition and records nothing either).
+            logger.info("not recording event %s: this replica no longer leads", reason)
+            return
         try:
             await self._objects.create_event(
                 Kind.INFERENCE_SERVICE,
