@@ -147,8 +147,10 @@ def test_values_schema_rejects_bad_values(helm: Path, values: dict[str, Any], co
 def test_default_install_has_the_expected_objects(render: Any) -> None:
     kinds = sorted(doc["kind"] for doc in render().docs)
     assert kinds == sorted(
-        ["ServiceAccount", "ClusterRole", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"]
+        ["ServiceAccount", "ClusterRole", "ClusterRole", "ClusterRoleBinding"]
+        + ["Role", "RoleBinding"] * 2  # the webhook certificate Secret, the leader election Lease
         + ["Secret", "Service", "Service", "Deployment", "ValidatingWebhookConfiguration"]
+        + ["PodDisruptionBudget"]
         + ["CustomResourceDefinition"] * 5
     )
 
@@ -188,11 +190,27 @@ def test_no_key_material_is_rendered(render: Any) -> None:
 # --- the Deployment ----------------------------------------------------------------------------------------
 
 
-def test_deployment_runs_one_replica_with_recreate_and_restricted_security(render: Any) -> None:
+def test_deployment_is_always_available_and_restricted(render: Any) -> None:
     deployment = render().one("Deployment")
-    assert deployment["spec"]["replicas"] == 1
-    assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+    # SPEC §8: two replicas, a rollout that never removes a ready one first, spread over nodes.
+    assert deployment["spec"]["replicas"] == 2
+    assert deployment["spec"]["strategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1},
+    }
+    assert deployment["spec"]["minReadySeconds"] > 0
     pod = deployment["spec"]["template"]["spec"]
+    selector = deployment["spec"]["selector"]["matchLabels"]
+    (preferred,) = pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert preferred["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    assert preferred["podAffinityTerm"]["labelSelector"]["matchLabels"] == selector
+    (spread,) = pod["topologySpreadConstraints"]
+    assert spread["whenUnsatisfiable"] == "ScheduleAnyway"
+    assert spread["labelSelector"]["matchLabels"] == selector
+    # Time to drain the endpoint (preStop), stop writing and release the Lease before the kubelet kills it.
+    assert render().container["lifecycle"]["preStop"] == {"sleep": {"seconds": 5}}
+    assert pod["terminationGracePeriodSeconds"] >= 15
+    assert render().container["readinessProbe"]["failureThreshold"] == 1
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["securityContext"]["runAsUser"] == 65532
     assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
@@ -240,6 +258,42 @@ def test_deployment_arguments_are_understood_by_ome_selector_run(render: Any) ->
     webhook_service = [s for s in rendered.all("Service") if s["spec"]["ports"][0]["name"] == "webhook"]
     assert webhook.service == f"ops/{webhook_service[0]['metadata']['name']}"
     assert webhook.strict_sizes is False
+    assert args.leader_election is True
+    assert args.leader_election_namespace == "ops"
+    assert args.leader_election_id == "prod-ome-selector"
+
+
+def test_pod_disruption_budget_keeps_a_webhook_endpoint(render: Any) -> None:
+    rendered = render(release="prod", namespace="ops")
+    budget = rendered.one("PodDisruptionBudget")
+    assert budget["spec"]["minAvailable"] == 1
+    assert (
+        budget["spec"]["selector"]["matchLabels"]
+        == rendered.one("Deployment")["spec"]["selector"]["matchLabels"]
+    )
+    assert not render({"podDisruptionBudget": {"enabled": False}}).all("PodDisruptionBudget")
+
+
+def test_report_only_runs_without_leader_election(render: Any) -> None:
+    rendered = render({"reportOnly": True})
+    assert _parse(rendered.args).leader_election is False
+    assert "leases" not in {rule[2] for rule in rendered.rules()}
+
+
+def test_network_policy_admits_only_the_webhook_and_metrics_ports(render: Any) -> None:
+    assert not render().all("NetworkPolicy")
+    values = {"networkPolicy": {"enabled": True, "webhookFrom": [{"ipBlock": {"cidr": "10.0.0.0/24"}}]}}
+    policy = render(values).one("NetworkPolicy")
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    webhook, metrics = policy["spec"]["ingress"]
+    assert webhook == {
+        "ports": [{"port": "webhook", "protocol": "TCP"}],
+        "from": [{"ipBlock": {"cidr": "10.0.0.0/24"}}],
+    }
+    assert metrics == {
+        "ports": [{"port": "metrics", "protocol": "TCP"}],
+        "from": [{"namespaceSelector": {"matchLabels": {"ome-selector.ome.io/metrics": "true"}}}],
+    }
 
 
 def test_values_become_arguments(render: Any) -> None:
@@ -280,6 +334,10 @@ def test_cluster_wide_rbac_is_least_privilege(render: Any) -> None:
         ("", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "update", configuration),
         ("ops", "", "secrets", "get", secret),
         ("ops", "", "secrets", "update", secret),
+        # Leader election: create cannot be limited by name; get and update only the release's own Lease.
+        ("ops", "coordination.k8s.io", "leases", "create", ()),
+        ("ops", "coordination.k8s.io", "leases", "get", configuration),
+        ("ops", "coordination.k8s.io", "leases", "update", configuration),
     }
     assert rendered.rules() == expected
     binding = rendered.one("ClusterRoleBinding")
@@ -316,12 +374,14 @@ def test_report_only_grants_no_writes(render: Any) -> None:
         verbs = {(rule[2], rule[3]) for rule in render(values).rules()}
         assert ("inferenceservices/status", "patch") not in verbs
         assert ("events", "create") not in verbs
+        assert "leases" not in {rule[2] for rule in render(values).rules()}
 
 
 def test_cert_manager_mode_grants_no_secret_access(render: Any) -> None:
     resources = {rule[2] for rule in render({"webhook": {"certManager": {"enabled": True}}}).rules()}
     assert "secrets" not in resources
-    assert not render({"webhook": {"enabled": False}}).all("Role")
+    roles = render({"webhook": {"enabled": False}}).all("Role")
+    assert [role["metadata"]["name"] for role in roles] == ["ome-selector-leader-election"]
 
 
 def test_plugin_reader_cluster_role_is_read_only(render: Any) -> None:
