@@ -33,7 +33,7 @@ from harness.chart import render
 from harness.controlplane import ControlPlane, free_port
 from harness.kube import eventually
 from harness.scenario import run_scenario
-from ome_selector.cli.ome_selector import _parser
+from ome_selector.cli.ome_selector import _parser, leader_election_from_args
 from ome_selector.webhook.cli import webhook_config_from_args
 
 # (apiGroup, resource, verb) → the code that makes the call. The chart grants exactly these (webhook on,
@@ -74,6 +74,13 @@ INTENDED_USES: dict[tuple[str, str, str], str] = {
     ),
     ("", "secrets", "get"): "read the stored webhook CA and certificate (webhook/incluster.py)",
     ("", "secrets", "update"): "store a new webhook CA and certificate (webhook/incluster.py)",
+    ("coordination.k8s.io", "leases", "create"): "create the Lease on first start (kube/leaderelection.py)",
+    ("coordination.k8s.io", "leases", "get"): "read the Lease each retry period (kube/leaderelection.py)",
+    (
+        "coordination.k8s.io",
+        "leases",
+        "update",
+    ): "acquire, renew and release the Lease (kube/leaderelection.py)",
 }
 #: Rules that must name their objects.
 NAMED = {("admissionregistration.k8s.io", "validatingwebhookconfigurations"), ("", "secrets")}
@@ -168,6 +175,7 @@ class Installed:
             "namespaces": args.namespaces,
             "report_only": args.report_only,
             "webhook": webhook,
+            "leader_election": leader_election_from_args(args),
         }
 
     def delete_cluster_scoped(self) -> None:
@@ -212,7 +220,8 @@ def test_intended_uses_are_exactly_the_default_grants() -> None:
         "intended but not granted": sorted(set(INTENDED_USES) - set(rules)),
     }
     for (group, resource, verb), names in rules.items():
-        assert bool(names) == ((group, resource) in NAMED), (group, resource, verb, names)
+        by_name = (group, resource) in NAMED or (group == "coordination.k8s.io" and verb != "create")
+        assert bool(names) == by_name, (group, resource, verb, names)
 
 
 def _forbidden(records: list[logging.LogRecord]) -> list[str]:
@@ -303,7 +312,8 @@ def test_cluster_wide_install_runs_the_scenario_with_its_own_token(env: Env) -> 
         ("create", "servingruntimes.ome.io"),
         ("list", "namespaces"),
         ("list", "customresourcedefinitions.apiextensions.k8s.io"),
-        ("create", "leases.coordination.k8s.io"),
+        ("update", "leases.coordination.k8s.io/someone-elses"),
+        ("list", "leases.coordination.k8s.io"),
     )
 
 

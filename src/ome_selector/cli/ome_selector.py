@@ -9,8 +9,12 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ome_selector import __version__
+
+if TYPE_CHECKING:
+    from ome_selector.operator.app import LeaderElectionConfig
 from ome_selector.webhook.cli import add_webhook_arguments, webhook_config_from_args
 
 
@@ -123,6 +127,25 @@ def _lease_namespace(requested: str | None) -> str:
         return "default"
 
 
+def leader_election_from_args(args: argparse.Namespace) -> LeaderElectionConfig | None:
+    """The Lease of `--leader-election`, or None; ValueError for timings that would break the fence."""
+    from ome_selector.kube.leaderelection import LeaseTimings  # noqa: PLC0415
+    from ome_selector.operator.app import LeaderElectionConfig  # noqa: PLC0415
+
+    if not args.leader_election:
+        return None
+    timings = LeaseTimings(
+        args.leader_election_lease_duration,
+        args.leader_election_renew_deadline,
+        args.leader_election_retry_period,
+    )
+    return LeaderElectionConfig(
+        namespace=_lease_namespace(args.leader_election_namespace),
+        name=args.leader_election_id,
+        timings=timings,
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "run":
@@ -135,25 +158,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     import kopf  # noqa: PLC0415
 
-    from ome_selector.kube.leaderelection import LeaseTimings  # noqa: PLC0415
-    from ome_selector.operator.app import LeaderElectionConfig, Operator, OperatorConfig  # noqa: PLC0415
+    from ome_selector.operator.app import Operator, OperatorConfig  # noqa: PLC0415
 
-    leader_election = None
-    if args.leader_election:
-        try:
-            timings = LeaseTimings(
-                args.leader_election_lease_duration,
-                args.leader_election_renew_deadline,
-                args.leader_election_retry_period,
-            )
-        except ValueError as error:
-            print(f"ome-selector: error: leader election: {error}", file=sys.stderr)
-            return 2
-        leader_election = LeaderElectionConfig(
-            namespace=_lease_namespace(args.leader_election_namespace),
-            name=args.leader_election_id,
-            timings=timings,
-        )
+    try:
+        leader_election = leader_election_from_args(args)
+    except ValueError as error:
+        print(f"ome-selector: error: leader election: {error}", file=sys.stderr)
+        return 2
 
     kopf.configure(
         verbose=args.verbose,
