@@ -9,12 +9,17 @@ installed once per (constraints, pyproject, interpreter) and cached; the wheel i
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import time
+import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -131,11 +136,11 @@ def _readable_by_nonroot(directory: Path) -> bool:
 
 
 def _cache_root(python: Path) -> Path:
-    """Keyed by the constraints, pyproject and interpreter; in the user cache if the non-root user can read
-    it there (a home directory is often private), else in /var/tmp."""
-    digest = hashlib.sha256()
-    for path in (REPO_ROOT / "constraints.txt", REPO_ROOT / "pyproject.toml"):
-        digest.update(path.read_bytes())
+    """Keyed by the constraints, the runtime dependencies and the interpreter; in the user cache if the
+    non-root user can read it there (a home directory is often private), else in /var/tmp."""
+    digest = hashlib.sha256((REPO_ROOT / "constraints.txt").read_bytes())
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
+    digest.update(json.dumps(project["dependencies"]).encode())
     digest.update(str(python.resolve()).encode())
     name = f"payload-venv-{digest.hexdigest()[:16]}"
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ome-selector"
@@ -149,34 +154,49 @@ def _cache_root(python: Path) -> Path:
     return shared / name
 
 
+def _prune(cache: Path, keep: Path) -> None:
+    """Other payload environments nobody used for a week (other branches, older constraints)."""
+    week_ago = time.time() - 7 * 24 * 3600
+    for other in cache.glob("payload-venv-*"):
+        marker = other / ".complete"
+        used = (marker if marker.is_file() else other).stat().st_mtime
+        if other != keep and used < week_ago:
+            shutil.rmtree(other, ignore_errors=True)
+
+
 @pytest.fixture(scope="module")
-def payload(wheel: Path) -> Path:
-    """A virtual environment with the pinned dependencies (cached) and this wheel (fresh): its bin/."""
+def payload(wheel: Path) -> Iterator[Path]:
+    """A virtual environment with the pinned dependencies (cached) and this wheel (fresh): its bin/.
+
+    Work trees of one machine share the cache: a lock keeps two runs from building or reinstalling into the
+    same environment at once.
+    """
     python = _interpreter()
     venv = _cache_root(python)
-    if not (venv / ".complete").is_file():
-        for stale in venv.parent.glob("payload-venv-*"):  # older constraints or pyproject
-            shutil.rmtree(stale, ignore_errors=True)
-        venv.parent.mkdir(parents=True, exist_ok=True)
-        created = _run(python, "-m", "venv", venv)
-        assert created.returncode == 0, created.stderr
-        installed = _run(
+    with (venv.parent / "payload-venv.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _prune(venv.parent, keep=venv)
+        if not (venv / ".complete").is_file():
+            shutil.rmtree(venv, ignore_errors=True)  # a run stopped half-way
+            created = _run(python, "-m", "venv", venv)
+            assert created.returncode == 0, created.stderr
+            installed = _run(
+                venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                "--constraint", REPO_ROOT / "constraints.txt", wheel,
+            )  # fmt: skip
+            if installed.returncode != 0:
+                shutil.rmtree(venv, ignore_errors=True)
+                message = f"installing the wheel's dependencies failed:\n{installed.stderr[-2000:]}"
+                if os.environ.get("CI"):
+                    pytest.fail(message)
+                pytest.skip(message)
+        (venv / ".complete").touch()  # also marks it as used (see _prune)
+        reinstalled = _run(
             venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-            "--constraint", REPO_ROOT / "constraints.txt", wheel,
+            "--no-deps", "--force-reinstall", wheel,
         )  # fmt: skip
-        if installed.returncode != 0:
-            shutil.rmtree(venv, ignore_errors=True)
-            message = f"installing the wheel's dependencies failed:\n{installed.stderr[-2000:]}"
-            if os.environ.get("CI"):
-                pytest.fail(message)
-            pytest.skip(message)
-        (venv / ".complete").touch()
-    reinstalled = _run(
-        venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-        "--no-deps", "--force-reinstall", wheel,
-    )  # fmt: skip
-    assert reinstalled.returncode == 0, reinstalled.stderr
-    return venv / "bin"
+        assert reinstalled.returncode == 0, reinstalled.stderr
+        yield venv / "bin"
 
 
 def _as_nonroot(*argv: str | Path) -> subprocess.CompletedProcess[str]:
