@@ -18,8 +18,10 @@ from typing import NoReturn
 from ome_selector import __version__
 from ome_selector.api.resources import InferenceService, Kind, Model, ObjectKey
 from ome_selector.catalog.catalog import Catalog
+from ome_selector.cli.lint import add_lint_parser
 from ome_selector.cli.render import OUTPUT_FORMATS, render
 from ome_selector.cli.sources import DEFAULT_NAMESPACE, FileSource, ObjectSource, SourceError, load_catalog
+from ome_selector.cli.whatif import add_what_if_parser
 from ome_selector.selection import messages
 from ome_selector.selection.explain import Explanation, explain
 from ome_selector.selection.outcome import evaluate
@@ -142,6 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FORMAT",
         help="output format: " + ", ".join(OUTPUT_FORMATS) + " (default table)",
     )
+    add_lint_parser(runtime_commands)
+    add_what_if_parser(runtime_commands)
     return parser
 
 
@@ -213,6 +217,10 @@ def run(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exit_:  # --help, --version and usage errors
         return exit_.code if isinstance(exit_.code, int) else EXIT_ERROR
+    handler = getattr(args, "handler", None)
+    if handler is not None:  # lint and what-if
+        status: int = handler(args)
+        return status
     try:
         explanation, notes = explain_command(args, object_source(args))
     except (SourceError, CommandError) as error:
