@@ -15,6 +15,8 @@ CORE = [
     "ome_selector.selection.explain",
     "ome_selector.selection.outcome",
     "ome_selector.selection.messages",
+    "ome_selector.selection.lint",
+    "ome_selector.selection.whatif",
 ]
 FORBIDDEN = [
     "kopf",
