@@ -24,12 +24,11 @@ use, never a second implementation (see :func:`_ranking`).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from fractions import Fraction
 from functools import lru_cache
-from itertools import combinations
 from typing import Any
 
 from ome_selector.api.resources import (
@@ -171,7 +170,7 @@ def lint(catalog: Catalog, namespaces: Iterable[str]) -> tuple[Finding, ...]:
     for profile in runtimes:
         findings.update(_runtime_value_findings(profile))
     findings.update(_overlap_findings(runtimes))
-    findings.update(_RankingReview(catalog, views, models, runtimes, isvcs).findings())
+    findings.update(_RankingReview(catalog, views, models, profiles, isvcs).findings())
     return tuple(sorted(findings, key=lambda finding: finding.order))
 
 
@@ -242,6 +241,7 @@ def _runtime_value_findings(profile: RuntimeProfile) -> Iterator[Finding]:
 # --- SIZE003: overlapping auto-selectable runtimes
 # ---------------------------------------------------------------------------
 
+_ZERO = Fraction(0)
 _WITH_FRAMEWORK = ModelSpec(model_framework=ModelFramework(name="any"))
 _WITHOUT_FRAMEWORK = ModelSpec()
 
@@ -253,28 +253,32 @@ _Bucket = tuple[str | None, str, str | None, str | None, str | None, bool, bool]
 @dataclass(frozen=True, slots=True)
 class _AutoEntry:
     profile: RuntimeProfile
+    key: ObjectKey
     entry: SupportedModelFormat
     format: FormatSelector
 
 
 def _auto_entries(profile: RuntimeProfile) -> Iterator[_AutoEntry]:
     """The entries through which ``profile`` can be auto-selected: autoSelect on and a score above 0 (for a
-    model that names a framework exactly when the entry does, the only models the entry matches)."""
-    if profile.disabled:
+    model that names a framework exactly when the entry does, the only models the entry matches). A runtime
+    whose range holds no size (``min`` above ``max``, SIZE002) overlaps nothing."""
+    lower, upper = profile.lower, profile.upper
+    if profile.disabled or (lower is not None and upper is not None and lower > upper):
         return
+    key = profile.runtime.key
     for entry in profile.entries:
         fmt = entry.model_format
         if fmt is None or not entry.auto_select:
             continue
         model = _WITH_FRAMEWORK if entry.model_framework is not None else _WITHOUT_FRAMEWORK
         if entry_score(entry, model) > 0:
-            yield _AutoEntry(profile, entry, fmt)
+            yield _AutoEntry(profile, key, entry, fmt)
 
 
 def _bucket(auto: _AutoEntry) -> _Bucket:
     entry, framework = auto.entry, auto.entry.model_framework
     return (
-        auto.profile.runtime.namespace,
+        auto.key.namespace,
         auto.format.name,
         entry.model_architecture,
         entry.quantization,
@@ -284,6 +288,11 @@ def _bucket(auto: _AutoEntry) -> _Bucket:
     )
 
 
+def _lower_first(auto: _AutoEntry) -> tuple[bool, Fraction]:
+    lower = auto.profile.lower
+    return (lower is not None, lower if lower is not None else _ZERO)
+
+
 def _overlap_findings(profiles: Sequence[RuntimeProfile]) -> Iterator[Finding]:
     buckets: dict[_Bucket, list[_AutoEntry]] = {}
     for profile in profiles:
@@ -291,13 +300,19 @@ def _overlap_findings(profiles: Sequence[RuntimeProfile]) -> Iterator[Finding]:
             buckets.setdefault(_bucket(auto), []).append(auto)
     reported: set[tuple[ObjectKey, ObjectKey]] = set()
     for entries in buckets.values():
-        for first, second in combinations(entries, 2):
-            pair = (first.profile.runtime.key, second.profile.runtime.key)
-            if pair[0] == pair[1] or pair in reported or not _ranges_overlap(first.profile, second.profile):
-                continue
-            if _entries_overlap(first, second):
-                reported.add(pair)
-                yield _overlap_finding(first, second)
+        # By lower bound (none first): the ranges after one that start above its upper bound all do.
+        entries.sort(key=_lower_first)
+        for index, first in enumerate(entries):
+            upper = first.profile.upper
+            for second in entries[index + 1 :]:
+                lower = second.profile.lower
+                if upper is not None and lower is not None and lower > upper:
+                    break
+                a, b = sorted((first, second), key=lambda auto: object_order(auto.key))
+                pair = (a.key, b.key)
+                if a.key != b.key and pair not in reported and _entries_overlap(a, b):
+                    reported.add(pair)
+                    yield _overlap_finding(a, b)
 
 
 def _overlap_finding(first: _AutoEntry, second: _AutoEntry) -> Finding:
@@ -313,26 +328,14 @@ def _overlap_finding(first: _AutoEntry, second: _AutoEntry) -> Finding:
     a, b = first.profile, second.profile
     return _finding(
         Code.SIZE003,
-        [a.runtime.key, b.runtime.key],
-        f"{a.runtime.key} ({_range(a)}) and {b.runtime.key} ({_range(b)}) both auto-select {label} models "
+        [first.key, second.key],
+        f"{first.key} ({_range(a)}) and {second.key} ({_range(b)}) both auto-select {label} models "
         "in overlapping size ranges; make the ranges disjoint, or turn autoSelect off on one of them",
     )
 
 
 def _range(profile: RuntimeProfile) -> str:
     return profile.range_text or "any size"
-
-
-def _ranges_overlap(a: RuntimeProfile, b: RuntimeProfile) -> bool:
-    """Whether some size lies in both ranges (inclusive; a missing bound is open, no range is everything).
-
-    A range with ``min`` above ``max`` holds no size (SIZE002 reports it)."""
-    lowers = [bound for bound in (a.lower, b.lower) if bound is not None]
-    uppers = [bound for bound in (a.upper, b.upper) if bound is not None]
-    for profile in (a, b):
-        if profile.lower is not None and profile.upper is not None and profile.lower > profile.upper:
-            return False
-    return not lowers or not uppers or max(lowers) <= min(uppers)
 
 
 def _entries_overlap(a: _AutoEntry, b: _AutoEntry) -> bool:
@@ -442,13 +445,13 @@ class _RankingReview:
         catalog: Catalog,
         views: Sequence[str],
         models: Sequence[Model],
-        runtimes: Sequence[RuntimeProfile],
+        profiles: Mapping[ObjectKey, RuntimeProfile],
         isvcs: Sequence[InferenceService],
     ) -> None:
         self.catalog = catalog
         self.views = views
         self.models = models
-        self.runtimes = runtimes
+        self.profiles = profiles
         self.isvcs = isvcs
         self.winners: set[ObjectKey] = set()
         self.outranked: dict[ObjectKey, _Outranked] = {}
@@ -480,13 +483,12 @@ class _RankingReview:
         profile = self.catalog.model_profile(model)
         verdicts = _ranking(candidates, profile)
         self.judged.add(model.key)
-        by_key = {p.runtime.key: p for p in candidates}
         if any(v.supports_model for v in verdicts):
             self.supported.add(model.key)
         ranked = [v for v in verdicts if v.rank is not None]
         if not ranked:
             return
-        keys = [rank_key(by_key[v.runtime.key], v.score, profile.size) for v in ranked]
+        keys = [rank_key(self.profiles[v.runtime.key], v.score, profile.size) for v in ranked]
         winner = ranked[0].runtime.key
         self.winners.add(winner)
         for verdict in ranked:
@@ -498,14 +500,15 @@ class _RankingReview:
                     self.outranked[key] = candidate
         if len(ranked) > 1 and keys[0][:3] == keys[1][:3]:
             self.found.add(_tie(model, ranked[0], ranked[1]))
-        if profile.size is not None and not by_key[winner].has_range:
+        if profile.size is not None and not self.profiles[winner].has_range:
+            others = (self.profiles[verdict.runtime.key] for verdict in ranked[1:])
             beaten = [
-                (verdict, by_key[verdict.runtime.key])
-                for verdict, key in zip(ranked[1:], keys[1:], strict=True)
-                if _wins_on_distance(keys[0], key) and by_key[verdict.runtime.key].has_range
+                other
+                for other, key in zip(others, keys[1:], strict=True)
+                if other.has_range and _wins_on_distance(keys[0], key)
             ]
             if beaten:
-                self.found.add(_unranged_wins(model, ranked[0], [p for _, p in beaten]))
+                self.found.add(_unranged_wins(model, ranked[0], beaten))
 
     def _dead_runtimes(self) -> None:
         used: set[ObjectKey] = set()
@@ -517,8 +520,7 @@ class _RankingReview:
             outcome = evaluate(self.catalog, isvc)
             if outcome is not None and outcome.kind is OutcomeKind.RUNTIME_SELECTED and outcome.runtime:
                 used.add(outcome.runtime.key)
-        for profile in self.runtimes:
-            key = profile.runtime.key
+        for key, profile in self.profiles.items():
             if key not in self.winners and key not in used:
                 self.found.add(_dead(profile, self.outranked.get(key)))
 

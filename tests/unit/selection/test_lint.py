@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -212,7 +213,7 @@ def overlap(a: str, a_range: str, b: str, b_range: str, label: str = "mt:safeten
 
 
 A, B = "ClusterServingRuntime a", "ClusterServingRuntime b"
-LLAMA = {"arch": "LlamaForCausalLM", "framework": "transformers", "version": "1.0.0"}
+LLAMA: dict[str, Any] = {"arch": "LlamaForCausalLM", "framework": "transformers", "version": "1.0.0"}
 
 SIZE003_CASES = [
     pytest.param(
