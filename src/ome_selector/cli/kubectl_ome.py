@@ -2,8 +2,9 @@
 
 ``kubectl ome runtime explain`` shows, for one model or InferenceService, every runtime's verdict, the
 ranking and the runtime auto-selection picks (SPEC §6). With ``-f`` it reads only the named files, never the
-kubeconfig, so a catalog can be checked in CI before it is applied. The decisions all come from the selection
-core; this module only wires an object source to it and prints the result.
+kubeconfig, so a catalog can be checked in CI before it is applied; `lint` and `what-if` (SPEC §11, in
+:mod:`.lint` and :mod:`.whatif`) check a whole catalog and a change to it. The decisions all come from the
+selection core; this module only wires an object source to it and prints the result.
 """
 
 from __future__ import annotations

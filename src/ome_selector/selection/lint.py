@@ -17,7 +17,7 @@ returns sorted :class:`Finding` s; :func:`lint_document` is the ``-o json`` obje
 - ``DEAD001`` a runtime that is rank 1 for no model and that no InferenceService names — nor auto-selects:
   a runtime an InferenceService reaches through its accelerator classes is in use, not dead;
 - ``SERV001`` a model with a format that no runtime supports (passes SPEC §3 checks 1–4).
-The last four are warnings. Rankings are the engine's: the verdicts and rank keys that explain and evaluate
+The last five are warnings. Rankings are the engine's: the verdicts and rank keys that explain and evaluate
 use, never a second implementation (see :func:`_ranking`).
 """
 
