@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 from cli_runner import KUBECTL_OME, REPO_ROOT, Run
@@ -201,3 +203,29 @@ def test_installed_entry_point_and_help() -> None:
         "usage: kubectl ome runtime lint [-f PATH]... [-n NAMESPACE | -A] [-o table|json] [--strict]\n"
     )
     assert "RANK002  warning" in usage.stdout
+
+
+def test_offline_lint_and_what_if_load_no_client(tmp_path: Path) -> None:
+    probe = textwrap.dedent("""
+        import sys
+        from ome_selector.cli.kubectl_ome import run
+        CLIENTS = ("kubernetes", "kubernetes_asyncio", "kopf", "aiohttp")
+        lint = run(["runtime", "lint", "-f", "samples/", "-o", "json"])
+        gone = "clusterservingruntime/vllm-llama-3-2"
+        what_if = run(["runtime", "what-if", "--delete", gone, "--against", "samples/"])
+        clients = [m for m in sys.modules if m.split(".")[0] in CLIENTS]
+        assert (lint, what_if) == (0, 0), (lint, what_if)
+        assert not clients, clients
+        print("PROBE-OK", file=sys.stderr)
+    """)
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=REPO_ROOT,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "KUBECONFIG": str(tmp_path / "missing")},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip().endswith("PROBE-OK")
