@@ -20,6 +20,7 @@ RUN pip wheel --no-deps --wheel-dir /wheels . \
  && find /opt/ome-selector -name '__pycache__' -type d -prune -exec rm -rf {} +
 
 FROM ${PYTHON_IMAGE}
+# The release version: ome_selector.__version__ (tests/packaging/test_version.py keeps the two equal).
 ARG VERSION=0.1.0
 LABEL org.opencontainers.image.title="ome-selector" \
       org.opencontainers.image.description="Runtime selection for OME InferenceServices (operator and admission webhook)" \

@@ -20,6 +20,7 @@ from ome_selector import __version__
 from ome_selector.api.resources import InferenceService, Kind, Model, ObjectKey
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.cli.lint import add_lint_parser
+from ome_selector.cli.model_inspect import add_model_command, run_model_command
 from ome_selector.cli.render import OUTPUT_FORMATS, render
 from ome_selector.cli.sources import DEFAULT_NAMESPACE, FileSource, ObjectSource, SourceError, load_catalog
 from ome_selector.cli.whatif import add_what_if_parser
@@ -147,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_lint_parser(runtime_commands)
     add_what_if_parser(runtime_commands)
+    add_model_command(commands, _Parser)
     return parser
 
 
@@ -218,6 +220,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exit_:  # --help, --version and usage errors
         return exit_.code if isinstance(exit_.code, int) else EXIT_ERROR
+    if args.command == "model":
+        return run_model_command(args)
     handler = getattr(args, "handler", None)
     if handler is not None:  # lint and what-if
         status: int = handler(args)

@@ -1,0 +1,83 @@
+"""What ``config.json`` and ``model_index.json`` say about a model (SPEC §10; pure, no I/O).
+
+Values of the wrong type teach nothing: they leave the field unset rather than fail the whole model, since
+everything else may still be learnable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "DiffusersPipeline",
+    "TransformersConfig",
+    "diffusers_pipeline",
+    "quantization",
+    "transformers_config",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class TransformersConfig:
+    """The fields of a ``config.json`` that become model metadata."""
+
+    architecture: str | None
+    transformers_version: str | None
+    quantization: str | None
+    max_tokens: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class DiffusersPipeline:
+    """A diffusers ``model_index.json``: its version and the components that may carry weights."""
+
+    diffusers_version: str | None
+    components: tuple[str, ...]
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def quantization(quant_method: object) -> str | None:
+    """OME's mapping of ``quantization_config.quant_method``: ``int4``, else ``fp8``, else unset."""
+    if not isinstance(quant_method, str):
+        return None
+    if "int4" in quant_method:
+        return "int4"
+    if "fp8" in quant_method:
+        return "fp8"
+    return None
+
+
+def transformers_config(document: Mapping[str, Any]) -> TransformersConfig:
+    """The metadata a ``config.json`` document gives."""
+    architectures = document.get("architectures")
+    architecture = _text(architectures[0]) if isinstance(architectures, list) and architectures else None
+    quantization_config = document.get("quantization_config")
+    quant_method = quantization_config.get("quant_method") if isinstance(quantization_config, dict) else None
+    max_tokens = document.get("max_position_embeddings")
+    positive = isinstance(max_tokens, int) and not isinstance(max_tokens, bool) and max_tokens > 0
+    return TransformersConfig(
+        architecture=architecture,
+        transformers_version=_text(document.get("transformers_version")),
+        quantization=quantization(quant_method),
+        max_tokens=max_tokens if positive else None,
+    )
+
+
+def _is_component(value: object) -> bool:
+    """A pipeline component entry: ``[library, class]`` (``[null, null]`` marks an unused slot)."""
+    return isinstance(value, list) and len(value) == 2 and all(_text(part) for part in value)
+
+
+def diffusers_pipeline(document: Mapping[str, Any]) -> DiffusersPipeline:
+    """The pipeline a ``model_index.json`` document describes (keys starting ``_`` are its own attributes)."""
+    components = tuple(
+        sorted(key for key, value in document.items() if not key.startswith("_") and _is_component(value))
+    )
+    return DiffusersPipeline(
+        diffusers_version=_text(document.get("_diffusers_version")), components=components
+    )

@@ -1,0 +1,214 @@
+"""`kubectl ome model inspect`: the SPEC §10 document, the summary table, -v, and exit status 1 with one line
+naming the file for every unreadable input. The expected outputs are written from the SPEC by hand."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+from hub_standin import Repo, hub_standin
+from model_folders import (
+    BERT_MINILM_CONFIG,
+    QWEN2_5_0_5B,
+    bert_minilm_tensors,
+    write_json,
+    write_safetensors,
+)
+
+from ome_selector.cli.kubectl_ome import run
+
+KUBECTL_OME = Path(sys.executable).parent / "kubectl-ome"
+
+
+@pytest.fixture
+def minilm(tmp_path: Path) -> Path:
+    folder = tmp_path / "all-MiniLM-L6-v2"
+    write_json(folder / "config.json", BERT_MINILM_CONFIG)
+    write_safetensors(folder / "model.safetensors", bert_minilm_tensors(), {"format": "pt"})
+    return folder
+
+
+def _minilm_document(source: str) -> dict[str, object]:
+    """SPEC §10's example, for the MiniLM folder at ``source``."""
+    return {
+        "source": source,
+        "parameterCount": 22713728,
+        "estimated": False,
+        "modelParameterSize": "22.71M",
+        "modelFormat": {"name": "safetensors", "version": "1.0.0"},
+        "modelArchitecture": "BertModel",
+        "modelFramework": {"name": "transformers", "version": "4.8.2"},
+        "quantization": None,
+        "maxTokens": 512,
+        "files": [{"name": "model.safetensors", "tensors": 104, "parameters": 22713728}],
+    }
+
+
+def test_json_is_the_section_10_document(minilm: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["model", "inspect", str(minilm), "-o", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == _minilm_document(str(minilm))
+    assert list(json.loads(out)) == list(_minilm_document(str(minilm)))  # the order of the SPEC's keys
+    assert err == ""
+
+
+def test_yaml_is_the_same_document(minilm: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["model", "inspect", str(minilm), "--output", "yaml"]) == 0
+    assert yaml.safe_load(capsys.readouterr().out) == _minilm_document(str(minilm))
+
+
+def test_the_source_is_echoed_as_given(minilm: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    relative = os.path.relpath(minilm)
+    assert run(["model", "inspect", relative, "-o", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["source"] == relative
+
+
+def test_table(minilm: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["model", "inspect", str(minilm)]) == 0
+    assert capsys.readouterr().out == (
+        f"Source:              {minilm}\n"
+        "Parameters:          22713728 (exact)\n"
+        "modelParameterSize:  22.71M\n"
+        "modelFormat:         safetensors 1.0.0\n"
+        "modelArchitecture:   BertModel\n"
+        "modelFramework:      transformers 4.8.2\n"
+        "quantization:        -\n"
+        "maxTokens:           512\n"
+        "\n"
+        "FILE                TENSORS   PARAMETERS\n"
+        "model.safetensors   104       22713728\n"
+    )
+
+
+def test_estimated_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_json(tmp_path / "config.json", QWEN2_5_0_5B)
+    assert run(["model", "inspect", str(tmp_path), "-o", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["parameterCount"] == 494_032_768
+    assert (document["estimated"], document["modelParameterSize"]) == (True, "494.03M")
+    assert (document["modelFormat"], document["files"]) == (None, [])
+    assert run(["model", "inspect", str(tmp_path)]) == 0
+    table = capsys.readouterr().out
+    assert "Parameters:          494032768 (estimated from config.json)\n" in table
+    assert "modelFormat:         -\n" in table
+    assert "FILE" not in table
+
+
+def test_verbose_reports_the_bytes_read(minilm: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["model", "inspect", str(minilm), "-v", "-o", "json"]) == 0
+    read = (
+        (minilm / "config.json").stat().st_size
+        + 8
+        + int.from_bytes((minilm / "model.safetensors").read_bytes()[:8], "little")
+    )
+    assert capsys.readouterr().err == (
+        f"read {read} bytes in 2 files (JSON files and safetensors headers only)\n"
+    )
+
+
+def _shard_missing(model: Path) -> None:
+    """The index names a shard that is not there."""
+    (model / "model.safetensors").rename(model / "model-1.safetensors")
+    index = {"weight_map": {"a": "model-1.safetensors", "b": "model-2.safetensors"}}
+    write_json(model / "model.safetensors.index.json", index)
+
+
+def _truncate(path: Path) -> None:
+    with path.open("r+b") as stream:
+        stream.truncate(100)
+
+
+@pytest.mark.parametrize(
+    ("damage", "file", "reason"),
+    [
+        (lambda m: (m / "model.safetensors").write_bytes((10**9).to_bytes(8, "little")), "model.safetensors",
+         "safetensors header length 1000000000 bytes exceeds the limit of 100000000 bytes"),
+        (lambda m: _truncate(m / "model.safetensors"), "model.safetensors",
+         "truncated: the safetensors header is 11432 bytes, the file has 92 of them"),
+        (lambda m: (m / "config.json").write_text('{"architectures": ["BertModel"],}'), "config.json",
+         "invalid JSON: Expecting property name enclosed in double quotes at line 1"),
+        (lambda m: (m / "config.json").unlink(), "config.json",
+         "missing (and no model_index.json): not a model folder"),
+        (_shard_missing, "model-2.safetensors", "missing (a shard named in model.safetensors.index.json)"),
+    ],
+)  # fmt: skip
+def test_unreadable_input_exits_1_with_one_line_naming_the_file(
+    minilm: Path, capsys: pytest.CaptureFixture[str], damage: Callable[[Path], object], file: str, reason: str
+) -> None:
+    damage(minilm)
+    assert run(["model", "inspect", str(minilm), "-o", "json"]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == f"error: {minilm / file}: {reason}\n"
+
+
+def test_a_missing_folder_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["model", "inspect", str(tmp_path / "none")]) == 1
+    assert capsys.readouterr().err == f"error: {tmp_path / 'none'}: no such directory\n"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["model", "inspect"],
+        ["model"],
+        ["model", "inspect", ".", "-o", "wide"],
+        ["model", "inspect", "a", "b"],
+    ],
+)
+def test_usage_errors_exit_1(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(argv) == 1
+    assert "error:" in capsys.readouterr().err
+
+
+def test_help_shows_the_synopsis(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["model", "inspect", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "(DIR | hf://ORG/NAME[@REVISION]) [-o table|json|yaml] [-v]" in out
+    assert "llama, mistral, qwen2, qwen3" in out
+
+
+def test_the_installed_command_reads_the_hub(minilm: Path, tmp_path: Path) -> None:
+    """`kubectl-ome` as a user runs it, against the stand-in Hub named by HF_ENDPOINT, with HF_TOKEN."""
+    with hub_standin() as hub:
+        hub.repos["sentence-transformers/all-MiniLM-L6-v2"] = Repo(minilm, token="hf_secret")
+        env = {
+            **os.environ,
+            "HF_ENDPOINT": hub.url,
+            "HF_TOKEN": "hf_secret",
+            "HF_HOME": str(tmp_path / "hf-home"),
+        }
+        uri = "hf://sentence-transformers/all-MiniLM-L6-v2@main"
+        done = subprocess.run(
+            [KUBECTL_OME, "model", "inspect", uri, "-o", "json", "-v"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        served = hub.bytes_served
+        bad = subprocess.run(
+            [KUBECTL_OME, "model", "inspect", "hf://acme/absent"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert (done.returncode, done.stderr) == (
+        0,
+        f"read {served} bytes in 4 HTTP requests (JSON files and safetensors headers only)\n",
+    )
+    assert json.loads(done.stdout) == _minilm_document(uri)
+    assert (bad.returncode, bad.stdout) == (1, "")
+    assert bad.stderr == (
+        "error: hf://acme/absent: repository not found, or private and HF_TOKEN is missing or has no access "
+        "(HTTP 404)\n"
+    )

@@ -1,0 +1,200 @@
+"""A local stand-in for the Hugging Face Hub: serves model folders in the Hub's URL shapes, with Range.
+
+The real ``huggingface_hub`` client talks to it through ``HF_ENDPOINT``. It answers the requests the model
+reader makes, in the shapes ``huggingface_hub`` itself uses (read from its source):
+
+- ``GET /api/models/ORG/NAME/revision/REV`` -> ``{"id", "sha", "siblings": [{"rfilename"}]}`` (model info);
+- ``GET /ORG/NAME/resolve/REV/PATH`` -> the file, ``206`` with ``Content-Range`` for ``Range: bytes=a-b``,
+  ``416`` past its end;
+- errors as the Hub gives them: ``X-Error-Code`` ``RepoNotFound`` (401 without a token for a private
+  repository, 404 otherwise), ``GatedRepo`` (403), ``RevisionNotFound``, ``EntryNotFound`` (404).
+
+It records every request and the body bytes it sent, so tests can assert what was fetched.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+_INFO = re.compile(r"/api/models/(?P<repo>[^/]+/[^/]+)/revision/(?P<revision>[^/]+)")
+_RESOLVE = re.compile(r"/(?P<repo>[^/]+/[^/]+)/resolve/(?P<revision>[^/]+)/(?P<path>.+)")
+_RANGE = re.compile(r"bytes=(?P<first>\d+)-(?P<last>\d+)")
+
+
+@dataclass
+class Repo:
+    """A repository served from ``folder``; ``token`` makes it private, ``gated`` refuses every file."""
+
+    folder: Path
+    token: str | None = None
+    gated: bool = False
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    range: str | None
+    authorization: str | None
+    status: int
+    body_bytes: int
+
+
+@dataclass
+class HubStandIn:
+    """The server's state: repositories by id, options, and the requests it answered."""
+
+    repos: dict[str, Repo] = field(default_factory=dict)
+    ignore_range: bool = False
+    requests: list[Request] = field(default_factory=list)
+    url: str = ""
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def bytes_served(self) -> int:
+        with self.lock:
+            return sum(request.body_bytes for request in self.requests)
+
+    def served_paths(self) -> list[str]:
+        with self.lock:
+            return [request.path for request in self.requests]
+
+
+def _files(folder: Path) -> list[str]:
+    return sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file())
+
+
+def _handler(hub: HubStandIn) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: object) -> None:
+            """Quiet: tests read ``hub.requests`` instead."""
+
+        def _send(self, status: int, body: bytes = b"", headers: dict[str, str] | None = None) -> None:
+            self._send_chunks(status, len(body), iter([body]), headers)
+
+        def _send_chunks(
+            self, status: int, length: int, chunks: Iterator[bytes], headers: dict[str, str] | None = None
+        ) -> None:
+            self.send_response(status)
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(length))
+            self.end_headers()
+            sent = 0
+            try:
+                for chunk in chunks:
+                    self.wfile.write(chunk)
+                    sent += len(chunk)
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True  # the client hung up: count only what was written
+            with hub.lock:
+                hub.requests.append(
+                    Request(
+                        method=self.command,
+                        path=self.path,
+                        range=self.headers.get("Range"),
+                        authorization=self.headers.get("Authorization"),
+                        status=status,
+                        body_bytes=sent,
+                    )
+                )
+
+        def _error(self, status: int, code: str) -> None:
+            body = json.dumps({"error": code}).encode()
+            self._send(status, body, {"X-Error-Code": code, "Content-Type": "application/json"})
+
+        def _repo(self, repo_id: str) -> Repo | None:
+            repo = hub.repos.get(repo_id)
+            if repo is None:
+                self._error(404, "RepoNotFound")
+                return None
+            if repo.token is not None and self.headers.get("Authorization") != f"Bearer {repo.token}":
+                self._error(401, "RepoNotFound")
+                return None
+            return repo
+
+        def do_GET(self) -> None:
+            path = unquote(urlsplit(self.path).path)
+            if info := _INFO.fullmatch(path):
+                if (repo := self._repo(info["repo"])) is None:
+                    return
+                if info["revision"] not in ("main", COMMIT):
+                    self._error(404, "RevisionNotFound")
+                    return
+                siblings = [{"rfilename": name} for name in _files(repo.folder)]
+                document = {"id": info["repo"], "sha": COMMIT, "siblings": siblings}
+                self._send(200, json.dumps(document).encode(), {"Content-Type": "application/json"})
+            elif resolve := _RESOLVE.fullmatch(path):
+                if (repo := self._repo(resolve["repo"])) is None:
+                    return
+                if repo.gated:
+                    self._error(403, "GatedRepo")
+                elif resolve["revision"] not in ("main", COMMIT):
+                    self._error(404, "RevisionNotFound")
+                elif not (file := repo.folder / resolve["path"]).is_file():
+                    self._error(404, "EntryNotFound")
+                else:
+                    self._file(file)
+            else:
+                self._send(404)
+
+        def _file(self, file: Path) -> None:
+            size = file.stat().st_size
+            headers = {"Accept-Ranges": "bytes"}
+            wanted = _RANGE.fullmatch(self.headers.get("Range", ""))
+            if wanted is None or hub.ignore_range:
+                with file.open("rb") as stream:
+                    self._send_chunks(200, size, iter(lambda: stream.read(1 << 16), b""), headers)
+                return
+            first, last = int(wanted["first"]), int(wanted["last"])
+            if first >= size:
+                self._send(416, b"", {"Content-Range": f"bytes */{size}"})
+                return
+            last = min(last, size - 1)
+            with file.open("rb") as stream:
+                stream.seek(first)
+                body = stream.read(last - first + 1)
+            self._send(206, body, {**headers, "Content-Range": f"bytes {first}-{last}/{size}"})
+
+    return Handler
+
+
+class _Server(ThreadingHTTPServer):
+    # The reader opens several connections at once; the default listen backlog (5) would drop some SYNs and
+    # cost the client a one-second retransmit.
+    request_queue_size = 64
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # a client hanging up early is expected
+            super().handle_error(request, client_address)  # type: ignore[arg-type]
+
+
+@contextmanager
+def hub_standin() -> Iterator[HubStandIn]:
+    """A running stand-in on a free local port; ``hub.url`` is its endpoint for ``HF_ENDPOINT``."""
+    hub = HubStandIn()
+    server = _Server(("127.0.0.1", 0), _handler(hub))
+    hub.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.02}, name="hub-standin", daemon=True
+    )
+    thread.start()
+    try:
+        yield hub
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
