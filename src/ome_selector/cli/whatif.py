@@ -155,12 +155,12 @@ def render_what_if(result: WhatIf, output: str) -> str:
 
 def _change(args: argparse.Namespace, namespace: str) -> CatalogChange:
     applied = (
-        load_catalog(FileSource(tuple(args.changes), namespace).read(), namespace) if args.changes else None
+        load_catalog(FileSource(tuple(args.changes), namespace).read(), namespace) if args.changes else ()
     )
     deleted = tuple(
         ObjectKey(kind, namespace if kind.namespaced else None, name) for kind, name in args.deletions
     )
-    return CatalogChange(applied=tuple(applied) if applied is not None else (), deleted=deleted)
+    return CatalogChange(applied=tuple(applied), deleted=deleted)
 
 
 def what_if_command(args: argparse.Namespace) -> int:
