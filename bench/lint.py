@@ -2,7 +2,7 @@
 OME's published catalog).
 
 - OME's catalog (tests/data/ome-catalog: 205 models, 201 runtimes once the four names it defines twice are
-  read "later file wins"): reading and indexing the files, then :func:`~ome_selector.selection.lint.lint`;
+  read "later file wins"): reading and indexing the files, then :func:`~ome_selector.review.lint.lint`;
   and the whole command, ``kubectl-ome runtime lint -f DIR`` in a new process, on a copy of the catalog
   without the four files whose runtimes a later file redefines (the command refuses duplicates);
 - 10,000 runtimes: OME's runtimes cloned round-robin under new names (``<name>-c<k>``), with OME's
@@ -27,7 +27,7 @@ from bench.__main__ import OME_CATALOG, human
 from ome_selector.api.loading import load_yaml
 from ome_selector.api.resources import Resource, Runtime
 from ome_selector.catalog.catalog import Catalog
-from ome_selector.selection.lint import Finding, lint
+from ome_selector.review.lint import Finding, lint
 
 NAMESPACE = "default"
 CLONED_RUNTIMES = 10_000

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 import yaml
-
-from ome_selector.cli.kubectl_ome import run
 from ome_selector.testing.controlplane import ControlPlane
 from ome_selector.testing.kube import PLURALS
+
+from ome_selector.cli.kubectl_ome import run
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = REPO_ROOT / "samples"

@@ -1,6 +1,6 @@
 """`kubectl ome runtime lint`: the findings of SPEC §11 for a catalog, from files or the live cluster.
 
-The findings come from :func:`ome_selector.selection.lint.lint`; this module reads the objects, picks the
+The findings come from :func:`ome_selector.review.lint.lint`; this module reads the objects, picks the
 namespaces (:mod:`.scope`), prints the table or the JSON document and sets the exit status.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 from ome_selector.cli.render import render_table
 from ome_selector.cli.scope import add_cluster_arguments, add_namespace_arguments, object_source, views
 from ome_selector.cli.sources import SourceError, load_catalog
-from ome_selector.selection.lint import Finding, Severity, has_errors, lint, lint_document
+from ome_selector.review.lint import Finding, Severity, has_errors, lint, lint_document
 
 __all__ = ["LINT_OUTPUTS", "add_lint_parser", "lint_command", "render_findings"]
 

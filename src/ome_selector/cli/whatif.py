@@ -1,7 +1,7 @@
 """`kubectl ome runtime what-if`: which InferenceServices would change verdict if some objects were applied
 or deleted (SPEC §11) — a CI gate for catalog changes.
 
-The comparison is :func:`ome_selector.selection.whatif.what_if`; this module reads the catalog (the
+The comparison is :func:`ome_selector.review.whatif.what_if`; this module reads the catalog (the
 ``--against`` files, else the cluster), the change (``-f``, ``--delete``), prints the changed
 InferenceServices and sets the exit status.
 """
@@ -18,7 +18,7 @@ from ome_selector.catalog.catalog import Catalog
 from ome_selector.cli.render import render_table
 from ome_selector.cli.scope import add_cluster_arguments, add_namespace_arguments, object_source
 from ome_selector.cli.sources import FileSource, SourceError, load_catalog
-from ome_selector.selection.whatif import (
+from ome_selector.review.whatif import (
     CatalogChange,
     ChangeError,
     Verdict,

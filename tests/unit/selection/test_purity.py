@@ -17,8 +17,8 @@ CORE = [
     "ome_selector.selection.outcome",
     "ome_selector.selection.ranking",
     "ome_selector.selection.messages",
-    "ome_selector.selection.lint",
-    "ome_selector.selection.whatif",
+    "ome_selector.review.lint",
+    "ome_selector.review.whatif",
 ]
 FORBIDDEN = [
     "kopf",

@@ -12,8 +12,8 @@ from selection_builders import load_ome_catalog
 
 from ome_selector.api.resources import Kind, ObjectKey
 from ome_selector.catalog.catalog import Catalog
+from ome_selector.review.lint import Code, Finding, lint, object_order
 from ome_selector.selection.explain import explain
-from ome_selector.selection.lint import Code, Finding, lint, object_order
 
 NS = "default"
 

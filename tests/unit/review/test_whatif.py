@@ -7,7 +7,7 @@ from selection_builders import NS, catalog, entry, isvc, model, runtime
 
 from ome_selector.api.resources import Kind, ObjectKey, Resource
 from ome_selector.catalog.catalog import Catalog
-from ome_selector.selection.whatif import (
+from ome_selector.review.whatif import (
     CatalogChange,
     Change,
     ChangeError,

@@ -15,8 +15,8 @@ from selection_builders import NS, catalog, entry, isvc, model, runtime
 
 from ome_selector.api.resources import Resource
 from ome_selector.catalog.catalog import Catalog
+from ome_selector.review.lint import Code, Severity, has_errors, lint, lint_document
 from ome_selector.selection.explain import explain
-from ome_selector.selection.lint import Code, Severity, has_errors, lint, lint_document
 
 Expected = list[tuple[list[str], str]]
 
