@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.__main__ import OME_CATALOG, human
-from ome_selector.api.loading import load_yaml
+from ome_selector.api.manifests import load_manifest
 from ome_selector.api.resources import Resource, Runtime
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.review.lint import Finding, lint
@@ -41,7 +41,7 @@ def best(call: Callable[[], object], repeat: int) -> float:
 def published() -> list[Resource]:
     resources: list[Resource] = []
     for path in sorted(OME_CATALOG.rglob("*.yaml")):
-        resources.extend(load_yaml(path.read_text(encoding="utf-8")))
+        resources.extend(load_manifest(path.read_text(encoding="utf-8")))
     return resources
 
 
@@ -65,7 +65,7 @@ def deduplicated_copy(target: Path) -> Path:
     last: dict[tuple[str, str], Path] = {}
     paths = sorted(OME_CATALOG.rglob("*.yaml"))
     for path in paths:
-        for resource in load_yaml(path.read_text(encoding="utf-8")):
+        for resource in load_manifest(path.read_text(encoding="utf-8")):
             last[(resource.kind.value, resource.name)] = path
     kept = set(last.values())
     for path in paths:

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 import yaml
-from ome_selector.testing.controlplane import ControlPlane
-from ome_selector.testing.kube import PLURALS
 
+from harness.controlplane import ControlPlane
+from harness.kube import PLURALS
 from ome_selector.cli.kubectl_ome import run
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

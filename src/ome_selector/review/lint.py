@@ -17,8 +17,10 @@ returns sorted :class:`Finding` s; :func:`lint_document` is the ``-o json`` obje
 - ``DEAD001`` a runtime that is rank 1 for no model and that no InferenceService names — nor auto-selects:
   a runtime an InferenceService reaches through its accelerator classes is in use, not dead;
 - ``SERV001`` a model with a format that no runtime supports (passes SPEC §3 checks 1–4).
-The last five are warnings. Rankings are the engine's: the verdicts and rank keys that explain and evaluate
-use, never a second implementation (see :func:`_ranking`).
+The last five are warnings. Rankings are the engine's: :func:`~ome_selector.selection.ranking.rank` and its
+rank keys, which explain and evaluate use too, never a second implementation. Beyond listing the catalog's
+models and InferenceServices, lint reads it only through
+:class:`~ome_selector.selection.view.CatalogView`, as selection does.
 """
 
 from __future__ import annotations
@@ -46,12 +48,14 @@ from ome_selector.api.resources import (
 )
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.selection import messages
-from ome_selector.selection.explain import RuntimeVerdict, verdicts_for
-from ome_selector.selection.matcher import ModelProfile, RuntimeProfile
+from ome_selector.selection.matcher import RuntimeCheck
 from ome_selector.selection.outcome import OutcomeKind, evaluate
+from ome_selector.selection.profiles import MatchKey, RuntimeProfile
 from ome_selector.selection.quantity import try_parse_parameter_count
-from ome_selector.selection.scoring import RankKey, entry_score, rank_key
+from ome_selector.selection.ranking import Ranking, RankKey, rank, rank_key
+from ome_selector.selection.scoring import entry_score
 from ome_selector.selection.version import parse_version, version_matches
+from ome_selector.selection.view import CatalogView
 
 __all__ = ["Code", "Finding", "Severity", "has_errors", "lint", "lint_document", "object_order"]
 
@@ -245,9 +249,9 @@ _ZERO = Fraction(0)
 _WITH_FRAMEWORK = ModelSpec(model_framework=ModelFramework(name="any"))
 _WITHOUT_FRAMEWORK = ModelSpec()
 
-# Entries that can accept the same models: one scope, and equal format name, architecture, quantization,
-# framework name and presence of the two versions (strict presence, SPEC §9).
-_Bucket = tuple[str | None, str, str | None, str | None, str | None, bool, bool]
+# Entries that can accept the same models: one scope, and the engine's match key — equal format name,
+# architecture, quantization, framework name and presence of the two versions (strict presence, SPEC §9).
+_Bucket = tuple[str | None, MatchKey]
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,6 +260,7 @@ class _AutoEntry:
     key: ObjectKey
     entry: SupportedModelFormat
     format: FormatSelector
+    match_key: MatchKey
 
 
 def _auto_entries(profile: RuntimeProfile) -> Iterator[_AutoEntry]:
@@ -266,26 +271,18 @@ def _auto_entries(profile: RuntimeProfile) -> Iterator[_AutoEntry]:
     if profile.disabled or (lower is not None and upper is not None and lower > upper):
         return
     key = profile.runtime.key
-    for entry in profile.entries:
+    for compiled in profile.entries:
+        entry, match_key = compiled.entry, compiled.match_key
         fmt = entry.model_format
-        if fmt is None or not entry.auto_select:
+        if fmt is None or match_key is None or not entry.auto_select:
             continue
         model = _WITH_FRAMEWORK if entry.model_framework is not None else _WITHOUT_FRAMEWORK
         if entry_score(entry, model) > 0:
-            yield _AutoEntry(profile, key, entry, fmt)
+            yield _AutoEntry(profile, key, entry, fmt, match_key)
 
 
 def _bucket(auto: _AutoEntry) -> _Bucket:
-    entry, framework = auto.entry, auto.entry.model_framework
-    return (
-        auto.key.namespace,
-        auto.format.name,
-        entry.model_architecture,
-        entry.quantization,
-        framework.name if framework is not None else None,
-        auto.format.version is None,
-        framework is None or framework.version is None,
-    )
+    return (auto.key.namespace, auto.match_key)
 
 
 def _lower_first(auto: _AutoEntry) -> tuple[bool, Fraction]:
@@ -415,14 +412,6 @@ def _pipelines_exclusive(a: DiffusionPipeline | None, b: DiffusionPipeline | Non
 # ----------------------------------------------------------------------------
 
 
-def _ranking(candidates: Sequence[RuntimeProfile], model: ModelProfile) -> tuple[RuntimeVerdict, ...]:
-    """The verdicts for ``model``, auto-selectable ones first in rank order: the engine's own ranking.
-
-    The one call to switch when the selection core gains a single ``rank(...)`` for explain and evaluate.
-    """
-    return verdicts_for(candidates, model, reasons=False)
-
-
 @dataclass(frozen=True, slots=True)
 class _Outranked:
     """Where a runtime that is rank 1 for no model comes closest: its rank for a model and who wins."""
@@ -442,7 +431,7 @@ class _RankingReview:
 
     def __init__(
         self,
-        catalog: Catalog,
+        catalog: CatalogView,
         views: Sequence[str],
         models: Sequence[Model],
         profiles: Mapping[ObjectKey, RuntimeProfile],
@@ -476,53 +465,57 @@ class _RankingReview:
         self._dead_runtimes()
         for model in self.models:
             if model.key in self.judged and model.key not in self.supported:
-                self.found.add(_unserved(model))
+                self.found.add(_unserved(model, self.catalog.model_profile(model).label))
         return self.found
 
     def _review(self, model: Model, candidates: Sequence[RuntimeProfile]) -> None:
-        profile = self.catalog.model_profile(model)
-        verdicts = _ranking(candidates, profile)
+        # The engine's own ranking (SPEC §4), the one evaluate and explain use.
+        ranking = rank(candidates, self.catalog.model_profile(model))
         self.judged.add(model.key)
-        if any(v.supports_model for v in verdicts):
+        if _supported(ranking):
             self.supported.add(model.key)
-        ranked = [v for v in verdicts if v.rank is not None]
+        ranked = ranking.ranked
         if not ranked:
             return
-        keys = [rank_key(self.profiles[v.runtime.key], v.score, profile.size) for v in ranked]
-        winner = ranked[0].runtime.key
+        keys = [rank_key(result) for result in ranked]
+        first = ranked[0]
+        winner = first.profile.runtime.key
         self.winners.add(winner)
-        for verdict in ranked:
-            key = verdict.runtime.key
-            if verdict.rank is not None and verdict.rank > 1:
-                candidate = _Outranked(verdict.rank, model.key, winner)
-                known = self.outranked.get(key)
-                if known is None or candidate.order < known.order:
-                    self.outranked[key] = candidate
+        for position, result in enumerate(ranked[1:], start=2):
+            candidate = _Outranked(position, model.key, winner)
+            key = result.profile.runtime.key
+            known = self.outranked.get(key)
+            if known is None or candidate.order < known.order:
+                self.outranked[key] = candidate
         if len(ranked) > 1 and keys[0][:3] == keys[1][:3]:
-            self.found.add(_tie(model, ranked[0], ranked[1]))
-        if profile.size is not None and not self.profiles[winner].has_range:
-            others = (self.profiles[verdict.runtime.key] for verdict in ranked[1:])
+            self.found.add(_tie(model, first, ranked[1]))
+        if first.model.size is not None and not first.profile.has_range:
             beaten = [
-                other
-                for other, key in zip(others, keys[1:], strict=True)
-                if other.has_range and _wins_on_distance(keys[0], key)
+                result.profile
+                for result, key in zip(ranked[1:], keys[1:], strict=True)
+                if result.profile.has_range and _wins_on_distance(keys[0], key)
             ]
             if beaten:
-                self.found.add(_unranged_wins(model, ranked[0], beaten))
+                self.found.add(_unranged_wins(model, first, beaten))
 
     def _dead_runtimes(self) -> None:
         used: set[ObjectKey] = set()
         for isvc in self.isvcs:
             if isvc.runtime_name is not None:
-                named = self.catalog.resolve_runtime(isvc.namespace, isvc.runtime_name)
+                named = self.catalog.resolve_runtime_profile(isvc.namespace, isvc.runtime_name)
                 if named is not None:
-                    used.add(named.key)
+                    used.add(named.runtime.key)
             outcome = evaluate(self.catalog, isvc)
             if outcome is not None and outcome.kind is OutcomeKind.RUNTIME_SELECTED and outcome.runtime:
                 used.add(outcome.runtime.key)
         for key, profile in self.profiles.items():
             if key not in self.winners and key not in used:
                 self.found.add(_dead(profile, self.outranked.get(key)))
+
+
+def _supported(ranking: Ranking) -> bool:
+    """Whether some runtime supports the model (passes SPEC §3 checks 1–4); every ranked one does."""
+    return bool(ranking.ranked) or any(result.supports_model for result in ranking.others)
 
 
 def _wins_on_distance(winner: RankKey, other: RankKey) -> bool:
@@ -535,32 +528,33 @@ def _model_title(model: Model) -> str:
     return f"{model.key} ({size})" if size else f"{model.key} (no modelParameterSize)"
 
 
-def _tie(model: Model, first: RuntimeVerdict, second: RuntimeVerdict) -> Finding:
-    a, b = first.runtime.key, second.runtime.key
+def _tie(model: Model, first: RuntimeCheck, second: RuntimeCheck) -> Finding:
+    a, b = first.profile.runtime.key, second.profile.runtime.key
     if model.spec.has_size:
         message = (
             f"{_model_title(model)}: {a} and {b} tie on score {first.score} and size distance, so the name "
-            f"picks {first.name}; raise the priority of the one that should serve it, "
+            f"picks {first.profile.name}; raise the priority of the one that should serve it, "
             "or give them different modelSizeRanges"
         )
     else:
         message = (
             f"{_model_title(model)}: {a} and {b} tie on score {first.score}, so the name picks "
-            f"{first.name}; set the model's modelParameterSize, "
+            f"{first.profile.name}; set the model's modelParameterSize, "
             "or raise the priority of the runtime that should serve it"
         )
     return _finding(Code.RANK001, [model.key, a, b], message)
 
 
-def _unranged_wins(model: Model, winner: RuntimeVerdict, beaten: Sequence[RuntimeProfile]) -> Finding:
+def _unranged_wins(model: Model, winner: RuntimeCheck, beaten: Sequence[RuntimeProfile]) -> Finding:
+    key = winner.profile.runtime.key
     others = " and ".join(f"{p.runtime.key} ({p.range_text})" for p in beaten)
     whose = "whose range covers" if len(beaten) == 1 else "whose ranges cover"
     raise_ = beaten[0].name if len(beaten) == 1 else "the one that should serve it"
     return _finding(
         Code.RANK002,
-        [model.key, winner.runtime.key, *(p.runtime.key for p in beaten)],
-        f"{_model_title(model)}: {winner.runtime.key} has no modelSizeRange, so it counts as closest and "
-        f"wins over {others}, {whose} the model; give {winner.name} a modelSizeRange, "
+        [model.key, key, *(p.runtime.key for p in beaten)],
+        f"{_model_title(model)}: {key} has no modelSizeRange, so it counts as closest and "
+        f"wins over {others}, {whose} the model; give {winner.profile.name} a modelSizeRange, "
         f"or raise the priority of {raise_}",
     )
 
@@ -570,7 +564,7 @@ def _dead(profile: RuntimeProfile, outranked: _Outranked | None) -> Finding:
     unnamed = "and no InferenceService names it"
     if profile.disabled:
         message = f"{key} is disabled {unnamed}; delete it, or enable it"
-    elif not any(entry.auto_select for entry in profile.entries):
+    elif not any(compiled.entry.auto_select for compiled in profile.entries):
         message = (
             f"{key} has no supportedModelFormats entry with autoSelect: true {unnamed}; "
             "set autoSelect: true on the entry for the models it should serve, or delete it"
@@ -588,11 +582,10 @@ def _dead(profile: RuntimeProfile, outranked: _Outranked | None) -> Finding:
     return _finding(Code.DEAD001, [key], message)
 
 
-def _unserved(model: Model) -> Finding:
-    profile = ModelProfile.of(model)
+def _unserved(model: Model, label: str) -> Finding:
     where = f" -n {model.namespace}" if model.namespace is not None else ""
     size = model.spec.model_parameter_size
-    about = f"{profile.label}, {size}" if size else profile.label
+    about = f"{label}, {size}" if size else label
     return _finding(
         Code.SERV001,
         [model.key],

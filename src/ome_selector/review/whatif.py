@@ -16,6 +16,7 @@ from typing import Any
 from ome_selector.api.resources import InferenceService, ObjectKey, Resource
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.selection.outcome import Outcome, evaluate
+from ome_selector.selection.view import CatalogView
 
 __all__ = ["CatalogChange", "Change", "ChangeError", "Verdict", "WhatIf", "what_if", "what_if_document"]
 
@@ -89,7 +90,7 @@ class WhatIf:
     unchanged: int
 
 
-def _verdict(catalog: Catalog, isvc: InferenceService | None) -> Verdict | None:
+def _verdict(catalog: CatalogView, isvc: InferenceService | None) -> Verdict | None:
     outcome = evaluate(catalog, isvc) if isvc is not None else None
     return Verdict.of(outcome) if outcome is not None else None
 
