@@ -133,6 +133,13 @@ def test_one_namespace(kubectl_ome: Run) -> None:
     ]
 
 
+def test_all_namespaces_with_files_is_every_namespace_they_hold(kubectl_ome: Run) -> None:
+    """With -f the files are the scope: -A judges what no flag judges (default, ome-demo and team-a)."""
+    everything = kubectl_ome("runtime", "lint", "-f", "samples/", "-A")
+    assert everything == kubectl_ome("runtime", "lint", "-f", "samples/")
+    assert everything.err == "0 errors, 9 warnings (namespaces default, ome-demo, team-a and cluster scope)\n"
+
+
 def test_no_findings(kubectl_ome: Run) -> None:
     empty = kubectl_ome("runtime", "lint", "-f", "samples/00-namespaces.yaml")
     assert empty == (0, "", "0 errors, 0 warnings (namespace default and cluster scope)\n")

@@ -251,6 +251,11 @@ SIZE003_CASES = [
     pytest.param([runtime("a", entry()), runtime("b", entry(weight=-1))], [], id="score-below-1"),
     pytest.param([runtime("a", entry()), runtime("b", entry(), namespace=NS)], [], id="different-scopes"),
     pytest.param(
+        [runtime("a", entry(), classes=["h100"]), runtime("b", entry(), classes=["a100"])],
+        [([A, B], overlap(A, "any size", B, "any size"))],
+        id="accelerator-classes-ignored",
+    ),
+    pytest.param(
         [runtime("a", entry(), namespace=NS), runtime("b", entry(), namespace=NS)],
         [
             (
