@@ -29,11 +29,15 @@ from ome_selector.kube.objects import ApiError, Objects
 
 @dataclass(frozen=True)
 class ClusterSource:
-    """Objects read from the cluster; the namespace is `-n`, else the context's, else ``default``."""
+    """Objects read from the cluster; the namespace is `-n`, else the context's, else ``default``.
+
+    With ``all_namespaces`` the namespaced kinds are listed in every namespace (`-A`), not only that one.
+    """
 
     requested_namespace: str | None = None
     kubeconfig: Path | None = None
     context: str | None = None
+    all_namespaces: bool = False
 
     @cached_property
     def namespace(self) -> str:
@@ -57,7 +61,9 @@ class ClusterSource:
             raise SourceError(f"cannot read the kubeconfig: {error}") from error
         async with api_client:
             try:
-                snapshot = await Objects(api_client).list_objects(namespaces=[namespace])
+                snapshot = await Objects(api_client).list_objects(
+                    namespaces=None if self.all_namespaces else [namespace]
+                )
             except ApiError as error:
                 raise SourceError(
                     f"cannot list ome.io objects: {error.status} {error.reason}: {_message(error)}"

@@ -2,8 +2,9 @@
 
 ``kubectl ome runtime explain`` shows, for one model or InferenceService, every runtime's verdict, the
 ranking and the runtime auto-selection picks (SPEC §6). With ``-f`` it reads only the named files, never the
-kubeconfig, so a catalog can be checked in CI before it is applied. The decisions all come from the selection
-core; this module only wires an object source to it and prints the result.
+kubeconfig, so a catalog can be checked in CI before it is applied; `lint` and `what-if` (SPEC §11, in
+:mod:`.lint` and :mod:`.whatif`) check a whole catalog and a change to it. The decisions all come from the
+selection core; this module only wires an object source to it and prints the result.
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ from typing import NoReturn
 from ome_selector import __version__
 from ome_selector.api.resources import InferenceService, Kind, Model, ObjectKey
 from ome_selector.catalog.catalog import Catalog
+from ome_selector.cli.lint import add_lint_parser
 from ome_selector.cli.model_inspect import add_model_command, run_model_command
 from ome_selector.cli.render import OUTPUT_FORMATS, render
 from ome_selector.cli.sources import DEFAULT_NAMESPACE, FileSource, ObjectSource, SourceError, load_catalog
+from ome_selector.cli.whatif import add_what_if_parser
 from ome_selector.selection import messages
 from ome_selector.selection.explain import Explanation, explain
 from ome_selector.selection.outcome import evaluate
@@ -143,6 +146,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FORMAT",
         help="output format: " + ", ".join(OUTPUT_FORMATS) + " (default table)",
     )
+    add_lint_parser(runtime_commands)
+    add_what_if_parser(runtime_commands)
     add_model_command(commands, _Parser)
     return parser
 
@@ -217,6 +222,10 @@ def run(argv: Sequence[str] | None = None) -> int:
         return exit_.code if isinstance(exit_.code, int) else EXIT_ERROR
     if args.command == "model":
         return run_model_command(args)
+    handler = getattr(args, "handler", None)
+    if handler is not None:  # lint and what-if
+        status: int = handler(args)
+        return status
     try:
         explanation, notes = explain_command(args, object_source(args))
     except (SourceError, CommandError) as error:

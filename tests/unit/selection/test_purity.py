@@ -17,6 +17,8 @@ CORE = [
     "ome_selector.selection.outcome",
     "ome_selector.selection.ranking",
     "ome_selector.selection.messages",
+    "ome_selector.review.lint",
+    "ome_selector.review.whatif",
 ]
 FORBIDDEN = [
     "kopf",

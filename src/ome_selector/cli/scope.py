@@ -1,0 +1,64 @@
+"""What `kubectl ome runtime lint` and `what-if` read and which namespaces they judge (SPEC §11).
+
+Both read objects as explain does (:mod:`.sources`, :mod:`.cluster_source`): from files, never touching the
+kubeconfig, or from the cluster through one consistent listing. The namespaces:
+
+- ``-n NS``: that namespace (and everything cluster-scoped); with files it is also the namespace of
+  namespaced objects that name none;
+- ``-A``: every namespace; live, the namespaced kinds are listed in all namespaces;
+- neither: live, the context's namespace (else ``default``), as explain; with files, every namespace the files
+  hold (objects without one are in ``default``), since the files are the scope.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+from ome_selector.catalog.catalog import Catalog
+from ome_selector.cli.sources import DEFAULT_NAMESPACE, FileSource, ObjectSource
+
+__all__ = ["add_cluster_arguments", "add_namespace_arguments", "object_source", "views"]
+
+
+def add_namespace_arguments(parser: argparse.ArgumentParser, *, subject: str) -> None:
+    """``-n NAMESPACE`` and ``-A``, which exclude each other."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "-n",
+        "--namespace",
+        metavar="NAMESPACE",
+        help=f"{subject} of this namespace only (with files also the namespace of objects that name none)",
+    )
+    group.add_argument(
+        "-A",
+        "--all-namespaces",
+        action="store_true",
+        help=f"{subject} of every namespace (with files the default)",
+    )
+
+
+def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--kubeconfig", metavar="PATH", type=Path, help="kubeconfig file (live mode; default as kubectl)"
+    )
+    parser.add_argument("--context", metavar="NAME", help="kubeconfig context (live mode)")
+
+
+def object_source(paths: Sequence[str], args: argparse.Namespace) -> ObjectSource:
+    """The files in ``paths`` (never the kubeconfig), else the cluster of the kubeconfig context."""
+    if paths:
+        return FileSource(tuple(paths), args.namespace or DEFAULT_NAMESPACE)
+    from ome_selector.cli.cluster_source import ClusterSource  # noqa: PLC0415 - only live mode loads the client
+
+    return ClusterSource(args.namespace, args.kubeconfig, args.context, all_namespaces=args.all_namespaces)
+
+
+def views(catalog: Catalog, source: ObjectSource, args: argparse.Namespace) -> list[str]:
+    """The namespaces to judge: ``-n``'s, else the source's namespace and every namespace the catalog holds
+    (live without ``-A`` the listing holds only the source's namespace)."""
+    if args.namespace:
+        return [args.namespace]
+    held = {resource.namespace for resource in catalog if resource.namespace is not None}
+    return sorted(held | {source.namespace})

@@ -1,0 +1,184 @@
+"""`kubectl ome runtime what-if`: which InferenceServices would change verdict if some objects were applied
+or deleted (SPEC §11) — a CI gate for catalog changes.
+
+The comparison is :func:`ome_selector.review.whatif.what_if`; this module reads the catalog (the
+``--against`` files, else the cluster), the change (``-f``, ``--delete``), prints the changed
+InferenceServices and sets the exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ome_selector.api.resources import Kind, ObjectKey
+from ome_selector.catalog.catalog import Catalog
+from ome_selector.cli.render import render_table
+from ome_selector.cli.scope import add_cluster_arguments, add_namespace_arguments, object_source
+from ome_selector.cli.sources import FileSource, SourceError, load_catalog
+from ome_selector.review.whatif import (
+    CatalogChange,
+    ChangeError,
+    Verdict,
+    WhatIf,
+    what_if,
+    what_if_document,
+)
+
+__all__ = ["WHAT_IF_OUTPUTS", "add_what_if_parser", "parse_kind", "render_what_if", "what_if_command"]
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_CHANGED = 3
+WHAT_IF_OUTPUTS = ("table", "json")
+COLUMNS = ("NAMESPACE", "NAME", "BEFORE", "AFTER")
+ABSENT = "(absent)"
+
+_USAGE = (
+    "%(prog)s (-f CHANGE)... [--delete KIND/NAME]... [-n NAMESPACE | -A] [--against PATH]...\n"
+    "       [-o table|json] [--fail-on-change] [--kubeconfig PATH] [--context NAME] [-h]"
+)
+
+_DESCRIPTION = """\
+Show which InferenceServices would change verdict (RuntimeReady status, reason or selected runtime) if the
+objects in the -f files were applied and the --delete objects deleted, with the verdict now (BEFORE) and after
+(AFTER). Nothing is applied: the verdicts are computed as the operator computes them.
+
+The catalog is the cluster of the kubeconfig context, or with --against only those files or directories
+(never the kubeconfig). -n limits the InferenceServices to one namespace, -A takes all; without either, the
+context's namespace, or with --against every namespace in the files. Namespaced objects in -f files or named
+by --delete without a namespace are in the -n namespace, else the context's (with --against: "default").
+KIND is servingruntime, clusterservingruntime, basemodel, clusterbasemodel or inferenceservice (any case,
+plural or isvc too)."""
+
+_EPILOG = """\
+examples:
+  # What would this new runtime change in the cluster?
+  kubectl ome runtime what-if -f new-runtime.yaml -A
+
+  # A CI gate on a catalog pull request: exit 3 when any InferenceService would change
+  kubectl ome runtime what-if -f catalog/runtimes/ --against catalog/ --fail-on-change
+
+  # Who loses their runtime if this one goes?
+  kubectl ome runtime what-if --delete clusterservingruntime/vllm-llama-3-2 -A
+
+exit status: 0, or 3 with --fail-on-change when any InferenceService changes; 1 on a usage, file, cluster or
+change error."""
+
+_KIND_NAMES = {
+    **{kind.value.lower(): kind for kind in Kind},
+    **{kind.plural: kind for kind in Kind},
+    "isvc": Kind.INFERENCE_SERVICE,
+}
+
+
+def parse_kind(text: str) -> tuple[Kind, str]:
+    """``KIND/NAME`` for ``--delete``, KIND in any case, singular, plural or ``isvc``."""
+    kind_text, slash, name = text.partition("/")
+    kind = _KIND_NAMES.get(kind_text.lower())
+    if not slash or not name or "/" in name:
+        raise argparse.ArgumentTypeError(f"{text!r} is not KIND/NAME")
+    if kind is None:
+        known = ", ".join(k.value.lower() for k in Kind)
+        raise argparse.ArgumentTypeError(f"unknown kind {kind_text!r} (one of {known})")
+    return kind, name
+
+
+def add_what_if_parser(commands: argparse._SubParsersAction[Any]) -> None:
+    """Register `what-if` among the `runtime` subcommands."""
+    parser = commands.add_parser(
+        "what-if",
+        usage=_USAGE,
+        help="show which InferenceServices a catalog change would move",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        dest="changes",
+        metavar="CHANGE",
+        default=[],
+        help="objects to apply (file or directory, recursively); repeatable; - = stdin",
+    )
+    parser.add_argument(
+        "--delete",
+        action="append",
+        dest="deletions",
+        metavar="KIND/NAME",
+        type=parse_kind,
+        default=[],
+        help="an object to delete; repeatable",
+    )
+    add_namespace_arguments(parser, subject="compare the InferenceServices")
+    parser.add_argument(
+        "--against",
+        action="append",
+        metavar="PATH",
+        default=[],
+        help="the catalog as files or directories instead of the cluster; repeatable",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        choices=WHAT_IF_OUTPUTS,
+        default="table",
+        metavar="FORMAT",
+        help="output format: table or json (default table)",
+    )
+    parser.add_argument(
+        "--fail-on-change", action="store_true", help="exit 3 when any InferenceService changes"
+    )
+    add_cluster_arguments(parser)
+    parser.set_defaults(handler=what_if_command)
+
+
+def _cell(verdict: Verdict | None) -> str:
+    if verdict is None:
+        return ABSENT
+    return " ".join(part for part in (verdict.status, verdict.reason, verdict.runtime) if part)
+
+
+def render_what_if(result: WhatIf, output: str) -> str:
+    """What what-if prints on stdout: the table of changes (empty without any) or the JSON document."""
+    if output == "json":
+        return json.dumps(what_if_document(result), indent=2, ensure_ascii=False) + "\n"
+    if not result.changes:
+        return ""
+    rows = [(c.namespace, c.name, _cell(c.before), _cell(c.after)) for c in result.changes]
+    return render_table(COLUMNS, rows)
+
+
+def _change(args: argparse.Namespace, namespace: str) -> CatalogChange:
+    applied = (
+        load_catalog(FileSource(tuple(args.changes), namespace).read(), namespace) if args.changes else ()
+    )
+    deleted = tuple(
+        ObjectKey(kind, namespace if kind.namespaced else None, name) for kind, name in args.deletions
+    )
+    return CatalogChange(applied=tuple(applied), deleted=deleted)
+
+
+def what_if_command(args: argparse.Namespace) -> int:
+    """Run `kubectl ome runtime what-if` for the parsed ``args``; returns the exit status."""
+    if not args.changes and not args.deletions:
+        sys.stderr.write("error: nothing to compare: give -f CHANGE or --delete KIND/NAME\n")
+        return EXIT_ERROR
+    try:
+        source = object_source(args.against, args)
+        before = load_catalog(source.read(), source.namespace)
+        change = _change(args, source.namespace)
+        after = Catalog.from_resources(change.apply_to(before))
+    except (SourceError, ChangeError) as error:
+        sys.stderr.write(f"error: {error}\n")
+        return EXIT_ERROR
+    result = what_if(before, after, {args.namespace} if args.namespace else None)
+    sys.stdout.write(render_what_if(result, args.output))
+    sys.stdout.flush()
+    if args.output == "table":
+        sys.stderr.write(f"InferenceServices: {len(result.changes)} changed, {result.unchanged} unchanged\n")
+    return EXIT_CHANGED if args.fail_on_change and result.changes else EXIT_OK

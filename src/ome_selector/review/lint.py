@@ -1,0 +1,594 @@
+"""Catalog lint (SPEC §11): mistakes in a catalog of models and runtimes that runtime selection keeps silent.
+
+:func:`lint` judges a :class:`~ome_selector.catalog.catalog.Catalog` as seen from some namespaces (the
+ServingRuntimes, BaseModels and InferenceServices of those namespaces, and everything cluster-scoped) and
+returns sorted :class:`Finding` s; :func:`lint_document` is the ``-o json`` object. The codes:
+
+- ``SIZE001`` (error) a size value that is not a parameter count, so it reads as 0 (§2): a model's non-empty
+  ``modelParameterSize`` or a runtime's ``min``/``max`` — the values the admission webhook warns about (§7);
+- ``SIZE002`` (error) ``min`` above ``max``, both parameter counts (a bound that does not parse is SIZE001);
+- ``OPER001`` (error) a version operator other than the three known ones;
+- ``SIZE003`` two auto-selectable runtimes of one scope whose auto-selecting entries accept the same models
+  (format name, architecture, quantization, framework, overlapping version constraints and diffusion pipeline
+  requirements) and whose size ranges overlap;
+- ``RANK001`` for a model, the rank-1 and rank-2 runtimes differ only by name;
+- ``RANK002`` for a model with a size, the rank-1 runtime has no range and wins on distance over ranged
+  runtimes of equal score (and scope), whose ranges cover the model;
+- ``DEAD001`` a runtime that is rank 1 for no model and that no InferenceService names — nor auto-selects:
+  a runtime an InferenceService reaches through its accelerator classes is in use, not dead;
+- ``SERV001`` a model with a format that no runtime supports (passes SPEC §3 checks 1–4).
+The last five are warnings. Rankings are the engine's: :func:`~ome_selector.selection.ranking.rank` and its
+rank keys, which explain and evaluate use too, never a second implementation. Beyond listing the catalog's
+models and InferenceServices, lint reads it only through
+:class:`~ome_selector.selection.view.CatalogView`, as selection does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any
+
+from ome_selector.api.resources import (
+    KNOWN_OPERATORS,
+    DiffusionComponent,
+    DiffusionPipeline,
+    FormatSelector,
+    FrameworkSelector,
+    InferenceService,
+    Model,
+    ModelFramework,
+    ModelSpec,
+    ObjectKey,
+    SupportedModelFormat,
+)
+from ome_selector.catalog.catalog import Catalog
+from ome_selector.selection import messages
+from ome_selector.selection.matcher import RuntimeCheck
+from ome_selector.selection.outcome import OutcomeKind, evaluate
+from ome_selector.selection.profiles import MatchKey, RuntimeProfile
+from ome_selector.selection.quantity import try_parse_parameter_count
+from ome_selector.selection.ranking import Ranking, RankKey, rank, rank_key
+from ome_selector.selection.scoring import entry_score
+from ome_selector.selection.version import parse_version, version_matches
+from ome_selector.selection.view import CatalogView
+
+__all__ = ["Code", "Finding", "Severity", "has_errors", "lint", "lint_document", "object_order"]
+
+
+class Code(StrEnum):
+    """The stable finding codes of SPEC §11."""
+
+    SIZE001 = "SIZE001"
+    SIZE002 = "SIZE002"
+    SIZE003 = "SIZE003"
+    RANK001 = "RANK001"
+    RANK002 = "RANK002"
+    OPER001 = "OPER001"
+    DEAD001 = "DEAD001"
+    SERV001 = "SERV001"
+
+
+class Severity(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+_ERRORS = frozenset({Code.SIZE001, Code.SIZE002, Code.OPER001})
+
+
+def object_order(key: ObjectKey) -> tuple[str, str, str]:
+    """How objects sort within a finding: kind, namespace (``""`` for cluster scope), name."""
+    return (key.kind.value, key.namespace or "", key.name)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One problem: its code, the objects involved (sorted) and one line that says what to change."""
+
+    code: Code
+    objects: tuple[ObjectKey, ...]
+    message: str
+
+    @property
+    def severity(self) -> Severity:
+        return Severity.ERROR if self.code in _ERRORS else Severity.WARNING
+
+    @property
+    def order(self) -> tuple[str, tuple[tuple[str, str, str], ...], str]:
+        """Findings sort by code, then objects, then message."""
+        return (self.code.value, tuple(object_order(key) for key in self.objects), self.message)
+
+
+# Characters that would end a line of output (str.splitlines breaks on all of them), escaped in messages.
+_LINE_BREAKING = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+#: A quoted value longer than this is cut (values this long are never parameter counts, SPEC §2).
+_VALUE_LIMIT = 64
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    return _ESCAPES.get(char, f"\\u{ord(char):04x}")
+
+
+def _finding(code: Code, objects: Iterable[ObjectKey], message: str) -> Finding:
+    keys = tuple(sorted(set(objects), key=object_order))
+    return Finding(code, keys, _LINE_BREAKING.sub(_escape, message))
+
+
+def _quoted(value: str) -> str:
+    shown = value if len(value) <= _VALUE_LIMIT else value[:_VALUE_LIMIT] + messages.ELLIPSIS
+    return f'"{shown}"'
+
+
+def has_errors(findings: Iterable[Finding]) -> bool:
+    return any(finding.severity is Severity.ERROR for finding in findings)
+
+
+def lint_document(findings: Sequence[Finding]) -> dict[str, Any]:
+    """The SPEC §11 ``-o json`` object; ``namespace`` is null for cluster-scoped objects."""
+    return {
+        "findings": [
+            {
+                "code": finding.code.value,
+                "severity": finding.severity.value,
+                "objects": [
+                    {"kind": key.kind.value, "name": key.name, "namespace": key.namespace}
+                    for key in finding.objects
+                ],
+                "message": finding.message,
+            }
+            for finding in findings
+        ]
+    }
+
+
+def lint(catalog: Catalog, namespaces: Iterable[str]) -> tuple[Finding, ...]:
+    """Every SPEC §11 finding for ``catalog`` as seen from ``namespaces``, sorted by code, objects, message.
+
+    The catalog is judged from each namespace's view (its ServingRuntimes and BaseModels, and every
+    cluster-scoped object), as its InferenceServices would see it; namespaced objects of other namespaces are
+    left out. A finding that several views share is reported once.
+    """
+    views = sorted(set(namespaces))
+    profiles: dict[ObjectKey, RuntimeProfile] = {}
+    for view in views:
+        for profile in catalog.runtime_profiles_visible_from(view):
+            profiles[profile.runtime.key] = profile
+    runtimes = sorted(profiles.values(), key=lambda p: object_order(p.runtime.key))
+    scope = set(views)
+    models = sorted(
+        (m for m in catalog.models() if m.namespace is None or m.namespace in scope),
+        key=lambda m: object_order(m.key),
+    )
+    isvcs = [i for i in catalog.inference_services() if i.namespace in scope]
+
+    findings: set[Finding] = set()
+    for model in models:
+        findings.update(_model_value_findings(model))
+    for profile in runtimes:
+        findings.update(_runtime_value_findings(profile))
+    findings.update(_overlap_findings(runtimes))
+    findings.update(_RankingReview(catalog, views, models, profiles, isvcs).findings())
+    return tuple(sorted(findings, key=lambda finding: finding.order))
+
+
+# --- SIZE001, SIZE002, OPER001: values
+# -----------------------------------------------------------------------------------------
+
+
+def _suggestion(value: str) -> str:
+    """The value upper-cased if that is a parameter count, else ``4B`` (as the admission warning says)."""
+    upper = value.upper()
+    return upper if try_parse_parameter_count(upper) is not None else "4B"
+
+
+def _not_a_count(key: ObjectKey, path: str, value: str) -> Finding:
+    return _finding(
+        Code.SIZE001,
+        [key],
+        f"{key}: {path} {_quoted(value)} is not a parameter count and reads as 0; "
+        f"write a number with an optional M, B or T suffix, such as {_suggestion(value)}",
+    )
+
+
+def _model_value_findings(model: Model) -> Iterator[Finding]:
+    value = model.spec.model_parameter_size
+    # An empty size is "no size" (SPEC §2), not a value that reads as 0.
+    if value and try_parse_parameter_count(value) is None:
+        yield _not_a_count(model.key, "spec.modelParameterSize", value)
+
+
+def _runtime_value_findings(profile: RuntimeProfile) -> Iterator[Finding]:
+    runtime = profile.runtime
+    key = runtime.key
+    size_range = runtime.spec.model_size_range
+    if size_range is not None:
+        counts: dict[str, tuple[str, Fraction]] = {}
+        for bound, value in (("min", size_range.min), ("max", size_range.max)):
+            if value is None:
+                continue
+            count = try_parse_parameter_count(value)
+            if count is None:
+                yield _not_a_count(key, f"spec.modelSizeRange.{bound}", value)
+            else:
+                counts[bound] = (value, count)
+        # A bound that does not parse has its own finding; min above max needs two parameter counts.
+        if "min" in counts and "max" in counts and counts["min"][1] > counts["max"][1]:
+            yield _finding(
+                Code.SIZE002,
+                [key],
+                f"{key}: spec.modelSizeRange.min {_quoted(counts['min'][0])} is above max "
+                f"{_quoted(counts['max'][0])}, so every model with a size is rejected; "
+                "swap the bounds or correct one of them",
+            )
+    for index, entry in enumerate(runtime.spec.supported_model_formats):
+        for part, selector in (
+            ("modelFormat", entry.model_format),
+            ("modelFramework", entry.model_framework),
+        ):
+            if selector is not None and selector.operator not in KNOWN_OPERATORS:
+                yield _finding(
+                    Code.OPER001,
+                    [key],
+                    f"{key}: spec.supportedModelFormats[{index}].{part}.operator "
+                    f"{_quoted(selector.operator)} is not a known operator, so the entry matches no "
+                    "versioned model; use Equal, GreaterThan or GreaterThanOrEqual",
+                )
+
+
+# --- SIZE003: overlapping auto-selectable runtimes
+# ---------------------------------------------------------------------------
+
+_ZERO = Fraction(0)
+_WITH_FRAMEWORK = ModelSpec(model_framework=ModelFramework(name="any"))
+_WITHOUT_FRAMEWORK = ModelSpec()
+
+# Entries that can accept the same models: one scope, and the engine's match key — equal format name,
+# architecture, quantization, framework name and presence of the two versions (strict presence, SPEC §9).
+_Bucket = tuple[str | None, MatchKey]
+
+
+@dataclass(frozen=True, slots=True)
+class _AutoEntry:
+    profile: RuntimeProfile
+    key: ObjectKey
+    entry: SupportedModelFormat
+    format: FormatSelector
+    match_key: MatchKey
+
+
+def _auto_entries(profile: RuntimeProfile) -> Iterator[_AutoEntry]:
+    """The entries through which ``profile`` can be auto-selected: autoSelect on and a score above 0 (for a
+    model that names a framework exactly when the entry does, the only models the entry matches). A runtime
+    whose range holds no size (``min`` above ``max``, SIZE002) overlaps nothing."""
+    lower, upper = profile.lower, profile.upper
+    if profile.disabled or (lower is not None and upper is not None and lower > upper):
+        return
+    key = profile.runtime.key
+    for compiled in profile.entries:
+        entry, match_key = compiled.entry, compiled.match_key
+        fmt = entry.model_format
+        if fmt is None or match_key is None or not entry.auto_select:
+            continue
+        model = _WITH_FRAMEWORK if entry.model_framework is not None else _WITHOUT_FRAMEWORK
+        if entry_score(entry, model) > 0:
+            yield _AutoEntry(profile, key, entry, fmt, match_key)
+
+
+def _bucket(auto: _AutoEntry) -> _Bucket:
+    return (auto.key.namespace, auto.match_key)
+
+
+def _lower_first(auto: _AutoEntry) -> tuple[bool, Fraction]:
+    lower = auto.profile.lower
+    return (lower is not None, lower if lower is not None else _ZERO)
+
+
+def _overlap_findings(profiles: Sequence[RuntimeProfile]) -> Iterator[Finding]:
+    buckets: dict[_Bucket, list[_AutoEntry]] = {}
+    for profile in profiles:
+        for auto in _auto_entries(profile):
+            buckets.setdefault(_bucket(auto), []).append(auto)
+    reported: set[tuple[ObjectKey, ObjectKey]] = set()
+    for entries in buckets.values():
+        # By lower bound (none first): the ranges after one that start above its upper bound all do.
+        entries.sort(key=_lower_first)
+        for index, first in enumerate(entries):
+            upper = first.profile.upper
+            for second in entries[index + 1 :]:
+                lower = second.profile.lower
+                if upper is not None and lower is not None and lower > upper:
+                    break
+                a, b = sorted((first, second), key=lambda auto: object_order(auto.key))
+                pair = (a.key, b.key)
+                if a.key != b.key and pair not in reported and _entries_overlap(a, b):
+                    reported.add(pair)
+                    yield _overlap_finding(a, b)
+
+
+def _overlap_finding(first: _AutoEntry, second: _AutoEntry) -> Finding:
+    entry, framework = first.entry, first.entry.model_framework
+    label = messages.format_label(
+        first.format.name,
+        format_version=first.format.version,
+        architecture=entry.model_architecture,
+        quantization=entry.quantization,
+        framework_name=framework.name if framework is not None else None,
+        framework_version=framework.version if framework is not None else None,
+    )
+    a, b = first.profile, second.profile
+    return _finding(
+        Code.SIZE003,
+        [first.key, second.key],
+        f"{first.key} ({_range(a)}) and {second.key} ({_range(b)}) both auto-select {label} models "
+        "in overlapping size ranges; make the ranges disjoint, or turn autoSelect off on one of them",
+    )
+
+
+def _range(profile: RuntimeProfile) -> str:
+    return profile.range_text or "any size"
+
+
+def _entries_overlap(a: _AutoEntry, b: _AutoEntry) -> bool:
+    """Whether some model matches both entries (their bucket already agrees on everything but versions and
+    pipelines)."""
+    if not _constraints_overlap(a.format, b.format):
+        return False
+    fa, fb = a.entry.model_framework, b.entry.model_framework
+    if fa is not None and fb is not None and not _constraints_overlap(fa, fb):
+        return False
+    return not _pipelines_exclusive(a.entry.diffusion_pipeline, b.entry.diffusion_pipeline)
+
+
+def _constraints_overlap(
+    a: FormatSelector | FrameworkSelector, b: FormatSelector | FrameworkSelector
+) -> bool:
+    if a.version is None or b.version is None:
+        return a.version is None and b.version is None
+    return _versions_overlap(a.version, a.operator, b.version, b.operator)
+
+
+@lru_cache(maxsize=4096)
+def _versions_overlap(a: str, a_operator: str, b: str, b_operator: str) -> bool:
+    """Whether some model version satisfies both "``a`` OP version" and "``b`` OP version" (SPEC §9).
+
+    Each constraint accepts either the versions equal to its own (``Equal``, or a pre/build/dev part), or the
+    official versions of its precision and prefix below it (``GreaterThan[OrEqual]``), a set that holds the
+    zero version whenever it is not empty. So one of these witnesses is in both sets when any version is: the
+    two versions themselves, each written in the other's precision and prefix, and the zero version in
+    either's. The engine's own comparison decides each witness.
+    """
+    parsed = [version for version in (parse_version(a), parse_version(b)) if version is not None]
+    witnesses = {a, b}
+    for shape in parsed:
+        digits = [0, 0, 0]
+        witnesses.add(shape.prefix + ".".join(map(str, digits[: shape.precision])))
+        for version in parsed:
+            parts = (version.major, version.minor, version.patch)
+            if not version.unofficial and not any(parts[shape.precision :]):
+                witnesses.add(shape.prefix + ".".join(map(str, parts[: shape.precision])))
+    return any(
+        version_matches(a, a_operator, witness) and version_matches(b, b_operator, witness)
+        for witness in witnesses
+    )
+
+
+def _components_exclusive(a: DiffusionComponent | None, b: DiffusionComponent | None) -> bool:
+    if a is None or b is None:
+        return False
+    return bool(
+        (a.library and b.library and a.library != b.library) or (a.type and b.type and a.type != b.type)
+    )
+
+
+def _pipelines_exclusive(a: DiffusionPipeline | None, b: DiffusionPipeline | None) -> bool:
+    """Whether no model can meet both entries' pipeline requirements (a requirement either leaves free
+    matches anything)."""
+    if a is None or b is None:
+        return False
+    if a.class_name is not None and b.class_name is not None and a.class_name != b.class_name:
+        return True
+    pairs = [
+        (a.scheduler, b.scheduler),
+        (a.text_encoder, b.text_encoder),
+        (a.tokenizer, b.tokenizer),
+        (a.transformer, b.transformer),
+        (a.vae, b.vae),
+    ]
+    pairs += [
+        (a.additional_components[name], b.additional_components[name])
+        for name in a.additional_components.keys() & b.additional_components.keys()
+    ]
+    return any(_components_exclusive(x, y) for x, y in pairs)
+
+
+# --- RANK001, RANK002, DEAD001, SERV001: rankings
+# ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Outranked:
+    """Where a runtime that is rank 1 for no model comes closest: its rank for a model and who wins."""
+
+    rank: int
+    model: ObjectKey
+    winner: ObjectKey
+
+    @property
+    def order(self) -> tuple[int, tuple[str, str, str]]:
+        return (self.rank, object_order(self.model))
+
+
+class _RankingReview:
+    """Ranks every model with a format in every view, collecting the ranking findings and what each runtime
+    and model achieves."""
+
+    def __init__(
+        self,
+        catalog: CatalogView,
+        views: Sequence[str],
+        models: Sequence[Model],
+        profiles: Mapping[ObjectKey, RuntimeProfile],
+        isvcs: Sequence[InferenceService],
+    ) -> None:
+        self.catalog = catalog
+        self.views = views
+        self.models = models
+        self.profiles = profiles
+        self.isvcs = isvcs
+        self.winners: set[ObjectKey] = set()
+        self.outranked: dict[ObjectKey, _Outranked] = {}
+        self.judged: set[ObjectKey] = set()
+        self.supported: set[ObjectKey] = set()
+        self.found: set[Finding] = set()
+
+    def findings(self) -> set[Finding]:
+        judged: set[tuple[ObjectKey, tuple[ObjectKey, ...]]] = set()
+        for view in self.views:
+            for model in self.models:
+                if model.namespace not in (None, view) or not model.spec.has_format:
+                    continue
+                if model.namespace is None and self.catalog.resolve_model(view, model.name) is not model:
+                    continue  # a BaseModel of this name shadows it in this namespace (SPEC §1)
+                candidates = self.catalog.runtime_profiles_for_format(view, model.spec.format_name)
+                # Views that differ only in runtimes of other formats rank the model alike: judge it once.
+                seen = (model.key, tuple(p.runtime.key for p in candidates if not p.is_cluster))
+                if seen not in judged:
+                    judged.add(seen)
+                    self._review(model, candidates)
+        self._dead_runtimes()
+        for model in self.models:
+            if model.key in self.judged and model.key not in self.supported:
+                self.found.add(_unserved(model, self.catalog.model_profile(model).label))
+        return self.found
+
+    def _review(self, model: Model, candidates: Sequence[RuntimeProfile]) -> None:
+        # The engine's own ranking (SPEC §4), the one evaluate and explain use.
+        ranking = rank(candidates, self.catalog.model_profile(model))
+        self.judged.add(model.key)
+        if _supported(ranking):
+            self.supported.add(model.key)
+        ranked = ranking.ranked
+        if not ranked:
+            return
+        keys = [rank_key(result) for result in ranked]
+        first = ranked[0]
+        winner = first.profile.runtime.key
+        self.winners.add(winner)
+        for position, result in enumerate(ranked[1:], start=2):
+            candidate = _Outranked(position, model.key, winner)
+            key = result.profile.runtime.key
+            known = self.outranked.get(key)
+            if known is None or candidate.order < known.order:
+                self.outranked[key] = candidate
+        if len(ranked) > 1 and keys[0][:3] == keys[1][:3]:
+            self.found.add(_tie(model, first, ranked[1]))
+        if first.model.size is not None and not first.profile.has_range:
+            beaten = [
+                result.profile
+                for result, key in zip(ranked[1:], keys[1:], strict=True)
+                if result.profile.has_range and _wins_on_distance(keys[0], key)
+            ]
+            if beaten:
+                self.found.add(_unranged_wins(model, first, beaten))
+
+    def _dead_runtimes(self) -> None:
+        used: set[ObjectKey] = set()
+        for isvc in self.isvcs:
+            if isvc.runtime_name is not None:
+                named = self.catalog.resolve_runtime_profile(isvc.namespace, isvc.runtime_name)
+                if named is not None:
+                    used.add(named.runtime.key)
+            outcome = evaluate(self.catalog, isvc)
+            if outcome is not None and outcome.kind is OutcomeKind.RUNTIME_SELECTED and outcome.runtime:
+                used.add(outcome.runtime.key)
+        for key, profile in self.profiles.items():
+            if key not in self.winners and key not in used:
+                self.found.add(_dead(profile, self.outranked.get(key)))
+
+
+def _supported(ranking: Ranking) -> bool:
+    """Whether some runtime supports the model (passes SPEC §3 checks 1–4); every ranked one does."""
+    return bool(ranking.ranked) or any(result.supports_model for result in ranking.others)
+
+
+def _wins_on_distance(winner: RankKey, other: RankKey) -> bool:
+    """Whether ``winner`` ranks above ``other`` by size distance: same scope and score, closer."""
+    return winner[:2] == other[:2] and winner[2] < other[2]
+
+
+def _model_title(model: Model) -> str:
+    size = model.spec.model_parameter_size
+    return f"{model.key} ({size})" if size else f"{model.key} (no modelParameterSize)"
+
+
+def _tie(model: Model, first: RuntimeCheck, second: RuntimeCheck) -> Finding:
+    a, b = first.profile.runtime.key, second.profile.runtime.key
+    if model.spec.has_size:
+        message = (
+            f"{_model_title(model)}: {a} and {b} tie on score {first.score} and size distance, so the name "
+            f"picks {first.profile.name}; raise the priority of the one that should serve it, "
+            "or give them different modelSizeRanges"
+        )
+    else:
+        message = (
+            f"{_model_title(model)}: {a} and {b} tie on score {first.score}, so the name picks "
+            f"{first.profile.name}; set the model's modelParameterSize, "
+            "or raise the priority of the runtime that should serve it"
+        )
+    return _finding(Code.RANK001, [model.key, a, b], message)
+
+
+def _unranged_wins(model: Model, winner: RuntimeCheck, beaten: Sequence[RuntimeProfile]) -> Finding:
+    key = winner.profile.runtime.key
+    others = " and ".join(f"{p.runtime.key} ({p.range_text})" for p in beaten)
+    whose = "whose range covers" if len(beaten) == 1 else "whose ranges cover"
+    raise_ = beaten[0].name if len(beaten) == 1 else "the one that should serve it"
+    return _finding(
+        Code.RANK002,
+        [model.key, key, *(p.runtime.key for p in beaten)],
+        f"{_model_title(model)}: {key} has no modelSizeRange, so it counts as closest and "
+        f"wins over {others}, {whose} the model; give {winner.profile.name} a modelSizeRange, "
+        f"or raise the priority of {raise_}",
+    )
+
+
+def _dead(profile: RuntimeProfile, outranked: _Outranked | None) -> Finding:
+    key = profile.runtime.key
+    unnamed = "and no InferenceService names it"
+    if profile.disabled:
+        message = f"{key} is disabled {unnamed}; delete it, or enable it"
+    elif not any(compiled.entry.auto_select for compiled in profile.entries):
+        message = (
+            f"{key} has no supportedModelFormats entry with autoSelect: true {unnamed}; "
+            "set autoSelect: true on the entry for the models it should serve, or delete it"
+        )
+    elif outranked is not None:
+        message = (
+            f"{key} is rank 1 for no model {unnamed} (for {outranked.model} it ranks {outranked.rank}, "
+            f"behind {outranked.winner}); raise its priority or narrow its modelSizeRange, or delete it"
+        )
+    else:
+        message = (
+            f"{key} can auto-select no model of the catalog {unnamed}; make its supportedModelFormats and "
+            "modelSizeRange match the models it should serve, or delete it"
+        )
+    return _finding(Code.DEAD001, [key], message)
+
+
+def _unserved(model: Model, label: str) -> Finding:
+    where = f" -n {model.namespace}" if model.namespace is not None else ""
+    size = model.spec.model_parameter_size
+    about = f"{label}, {size}" if size else label
+    return _finding(
+        Code.SERV001,
+        [model.key],
+        f"{model.key} ({about}): no runtime supports it; add or fix a runtime for it "
+        f"(kubectl ome runtime explain --model {model.name}{where} shows each runtime's reason)",
+    )

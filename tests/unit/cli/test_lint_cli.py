@@ -1,0 +1,238 @@
+"""`kubectl ome runtime lint` from files (SPEC §11): table, JSON, exit status, namespaces and bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from cli_runner import KUBECTL_OME, REPO_ROOT, Run
+
+CATALOG = """\
+apiVersion: ome.io/v1beta1
+kind: ClusterBaseModel
+metadata: {name: m}
+spec:
+  modelFormat: {name: safetensors}
+  modelParameterSize: 4b
+---
+apiVersion: ome.io/v1beta1
+kind: ClusterServingRuntime
+metadata: {name: rt}
+spec:
+  supportedModelFormats:
+    - modelFormat: {name: safetensors}
+      autoSelect: true
+  modelSizeRange: {max: 8b}
+"""
+
+SAMPLES_FINDINGS = [
+    ("DEAD001", "warning", ["ClusterServingRuntime/vllm-llama-3-3-70b"]),
+    ("DEAD001", "warning", ["ClusterServingRuntime/vllm-qwen3-small"]),
+    (
+        "RANK001",
+        "warning",
+        [
+            "ClusterBaseModel/qwen3-4b",
+            "ClusterServingRuntime/sglang-qwen3-medium",
+            "ClusterServingRuntime/vllm-qwen3-small",
+        ],
+    ),
+    ("SERV001", "warning", ["ClusterBaseModel/llama-3-1-8b-instruct"]),
+    ("SERV001", "warning", ["ClusterBaseModel/qwen3-32b"]),
+    (
+        "SIZE003",
+        "warning",
+        ["ClusterServingRuntime/sglang-llama-3-2-compact", "ClusterServingRuntime/vllm-llama-3-2"],
+    ),
+    (
+        "SIZE003",
+        "warning",
+        ["ClusterServingRuntime/sglang-llama-3-2-compact", "ClusterServingRuntime/vllm-llama-3-2-h100"],
+    ),
+    (
+        "SIZE003",
+        "warning",
+        ["ClusterServingRuntime/sglang-qwen3-medium", "ClusterServingRuntime/vllm-qwen3-small"],
+    ),
+    (
+        "SIZE003",
+        "warning",
+        ["ClusterServingRuntime/vllm-llama-3-2", "ClusterServingRuntime/vllm-llama-3-2-h100"],
+    ),
+]
+
+
+def summarize(document: str) -> list[tuple[str, str, list[str]]]:
+    return [
+        (
+            f["code"],
+            f["severity"],
+            [
+                f"{o['kind']}/{o['namespace'] + '/' if o['namespace'] else ''}{o['name']}"
+                for o in f["objects"]
+            ],
+        )
+        for f in json.loads(document)["findings"]
+    ]
+
+
+def test_errors_table_and_exit_status(kubectl_ome: Run, tmp_path: Path) -> None:
+    path = tmp_path / "catalog.yaml"
+    path.write_text(CATALOG)
+    result = kubectl_ome("runtime", "lint", "-f", str(path))
+    assert result.code == 1
+    assert result.out == (
+        "CODE      SEVERITY   MESSAGE\n"
+        'SIZE001   error      ClusterBaseModel m: spec.modelParameterSize "4b" is not a parameter count and '
+        "reads as 0; write a number with an optional M, B or T suffix, such as 4B\n"
+        'SIZE001   error      ClusterServingRuntime rt: spec.modelSizeRange.max "8b" is not a parameter '
+        "count and reads as 0; write a number with an optional M, B or T suffix, such as 8B\n"
+    )
+    assert result.err == "2 errors, 0 warnings (namespace default and cluster scope)\n"
+
+
+def test_samples_have_warnings_only(kubectl_ome: Run) -> None:
+    table = kubectl_ome("runtime", "lint", "-f", "samples/")
+    assert table.code == 0
+    assert table.err == "0 errors, 9 warnings (namespaces default, ome-demo, team-a and cluster scope)\n"
+    assert [line.split()[:2] for line in table.out.splitlines()] == [["CODE", "SEVERITY"]] + [
+        [code, severity] for code, severity, _ in SAMPLES_FINDINGS
+    ]
+    document = kubectl_ome("runtime", "lint", "-f", "samples/", "-o", "json")
+    assert (document.code, document.err) == (0, "")
+    assert summarize(document.out) == SAMPLES_FINDINGS
+    assert list(json.loads(document.out)) == ["findings"]
+    assert list(json.loads(document.out)["findings"][0]) == ["code", "severity", "objects", "message"]
+    # The table and the document carry the same messages.
+    messages = [f["message"] for f in json.loads(document.out)["findings"]]
+    assert [line.split(maxsplit=2)[2] for line in table.out.splitlines()[1:]] == messages
+
+
+def test_strict_fails_on_warnings(kubectl_ome: Run) -> None:
+    assert kubectl_ome("runtime", "lint", "-f", "samples/", "--strict", "-o", "json").code == 1
+
+
+def test_one_namespace(kubectl_ome: Run) -> None:
+    """From team-a its own runtime ranks first for every Llama model, and ome-demo's InferenceServices (which
+    name the catalog runtimes) are out of scope."""
+    result = kubectl_ome("runtime", "lint", "-f", "samples/", "-n", "team-a", "-o", "json")
+    assert result.code == 0
+    dead = [objects for code, _, objects in summarize(result.out) if code == "DEAD001"]
+    assert dead == [
+        ["ClusterServingRuntime/sglang-llama-3-2-compact"],
+        ["ClusterServingRuntime/srt-llama-3-2-1b-instruct"],
+        ["ClusterServingRuntime/srt-llama-3-2-3b-instruct"],
+        ["ClusterServingRuntime/vllm-llama-3-2"],
+        ["ClusterServingRuntime/vllm-llama-3-2-h100"],
+        ["ClusterServingRuntime/vllm-llama-3-2-legacy"],
+        ["ClusterServingRuntime/vllm-llama-3-3-70b"],
+        ["ClusterServingRuntime/vllm-qwen3-small"],
+    ]
+
+
+def test_all_namespaces_with_files_is_every_namespace_they_hold(kubectl_ome: Run) -> None:
+    """With -f the files are the scope: -A judges what no flag judges (default, ome-demo and team-a)."""
+    everything = kubectl_ome("runtime", "lint", "-f", "samples/", "-A")
+    assert everything == kubectl_ome("runtime", "lint", "-f", "samples/")
+    assert everything.err == "0 errors, 9 warnings (namespaces default, ome-demo, team-a and cluster scope)\n"
+
+
+def test_no_findings(kubectl_ome: Run) -> None:
+    empty = kubectl_ome("runtime", "lint", "-f", "samples/00-namespaces.yaml")
+    assert empty == (0, "", "0 errors, 0 warnings (namespace default and cluster scope)\n")
+    assert kubectl_ome("runtime", "lint", "-f", "samples/00-namespaces.yaml", "-o", "json") == (
+        0,
+        '{\n  "findings": []\n}\n',
+        "",
+    )
+
+
+def test_stdin(kubectl_ome: Run) -> None:
+    result = kubectl_ome("runtime", "lint", "-f", "-", "-o", "json", stdin=CATALOG)
+    assert result.code == 1
+    assert [code for code, _, _ in summarize(result.out)] == ["SIZE001", "SIZE001"]
+
+
+def test_bad_input_is_reported_as_explain_reports_it(kubectl_ome: Run) -> None:
+    for path in (
+        "tests/data/ome-catalog",  # four runtime names are defined twice
+        "tests/data/cli/malformed/priority-zero.yaml",
+        "tests/data/cli/malformed/invalid-yaml.yaml",
+        "no/such/dir",
+    ):
+        lint = kubectl_ome("runtime", "lint", "-f", path)
+        explain = kubectl_ome("runtime", "explain", "-f", path, "--model", "m")
+        assert (lint.code, lint.out) == (1, ""), path
+        assert lint.err == explain.err, path
+        assert lint.err.startswith("error: "), path
+    assert kubectl_ome("runtime", "lint", "-f", "tests/data/ome-catalog").err.startswith(
+        "error: ClusterServingRuntime srt-qwen2-5-32b-instruct is defined twice: in "
+    )
+
+
+def test_usage_errors(kubectl_ome: Run) -> None:
+    both = kubectl_ome("runtime", "lint", "-f", "samples/", "-n", "a", "-A")
+    assert (both.code, both.out) == (1, "")
+    assert "error: argument -A/--all-namespaces: not allowed with argument -n/--namespace" in both.err
+    wide = kubectl_ome("runtime", "lint", "-f", "samples/", "-o", "wide")
+    assert wide.code == 1
+    assert "argument -o/--output: invalid choice: 'wide'" in wide.err
+
+
+def test_live_without_a_readable_kubeconfig_is_an_error(kubectl_ome: Run) -> None:
+    result = kubectl_ome("runtime", "lint")
+    assert (result.code, result.out) == (1, "")
+    assert result.err.startswith("error: cannot read the kubeconfig: ")
+
+
+def test_installed_entry_point_and_help() -> None:
+    result = subprocess.run(
+        [str(KUBECTL_OME), "runtime", "lint", "-f", "samples/", "--strict"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert result.stdout.startswith("CODE      SEVERITY   MESSAGE\nDEAD001   warning    ")
+    usage = subprocess.run(
+        [str(KUBECTL_OME), "runtime", "lint", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert usage.stdout.startswith(
+        "usage: kubectl ome runtime lint [-f PATH]... [-n NAMESPACE | -A] [-o table|json] [--strict]\n"
+    )
+    assert "RANK002  warning" in usage.stdout
+
+
+def test_offline_lint_and_what_if_load_no_client(tmp_path: Path) -> None:
+    probe = textwrap.dedent("""
+        import sys
+        from ome_selector.cli.kubectl_ome import run
+        CLIENTS = ("kubernetes", "kubernetes_asyncio", "kopf", "aiohttp")
+        lint = run(["runtime", "lint", "-f", "samples/", "-o", "json"])
+        gone = "clusterservingruntime/vllm-llama-3-2"
+        what_if = run(["runtime", "what-if", "--delete", gone, "--against", "samples/"])
+        clients = [m for m in sys.modules if m.split(".")[0] in CLIENTS]
+        assert (lint, what_if) == (0, 0), (lint, what_if)
+        assert not clients, clients
+        print("PROBE-OK", file=sys.stderr)
+    """)
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=REPO_ROOT,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "KUBECONFIG": str(tmp_path / "missing")},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip().endswith("PROBE-OK")

@@ -1,0 +1,124 @@
+"""Lint of OME's published catalog (tests/data/ome-catalog, OME cfa05c6), loaded as the selection-core tests
+load it (four runtime names appear twice; the later file wins): the tie findings derived from explain's
+rankings, the 72B model an unranged 14B runtime wins, and no false size or operator errors."""
+
+from __future__ import annotations
+
+from collections import Counter
+from functools import cache
+
+from lint_expectations import spec_distance, ties
+from selection_builders import load_ome_catalog
+
+from ome_selector.api.resources import Kind, ObjectKey
+from ome_selector.catalog.catalog import Catalog
+from ome_selector.review.lint import Code, Finding, lint, object_order
+from ome_selector.selection.explain import explain
+
+NS = "default"
+
+
+@cache
+def ome() -> tuple[Catalog, tuple[Finding, ...]]:
+    c = Catalog.from_resources(load_ome_catalog())
+    return c, lint(c, [NS])
+
+
+def by_code(code: Code) -> list[Finding]:
+    return [f for f in ome()[1] if f.code is code]
+
+
+def sorted_keys(keys: tuple[ObjectKey, ...]) -> tuple[ObjectKey, ...]:
+    return tuple(sorted(keys, key=object_order))
+
+
+def cluster_runtime(name: str) -> ObjectKey:
+    return ObjectKey(Kind.CLUSTER_SERVING_RUNTIME, None, name)
+
+
+def test_ties_are_those_of_explains_rankings() -> None:
+    c, _ = ome()
+    rank001: set[tuple[ObjectKey, ...]] = set()
+    rank002: set[tuple[ObjectKey, ...]] = set()
+    for model in c.models():
+        ranked = explain(c, model, NS).ranked
+        if len(ranked) < 2:
+            continue
+        size = c.model_profile(model).size
+        first = ranked[0]
+        if ties(first, ranked[1], size):
+            rank001.add((model.key, first.runtime.key, ranked[1].runtime.key))
+        if size is not None and first.runtime.spec.model_size_range is None:
+            beaten = [
+                v.runtime.key
+                for v in ranked[1:]
+                if v.score == first.score
+                and v.runtime.spec.model_size_range is not None
+                and spec_distance(v.runtime.spec, size) > spec_distance(first.runtime.spec, size)
+            ]
+            if beaten:
+                rank002.add((model.key, first.runtime.key, *beaten))
+    assert {f.objects for f in by_code(Code.RANK001)} == {sorted_keys(t) for t in rank001}
+    assert {f.objects for f in by_code(Code.RANK002)} == {sorted_keys(t) for t in rank002}
+    # OME's "9 models whose top two runtimes tie on score": here 6 without a size (name decides, RANK001)
+    # and 3 with one, where two unranged runtimes tie (RANK001) and beat the model's own ranged one (RANK002).
+    assert len(rank001) == 9
+    assert len(rank002) == 3
+
+
+def test_qwen2_5_72b_auto_selects_an_unranged_14b_runtime() -> None:
+    qwen = ObjectKey(Kind.CLUSTER_BASE_MODEL, None, "qwen2-5-72b-instruct")
+    r14, r32, own = (
+        cluster_runtime("srt-deepseek-r1-distill-qwen-14b"),
+        cluster_runtime("srt-deepseek-r1-distill-qwen-32b"),
+        cluster_runtime("srt-qwen2-5-72b-instruct"),
+    )
+    findings = [(f.code, f.objects, f.message) for f in ome()[1] if qwen in f.objects]
+    assert findings == [
+        (
+            Code.RANK001,
+            (qwen, r14, r32),
+            "ClusterBaseModel qwen2-5-72b-instruct (72B): "
+            "ClusterServingRuntime srt-deepseek-r1-distill-qwen-14b and "
+            "ClusterServingRuntime srt-deepseek-r1-distill-qwen-32b tie on score 2 and size distance, "
+            "so the name picks srt-deepseek-r1-distill-qwen-14b; raise the priority of the one that should "
+            "serve it, or give them different modelSizeRanges",
+        ),
+        (
+            Code.RANK002,
+            (qwen, r14, own),
+            "ClusterBaseModel qwen2-5-72b-instruct (72B): "
+            "ClusterServingRuntime srt-deepseek-r1-distill-qwen-14b has no modelSizeRange, so it counts as "
+            "closest and wins over ClusterServingRuntime srt-qwen2-5-72b-instruct ([70B, 75B]), whose range "
+            "covers the model; give srt-deepseek-r1-distill-qwen-14b a modelSizeRange, "
+            "or raise the priority of srt-qwen2-5-72b-instruct",
+        ),
+    ]
+    # The 72B runtime and the two unranged ones also overlap as runtimes (SIZE003).
+    overlaps = {f.objects for f in by_code(Code.SIZE003)}
+    assert (r14, own) in overlaps
+    assert (r32, own) in overlaps
+    assert (r14, r32) in overlaps
+
+
+def test_no_false_size_or_operator_errors() -> None:
+    # Every size value in the catalog is a parameter count, every range is ordered, every operator known.
+    assert by_code(Code.SIZE001) == []
+    assert by_code(Code.SIZE002) == []
+    assert by_code(Code.OPER001) == []
+
+
+def test_counts_per_code() -> None:
+    # Most published models carry no modelFormat yet (OME fills it in from the weights), so most runtimes are
+    # rank 1 for no model of the catalog as published.
+    assert Counter(f.code.value for f in ome()[1]) == {
+        "DEAD001": 178,
+        "SIZE003": 20,
+        "RANK001": 9,
+        "RANK002": 3,
+        "SERV001": 2,
+    }
+    # A copied range: the 20B gpt-oss gRPC runtime declares the 120B model's 115B-125B.
+    assert (cluster_runtime("srt-gpt-oss-120b-grpc"), cluster_runtime("srt-gpt-oss-20b-grpc")) in {
+        f.objects for f in by_code(Code.SIZE003)
+    }
