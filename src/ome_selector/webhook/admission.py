@@ -22,6 +22,7 @@ from typing import Any
 
 import kopf
 
+from ome_selector.api.bounds import oversized
 from ome_selector.api.loading import LoadError, load_resource
 from ome_selector.api.resources import API_GROUP, API_VERSION, Kind, ObjectKey, Resource
 from ome_selector.catalog.catalog import Catalog
@@ -112,10 +113,13 @@ def _known(catalog: Catalog | None, body: Mapping[str, Any]) -> Resource | None:
 
 
 def _load(body: Mapping[str, Any]) -> Resource | None:
+    """As the controller reads it: an object our model cannot read, or one too large to read, is absent."""
+    if oversized(body) is not None:
+        return None
     try:
         return load_resource(body)
     except LoadError:
-        return None  # as the controller does: an object our model cannot read is absent
+        return None
 
 
 class AdmissionHandlers:
