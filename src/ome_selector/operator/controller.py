@@ -277,11 +277,11 @@ class Controller:
             # one that our model rejects, or that is too large to read, is treated as absent, and said once
             # per distinct error.
             if key is not None:
+                if self.catalog.get(key) is not None:
+                    self.forget(body)  # first: forgetting also forgets the error said about it
                 if self._load_errors.get(key) != str(error):
                     logger.warning("ignoring %s: %s", key, error)
                     self._load_errors[key] = str(error)
-                if self.catalog.get(key) is not None:
-                    self.forget(body)
             return None
         if resource is not None:
             self._load_errors.pop(resource.key, None)
