@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
-from ome_selector.api.resources import Model, ModelSpec, Runtime, SupportedModelFormat
+from ome_selector.api.resources import Model, ModelSpec, ObjectKey, Runtime, SupportedModelFormat
 from ome_selector.selection import messages
 from ome_selector.selection.quantity import parse_parameter_count
 from ome_selector.selection.version import Version, parse_version
@@ -141,9 +141,10 @@ class RuntimeProfile:
 
 @dataclass(frozen=True, slots=True)
 class ModelProfile:
-    """A model with its parsed size and versions, its format label and its :data:`MatchKey`."""
+    """A model with its key, its parsed size and versions, its format label and its :data:`MatchKey`."""
 
     model: Model
+    key: ObjectKey
     size: Fraction | None
     label: str
     format_name: str
@@ -159,6 +160,7 @@ class ModelProfile:
         framework_version = framework.version if framework is not None else None
         return cls(
             model=model,
+            key=model.key,
             format_name=spec.format_name,
             size=parse_parameter_count(spec.model_parameter_size) if spec.model_parameter_size else None,
             label=messages.format_label(
