@@ -6,12 +6,14 @@ failed (None when the runtime is auto-selectable), the matching entry, its score
 
 Deciding builds no text. The reason of a failed check is written only when asked for
 (:attr:`RuntimeCheck.reason`, or :meth:`RuntimeCheck.reason_within` when the caller keeps only the first
-characters): a reason can be long (every entry's mismatches, values as written) and ranking needs none.
+characters): a reason can be long (every entry's mismatches, values as written) and ranking needs none. A
+caller that writes many reasons for one model passes one :data:`ClauseMemo` to all of them: runtimes share
+most architectures and versions, so each distinct clause of their entries' reasons is written once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import IntEnum
 from functools import partial
@@ -29,7 +31,10 @@ from ome_selector.selection.profiles import CompiledEntry, ModelProfile, Runtime
 from ome_selector.selection.scoring import entry_score
 from ome_selector.selection.version import KNOWN_OPERATORS, Version, parsed_versions_match, version_matches
 
-__all__ = ["RuntimeCheck", "Step", "check", "entry_mismatch_reason", "matching_entry"]
+__all__ = ["ClauseMemo", "RuntimeCheck", "Step", "check", "entry_mismatch_reason", "matching_entry"]
+
+#: The clauses of entry reasons written for one model and one limit, by what each depends on in the entry.
+ClauseMemo = dict[tuple[str, Hashable], str]
 
 
 class Step(IntEnum):
@@ -75,9 +80,12 @@ class RuntimeCheck:
         """The SPEC §3 reason of the failed step, ``""`` when auto-selectable."""
         return self.reason_within(None)
 
-    def reason_within(self, limit: int | None) -> str:
+    def reason_within(self, limit: int | None, clauses: ClauseMemo | None = None) -> str:
         """:attr:`reason`, built only as far as its first ``limit`` characters: a longer reason is cut after
-        ``limit`` characters with "…" (and costs no more work than that)."""
+        ``limit`` characters with "…" (and costs no more work than that).
+
+        ``clauses``: entry clauses already written for this model and this limit (see
+        :func:`entry_mismatch_reason`)."""
         failed, model, profile = self.failed, self.model, self.profile
         if failed is None:
             return ""
@@ -88,7 +96,8 @@ class RuntimeCheck:
         if failed is Step.ACCELERATOR:
             return messages.REASON_ACCELERATOR
         if failed is Step.FORMAT:
-            entry_reasons = (entry_mismatch_reason(model.spec, e.entry, limit) for e in profile.entries)
+            memo: ClauseMemo = {} if clauses is None else clauses
+            entry_reasons = (entry_mismatch_reason(model.spec, e.entry, limit, memo) for e in profile.entries)
             label = model.label if limit is None else model.label[:limit]
             return messages.format_not_supported_reason(label, entry_reasons, limit)
         if failed is Step.SIZE:
@@ -262,35 +271,78 @@ def _version_reason(
     return ""
 
 
-def entry_mismatch_reason(model: ModelSpec, entry: SupportedModelFormat, limit: int | None = None) -> str:
-    """Every mismatch of ``entry`` joined by ", ", in upstream's order and wording (SPEC §9). With ``limit``,
-    no value is looked at beyond its first ``limit`` characters."""
-    reasons: list[str] = []
-    pipeline = _pipeline_failure(model.diffusion_pipeline, entry.diffusion_pipeline)
-    if pipeline is not None:
-        reasons.append(pipeline(limit))
-    reasons.append(
-        _presence_reason("architecture", model.model_architecture, entry.model_architecture, limit)
-    )
-    reasons.append(_presence_reason("quantization", model.quantization, entry.quantization, limit))
-    fmt = entry.model_format
-    if fmt is not None:
-        if fmt.name != model.format_name:
-            reasons.append(messages.mismatch_reason("format name", model.format_name, fmt.name, limit))
-        else:
-            model_version = model.model_format.version if model.model_format is not None else None
-            reasons.append(_version_reason("format", fmt, model_version, limit))
-    framework, model_framework = entry.model_framework, model.model_framework
+def _remembered(clauses: ClauseMemo, key: tuple[str, Hashable], write: Callable[[], str]) -> str:
+    clause = clauses.get(key)
+    if clause is None:
+        clause = clauses[key] = write()
+    return clause
+
+
+def _format_clause(model: ModelSpec, fmt: FormatSelector | None, limit: int | None) -> str:
+    if fmt is None:
+        return ""
+    if fmt.name != model.format_name:
+        return messages.mismatch_reason("format name", model.format_name, fmt.name, limit)
+    model_version = model.model_format.version if model.model_format is not None else None
+    return _version_reason("format", fmt, model_version, limit)
+
+
+def _framework_clause(model: ModelSpec, framework: FrameworkSelector | None, limit: int | None) -> str:
+    model_framework = model.model_framework
     if framework is not None and model_framework is not None:
         if framework.name != model_framework.name:
-            reasons.append(
-                messages.mismatch_reason("framework name", model_framework.name, framework.name, limit)
-            )
-        else:
-            reasons.append(_version_reason("framework", framework, model_framework.version, limit))
-    elif framework is not None:
-        reasons.append(messages.missing_requirement_reason("framework", framework.name, limit))
-    elif model_framework is not None:
-        reasons.append(messages.unrequired_value_reason("framework", model_framework.name, limit))
+            return messages.mismatch_reason("framework name", model_framework.name, framework.name, limit)
+        return _version_reason("framework", framework, model_framework.version, limit)
+    if framework is not None:
+        return messages.missing_requirement_reason("framework", framework.name, limit)
+    if model_framework is not None:
+        return messages.unrequired_value_reason("framework", model_framework.name, limit)
+    return ""
+
+
+def _selector_key(selector: FormatSelector | FrameworkSelector | None) -> Hashable:
+    return (selector.name, selector.version, selector.operator) if selector is not None else None
+
+
+def entry_mismatch_reason(
+    model: ModelSpec, entry: SupportedModelFormat, limit: int | None = None, clauses: ClauseMemo | None = None
+) -> str:
+    """Every mismatch of ``entry`` joined by ", ", in upstream's order and wording (SPEC §9). With ``limit``,
+    no value is looked at beyond its first ``limit`` characters.
+
+    Each clause but the pipeline's depends on the model and one field of the entry (its architecture,
+    quantization, format or framework): ``clauses`` keeps them by that field, for one model and one limit, so
+    entries that share it reuse the text.
+    """
+    memo: ClauseMemo = {} if clauses is None else clauses
+    reasons: list[str] = []
+    if entry.diffusion_pipeline is not None:
+        pipeline = _pipeline_failure(model.diffusion_pipeline, entry.diffusion_pipeline)
+        if pipeline is not None:
+            reasons.append(pipeline(limit))
+    architecture, quantization = entry.model_architecture, entry.quantization
+    fmt, framework = entry.model_format, entry.model_framework
+    reasons.append(
+        _remembered(
+            memo,
+            ("architecture", architecture),
+            lambda: _presence_reason("architecture", model.model_architecture, architecture, limit),
+        )
+    )
+    reasons.append(
+        _remembered(
+            memo,
+            ("quantization", quantization),
+            lambda: _presence_reason("quantization", model.quantization, quantization, limit),
+        )
+    )
+    reasons.append(
+        _remembered(memo, ("format", _selector_key(fmt)), lambda: _format_clause(model, fmt, limit))
+    )
+    reasons.append(
+        _remembered(
+            memo, ("framework", _selector_key(framework)), lambda: _framework_clause(model, framework, limit)
+        )
+    )
     text = messages.MISMATCH_SEPARATOR.join(reason for reason in reasons if reason)
     return text or messages.UNKNOWN_MISMATCH
