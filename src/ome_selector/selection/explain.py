@@ -10,19 +10,19 @@ that name the model's format, and writes reasons only for the runtimes its messa
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ome_selector.api.resources import InferenceService, Model, Runtime
-from ome_selector.selection.matcher import ClauseMemo, RuntimeCheck, Step
+from ome_selector.selection.matcher import EntryReasons, RuntimeCheck, Step
 from ome_selector.selection.ranking import rank
 from ome_selector.selection.view import CatalogView
 
 __all__ = ["Explanation", "RuntimeVerdict", "explain", "explanation_document"]
 
 
-@dataclass(frozen=True, slots=True)
-class RuntimeVerdict:
-    """One runtime's verdict for one model: its check, its rank and its reason, and what they tell.
+class RuntimeVerdict(NamedTuple):
+    """One runtime's verdict for one model: its check, its rank and its reason, and what they tell (a named
+    tuple, like the check: explain builds one per runtime).
 
     ``supports_model``: passes SPEC §3 checks 1–4; ``compatible``: auto-selectable; ``reason``: the §3 reason,
     ``""`` when compatible; ``failed``: the step whose check failed (None when compatible);
@@ -36,9 +36,12 @@ class RuntimeVerdict:
     reason: str
 
     @classmethod
-    def of(cls, result: RuntimeCheck, rank: int | None, clauses: ClauseMemo | None = None) -> RuntimeVerdict:
-        """The verdict of ``result``; ``clauses`` as for :meth:`~.matcher.RuntimeCheck.reason_within`."""
-        return cls(result, rank, result.reason_within(None, clauses))
+    def of(
+        cls, result: RuntimeCheck, rank: int | None, entry_reasons: EntryReasons | None = None
+    ) -> RuntimeVerdict:
+        """The verdict of ``result``; ``entry_reasons`` as for
+        :meth:`~.matcher.RuntimeCheck.reason_within`."""
+        return cls(result, rank, result.reason_within(None, entry_reasons))
 
     @property
     def runtime(self) -> Runtime:
@@ -115,13 +118,14 @@ def explain(
     classes, when given), ranked as SPEC §4, in SPEC §6 table order: ranked first in rank order, then the
     others namespaced first, then by name."""
     classes = isvc.accelerator_classes if isvc is not None else ()
-    ranking = rank(catalog.runtime_profiles_visible_from(namespace), catalog.model_profile(model), classes)
-    clauses: ClauseMemo = {}  # one model, one limit (none): runtimes share most clauses of their reasons
+    profile = catalog.model_profile(model)
+    ranking = rank(catalog.runtime_profiles_visible_from(namespace), profile, classes)
+    writer = EntryReasons(profile.spec)  # runtimes share most clauses of their reasons: each is written once
     ranked = tuple(
-        RuntimeVerdict.of(result, position, clauses) for position, result in enumerate(ranking.ranked, 1)
+        RuntimeVerdict.of(result, position, writer) for position, result in enumerate(ranking.ranked, 1)
     )
     # The runtimes come namespaced first, each by name: the others keep that order.
-    verdicts = ranked + tuple(RuntimeVerdict.of(result, None, clauses) for result in ranking.others)
+    verdicts = ranked + tuple(RuntimeVerdict.of(result, None, writer) for result in ranking.others)
     return Explanation(
         model=model, namespace=namespace, verdicts=verdicts, selected=ranked[0] if ranked else None
     )

@@ -165,6 +165,8 @@ def format_not_supported_reason(label: str, entry_reasons: Iterable[str], limit:
     at ``limit`` gets the same result as from the whole reason, without building it).
     """
     text = f"model format '{label}' not in supported formats: "
+    if limit is None:
+        return text + (ENTRY_REASON_SEPARATOR.join(entry_reasons) or NO_SUPPORTED_FORMATS)
     length = len(text)
     parts: list[str] = []
     for reason in entry_reasons:

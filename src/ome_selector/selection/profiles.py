@@ -17,7 +17,7 @@ from ome_selector.selection import messages
 from ome_selector.selection.quantity import parse_parameter_count
 from ome_selector.selection.version import Version, parse_version
 
-__all__ = ["CompiledEntry", "MatchKey", "ModelProfile", "RuntimeProfile"]
+__all__ = ["CompiledEntry", "MatchKey", "ModelProfile", "RuntimeProfile", "Selector"]
 
 #: The fields an entry and a model must have equal for the entry to match (SPEC §3.3, §9): format name,
 #: architecture, quantization, whether a format version is given, the framework name (None without a
@@ -25,14 +25,21 @@ __all__ = ["CompiledEntry", "MatchKey", "ModelProfile", "RuntimeProfile"]
 MatchKey = tuple[str, str | None, str | None, bool, str | None, bool]
 
 
+#: A ``modelFormat`` or ``modelFramework`` of an entry as (name, version, operator).
+Selector = tuple[str, str | None, str]
+
+
 @dataclass(frozen=True, slots=True)
 class CompiledEntry:
-    """One ``supportedModelFormats`` entry with its versions parsed (None: absent or not a version)."""
+    """One ``supportedModelFormats`` entry with its versions parsed (None: absent or not a version), and its
+    format and framework as :data:`Selector` tuples (None when absent), which reasons are written by."""
 
     index: int
     entry: SupportedModelFormat
     format_version: Version | None
     framework_version: Version | None
+    format_selector: Selector | None
+    framework_selector: Selector | None
 
     @classmethod
     def of(cls, index: int, entry: SupportedModelFormat) -> CompiledEntry:
@@ -42,6 +49,10 @@ class CompiledEntry:
             entry=entry,
             format_version=_parsed(fmt.version if fmt is not None else None),
             framework_version=_parsed(framework.version if framework is not None else None),
+            format_selector=(fmt.name, fmt.version, fmt.operator) if fmt is not None else None,
+            framework_selector=(
+                (framework.name, framework.version, framework.operator) if framework is not None else None
+            ),
         )
 
     @property

@@ -65,7 +65,10 @@ def rank(
     others: list[RuntimeCheck] = []
     for profile in profiles:
         result = check(profile, model, accelerator_classes)
-        (ranked if result.auto_selectable else others).append(result)
+        if result.failed is None:
+            ranked.append(result)
+        else:
+            others.append(result)
     ranked.sort(key=rank_key)
     return Ranking(ranked=tuple(ranked), others=tuple(others))
 
