@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ome_selector.api.resources import InferenceService, Model, Runtime
-from ome_selector.selection.matcher import EntryReasons, RuntimeCheck, Step
+from ome_selector.selection.matcher import FormatReasons, RuntimeCheck, Step
 from ome_selector.selection.ranking import rank
 from ome_selector.selection.view import CatalogView
 
@@ -34,14 +34,6 @@ class RuntimeVerdict(NamedTuple):
     check: RuntimeCheck
     rank: int | None
     reason: str
-
-    @classmethod
-    def of(
-        cls, result: RuntimeCheck, rank: int | None, entry_reasons: EntryReasons | None = None
-    ) -> RuntimeVerdict:
-        """The verdict of ``result``; ``entry_reasons`` as for
-        :meth:`~.matcher.RuntimeCheck.reason_within`."""
-        return cls(result, rank, result.reason_within(None, entry_reasons))
 
     @property
     def runtime(self) -> Runtime:
@@ -120,12 +112,15 @@ def explain(
     classes = isvc.accelerator_classes if isvc is not None else ()
     profile = catalog.model_profile(model)
     ranking = rank(catalog.runtime_profiles_visible_from(namespace), profile, classes)
-    writer = EntryReasons(profile.spec)  # runtimes share most clauses of their reasons: each is written once
+    writer = FormatReasons(profile.spec)  # runtimes share most of their reasons: each is written once
     ranked = tuple(
-        RuntimeVerdict.of(result, position, writer) for position, result in enumerate(ranking.ranked, 1)
+        RuntimeVerdict(result, position, result.reason_within(None, writer))
+        for position, result in enumerate(ranking.ranked, 1)
     )
     # The runtimes come namespaced first, each by name: the others keep that order.
-    verdicts = ranked + tuple(RuntimeVerdict.of(result, None, writer) for result in ranking.others)
+    verdicts = ranked + tuple(
+        RuntimeVerdict(result, None, result.reason_within(None, writer)) for result in ranking.others
+    )
     return Explanation(
         model=model, namespace=namespace, verdicts=verdicts, selected=ranked[0] if ranked else None
     )

@@ -7,8 +7,8 @@ failed (None when the runtime is auto-selectable), the matching entry, its score
 Deciding builds no text. The reason of a failed check is written only when asked for
 (:attr:`RuntimeCheck.reason`, or :meth:`RuntimeCheck.reason_within` when the caller keeps only the first
 characters): a reason can be long (every entry's mismatches, values as written) and ranking needs none. A
-caller that writes many reasons for one model passes one :class:`EntryReasons` to all of them: runtimes share
-most architectures and versions, so each distinct clause of their entries' reasons is written once.
+caller that writes many reasons for one model passes one :class:`FormatReasons` to all of them: runtimes
+share most architectures and versions, so each distinct clause of their entries' reasons is written once.
 """
 
 from __future__ import annotations
@@ -27,11 +27,17 @@ from ome_selector.api.resources import (
     SupportedModelFormat,
 )
 from ome_selector.selection import messages
-from ome_selector.selection.profiles import CompiledEntry, ModelProfile, RuntimeProfile, Selector
+from ome_selector.selection.profiles import (
+    CompiledEntry,
+    EntryReasonKey,
+    ModelProfile,
+    RuntimeProfile,
+    Selector,
+)
 from ome_selector.selection.scoring import entry_score
 from ome_selector.selection.version import KNOWN_OPERATORS, Version, parsed_versions_match, version_matches
 
-__all__ = ["EntryReasons", "RuntimeCheck", "Step", "check", "entry_mismatch_reason", "matching_entry"]
+__all__ = ["FormatReasons", "RuntimeCheck", "Step", "check", "entry_mismatch_reason", "matching_entry"]
 
 
 class Step(IntEnum):
@@ -79,17 +85,16 @@ class RuntimeCheck(NamedTuple):
         """The SPEC §3 reason of the failed step, ``""`` when auto-selectable."""
         return self.reason_within(None)
 
-    def reason_within(self, limit: int | None, entry_reasons: EntryReasons | None = None) -> str:
+    def reason_within(self, limit: int | None, format_reasons: FormatReasons | None = None) -> str:
         """:attr:`reason`, built only as far as its first ``limit`` characters: a longer reason is cut after
         ``limit`` characters with "…" (and costs no more work than that).
 
-        ``entry_reasons``: the writer of entry reasons for this model and this limit, shared by the reasons of
-        many runtimes (a new one by default)."""
+        ``format_reasons``: the writer of format reasons for this model and this limit, shared by the reasons
+        of many runtimes (a new one by default)."""
         failed, model, profile = self.failed, self.model, self.profile
         if failed is Step.FORMAT:  # the most common by far
-            writer = EntryReasons(model.spec, limit) if entry_reasons is None else entry_reasons
-            label = model.label if limit is None else model.label[:limit]
-            return messages.format_not_supported_reason(label, map(writer.of, profile.entries), limit)
+            writer = FormatReasons(model.spec, limit) if format_reasons is None else format_reasons
+            return writer.runtime(profile, model.label if limit is None else model.label[:limit])
         if failed is None:
             return ""
         if failed is Step.MODEL_PENDING:
@@ -292,17 +297,19 @@ def _framework_clause(model: ModelSpec, framework: FrameworkSelector | None, lim
     return ""
 
 
-class EntryReasons:
-    """Writes the reasons of entries (SPEC §9) for one model, each value looked at only as far as ``limit``
-    characters when given.
+class FormatReasons:
+    """Writes the reasons of the format check (SPEC §3.3, §9) against one model: of entries and of runtimes,
+    each value looked at only as far as ``limit`` characters when given.
 
     An entry's reason joins its mismatches: the diffusion pipeline's, then one clause each about the
     architecture, the quantization, the format and the framework. Each of those four depends on the model and
-    on one field of the entry only, so the writer keeps them by that field: runtimes share most architectures
-    and versions, and a writer shared by every runtime of a catalog writes each distinct clause once.
+    on one field of the entry only, so the writer keeps them by that field; and it keeps each runtime's whole
+    reason by what it depends on (:attr:`~.profiles.RuntimeProfile.format_reason_key`). Runtimes share most
+    architectures and versions, and many have the same entries: a writer shared by every runtime of a catalog
+    writes each distinct clause and each distinct reason once.
     """
 
-    __slots__ = ("_architecture", "_format", "_framework", "_limit", "_model", "_quantization")
+    __slots__ = ("_architecture", "_format", "_framework", "_limit", "_model", "_quantization", "_runtimes")
 
     def __init__(self, model: ModelSpec, limit: int | None = None) -> None:
         self._model, self._limit = model, limit
@@ -310,8 +317,20 @@ class EntryReasons:
         self._quantization: dict[str | None, str] = {}
         self._format: dict[Selector | None, str] = {}
         self._framework: dict[Selector | None, str] = {}
+        self._runtimes: dict[tuple[EntryReasonKey, ...], str] = {}
 
-    def of(self, compiled: CompiledEntry) -> str:
+    def runtime(self, profile: RuntimeProfile, label: str) -> str:
+        """``model format '<label>' not in supported formats: <entry reasons>``; ``label`` is the model's
+        (cut to the limit)."""
+        key = profile.format_reason_key
+        text = self._runtimes.get(key) if key is not None else None
+        if text is None:
+            text = messages.format_not_supported_reason(label, map(self.entry, profile.entries), self._limit)
+            if key is not None:
+                self._runtimes[key] = text
+        return text
+
+    def entry(self, compiled: CompiledEntry) -> str:
         """Every mismatch of the entry joined by ", ", in upstream's order and wording."""
         model, limit, entry = self._model, self._limit, compiled.entry
         reasons: list[str] = []
@@ -351,4 +370,4 @@ class EntryReasons:
 def entry_mismatch_reason(model: ModelSpec, entry: SupportedModelFormat, limit: int | None = None) -> str:
     """Every mismatch of ``entry`` joined by ", ", in upstream's order and wording (SPEC §9). With ``limit``,
     no value is looked at beyond its first ``limit`` characters."""
-    return EntryReasons(model, limit).of(CompiledEntry.of(0, entry))
+    return FormatReasons(model, limit).entry(CompiledEntry.of(0, entry))

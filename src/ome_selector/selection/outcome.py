@@ -19,7 +19,7 @@ from typing import Literal
 
 from ome_selector.api.resources import InferenceService, Model, Runtime
 from ome_selector.selection import messages
-from ome_selector.selection.matcher import check
+from ome_selector.selection.matcher import FormatReasons, check
 from ome_selector.selection.memo import AutoSelection
 from ome_selector.selection.profiles import ModelProfile
 from ome_selector.selection.ranking import misses_of_format, rank
@@ -237,10 +237,13 @@ def auto_selection(
     if ranking.selected is not None:
         return AutoSelection(model, ranking.selected)
     formats = catalog.runtime_profiles_for_format(namespace, model.format_name)
+    writer = FormatReasons(model.spec, messages.MESSAGE_LIMIT)
     entries = (
         # Each reason is built only as far as the message can show it, too.
         messages.runtime_entry(
-            result.profile.namespace, result.profile.name, result.reason_within(messages.MESSAGE_LIMIT)
+            result.profile.namespace,
+            result.profile.name,
+            result.reason_within(messages.MESSAGE_LIMIT, writer),
         )
         for result in misses_of_format(formats, ranking, model, accelerator_classes)
     )

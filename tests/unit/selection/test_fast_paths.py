@@ -3,7 +3,7 @@
 - the entries a no-runtime message can hold, kept in place of all of them, give the same message;
 - the nearest misses of a format, checked lazily from the match-key candidates and one pass, come in the
   order of sorting every runtime's check;
-- reasons written with one shared writer of entry reasons equal reasons written alone;
+- reasons written with one shared writer of format reasons equal reasons written alone;
 - versions compare as tuples exactly as part by part (SPEC §9).
 """
 
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from selection_builders import NS, entry, model, runtime
 
 from ome_selector.selection import messages, ranking
-from ome_selector.selection.matcher import EntryReasons, check
+from ome_selector.selection.matcher import FormatReasons, check
 from ome_selector.selection.profiles import ModelProfile, RuntimeProfile
 from ome_selector.selection.ranking import misses_of_format, nearest_misses, rank
 from ome_selector.selection.version import Version, compare_versions, parse_version
@@ -128,7 +128,7 @@ def test_misses_of_a_format_check_only_as_many_runtimes_as_are_pulled(
     assert checked == ["rt-0000", "rt-0001", "rt-0002"]
 
 
-# --- reasons with a shared entry-reason writer -------------------------------------------------------------
+# --- reasons with a shared writer of format reasons --------------------------------------------------------
 
 values = st.sampled_from([None, "A", "B", "x\n"])
 
@@ -159,7 +159,7 @@ def test_reasons_written_with_a_shared_writer_equal_reasons_written_alone(
     fields = dict(model_fields)
     fields.pop("operator")
     m = ModelProfile.of(model(**fields))
-    shared = EntryReasons(m.spec, limit)
+    shared = FormatReasons(m.spec, limit)
     for index, entries in enumerate(runtimes_entries):
         result = check(RuntimeProfile.of(runtime(f"rt-{index}", *[entry(**e) for e in entries])), m)
         assert result.reason_within(limit, shared) == result.reason_within(limit)

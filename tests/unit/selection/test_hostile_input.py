@@ -225,7 +225,7 @@ def test_evaluating_huge_values_looks_at_a_bounded_part_of_them() -> None:
     service = isvc(model_name="m", name="s" * HUGE)
     with (
         recording(messages, "escape_controls", len) as escaped,
-        recording(matcher.EntryReasons, "of") as reasons,
+        recording(matcher.FormatReasons, "entry") as reasons,
     ):
         outcome = evaluate(c, service)
         named = evaluate(c, isvc(model_name="m", runtime_name="named"))
