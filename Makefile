@@ -51,7 +51,7 @@ demo: venv ## start a local control plane, apply the samples and show what a use
 	@bindir=$$(hack/ensure-binaries.sh) && OME_SELECTOR_BIN_DIR="$$bindir" $(PY) -m harness.demo
 
 bench: venv ## benchmarks (never part of make test): selection core, lint, model files, fan-out and memory, admission latency
-	$(PY) -m bench
+	$(PY) -m bench $(if $(BENCH_OUT),--out $(BENCH_OUT))
 	$(PY) -m bench.lint
 	$(PY) -m bench.modelfiles
 	@bindir=$$(hack/ensure-binaries.sh) && export OME_SELECTOR_BIN_DIR="$$bindir" && \
