@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 import yaml
 from hub_standin import Repo, hub_standin
-from model_folders import (
+
+from harness.model_folders import (
     BERT_MINILM_CONFIG,
     QWEN2_5_0_5B,
     bert_minilm_tensors,
     write_json,
     write_safetensors,
 )
-
 from ome_selector.cli.kubectl_ome import run
 
 KUBECTL_OME = Path(sys.executable).parent / "kubectl-ome"
