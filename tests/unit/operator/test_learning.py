@@ -17,6 +17,7 @@ from ome_selector.operator.learning import (
     Candidate,
     LearningConfig,
     RetrySchedule,
+    _duration,
     candidate,
 )
 
@@ -59,7 +60,14 @@ def test_after_three_failures_attempts_are_at_least_ten_minutes_apart(gaps: list
         now = schedule.due(KEY) + gap
         attempts.append(now)
     for index in range(3, len(attempts)):
-        assert attempts[index] - attempts[index - 1] >= 600.0
+        assert attempts[index] - attempts[index - 1] >= 600.0 - 1e-6  # float sums
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"), [(30.0, "30s"), (120.0, "2m"), (600.0, "10m"), (0.5, "0.5s"), (90.0, "90s")]
+)
+def test_delays_are_written_as_events_say_them(seconds: float, text: str) -> None:
+    assert _duration(seconds) == text
 
 
 def test_custom_delays_repeat_the_last() -> None:
