@@ -66,6 +66,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("-v", "--verbose", action="store_true")
     add_webhook_arguments(run)  # --webhook-* and --strict-sizes (ome_selector.webhook.cli)
     _add_leader_election_arguments(run)
+    run.add_argument(
+        "--learn-model-metadata",
+        action="store_true",
+        help="fill in the size, format, architecture, framework, quantization and maxTokens that hf:// "
+        "BaseModels and ClusterBaseModels lack, from their files on the Hub (HF_ENDPOINT, HF_TOKEN; "
+        "not in --report-only)",
+    )
 
     cleanup = commands.add_parser(
         "cleanup", help="remove the RuntimeReady condition from every InferenceService"
@@ -159,6 +166,7 @@ def _run(args: argparse.Namespace) -> int:
     import kopf  # noqa: PLC0415
 
     from ome_selector.operator.app import Operator, OperatorConfig  # noqa: PLC0415
+    from ome_selector.operator.learning import LearningConfig  # noqa: PLC0415
 
     try:
         leader_election = leader_election_from_args(args)
@@ -184,6 +192,7 @@ def _run(args: argparse.Namespace) -> int:
         health_address=args.health_bind_address,
         webhook=webhook_config_from_args(args),
         leader_election=leader_election,
+        model_metadata=LearningConfig() if args.learn_model_metadata else None,
     )
     asyncio.run(Operator(config).run())
     return 0

@@ -27,6 +27,7 @@ from ome_selector.kube.connection import ClusterAccess, kopf_connection
 from ome_selector.kube.leaderelection import ApiLeaseStore, LeaderElector, LeaseTimings, default_identity
 from ome_selector.kube.objects import ALL_KINDS, Objects
 from ome_selector.operator.controller import Controller
+from ome_selector.operator.learning import LearningConfig, ModelMetadataLearner
 from ome_selector.operator.metrics import Metrics
 from ome_selector.operator.writer import ApiWriter
 from ome_selector.webhook.admission import AdmissionHandlers
@@ -58,6 +59,7 @@ class OperatorConfig:
     instance: str = field(default_factory=lambda: os.environ.get("POD_NAME") or socket.gethostname())
     webhook: WebhookConfig | None = None  # None: no admission webhook (issue 7, ome_selector.webhook)
     leader_election: LeaderElectionConfig | None = None  # None: this one process writes (local mode)
+    model_metadata: LearningConfig | None = None  # None: learn no model metadata (SPEC §10, opt-in)
 
 
 class Operator:
@@ -69,6 +71,7 @@ class Operator:
         self.metrics = Metrics()
         self.registry = kopf.OperatorRegistry()
         self.controller: Controller | None = None
+        self.learner: ModelMetadataLearner | None = None
         self._api_client: Any = None
         self._objects: Objects | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -119,6 +122,8 @@ class Operator:
             controller.forget(body)
         else:
             controller.observe(body)
+        if self.learner is not None:
+            (self.learner.forget if event["type"] == "DELETED" else self.learner.observe)(body)
 
     async def _startup(self, settings: kopf.OperatorSettings, **_: Any) -> None:
         configure_settings(settings, self.config)
@@ -147,6 +152,16 @@ class Operator:
         controller = Controller(
             writer, self.metrics, report_only=self.config.report_only, workers=self.config.workers
         )
+        if self.config.model_metadata is not None and writer is not None:
+            self.learner = ModelMetadataLearner(
+                objects,
+                self.metrics,
+                self.config.model_metadata,
+                instance=self.config.instance,
+                may_write=writer.may_write,
+            )
+        elif self.config.model_metadata is not None:
+            logger.warning("report-only: model metadata is not learned (that would write)")
         # Decide nothing before every model and runtime is known: one consistent listing first.
         snapshot = await objects.list_objects(namespaces=self.config.namespaces)
         controller.replace_all(snapshot.bodies)
@@ -155,6 +170,9 @@ class Operator:
         self.controller = controller
         controller.start()
         controller.mark_ready()
+        if self.learner is not None:
+            self.learner.start()
+            self.learner.observe_all(snapshot.bodies)
         logger.info(
             "indexed %d objects at resourceVersion %s; %s",
             len(snapshot.bodies),
@@ -177,6 +195,8 @@ class Operator:
         self.metrics.leader.set(1)
         if self.controller is not None:
             self.controller.evaluate_all()
+        if self.learner is not None:
+            self.learner.learn_all()
 
     def _stopped_leading(self) -> None:
         logger.info("not leading: evaluating for the webhook and metrics only")
@@ -198,6 +218,8 @@ class Operator:
             return  # not started: the startup listing is still to come
         snapshot = await self._objects.list_objects(namespaces=self.config.namespaces)
         self.controller.replace_all(snapshot.bodies)
+        if self.learner is not None:
+            self.learner.observe_all(snapshot.bodies)
 
     async def _serve_health(self, host: str, port: int) -> None:
         async def healthz(_: web.Request) -> web.Response:
@@ -236,6 +258,8 @@ class Operator:
                 await task
         if self.controller is not None:
             await self.controller.stop()
+        if self.learner is not None:
+            await self.learner.stop()
         if self._health_runner is not None:
             await self._health_runner.cleanup()
         if self._api_client is not None:
