@@ -128,10 +128,27 @@ class Operator:
         if self.controller is not None:
             self.controller.replace_all(snapshot.bodies)
 
+    def waiting_for(self) -> str | None:
+        """What the operator still waits for before it is ready to serve (/readyz), or None when ready.
+
+        With a webhook, ready also means that the webhook listens and its configuration carries the CA it
+        serves with: the chart's Service routes to the pod before it is ready (publishNotReadyAddresses), so
+        readiness, and `helm install --wait` with it, then waits for nothing but the webhook itself.
+        """
+        if self.controller is None or not self.controller.ready.is_set():
+            return "starting"
+        if self.admission is not None and not self.admission.registered.is_set():
+            return "webhook not registered yet"
+        return None
+
     async def _serve_health(self, host: str, port: int) -> None:
         async def healthz(_: web.Request) -> web.Response:
             ready = self.controller is not None and self.controller.ready.is_set()
             return web.Response(status=200 if ready else 503, text="ok" if ready else "starting")
+
+        async def readyz(_: web.Request) -> web.Response:
+            waiting = self.waiting_for()
+            return web.Response(status=503 if waiting else 200, text=waiting or "ok")
 
         async def metrics(_: web.Request) -> web.Response:
             return web.Response(
@@ -140,7 +157,7 @@ class Operator:
 
         app = web.Application()
         app.router.add_get("/healthz", healthz)
-        app.router.add_get("/readyz", healthz)
+        app.router.add_get("/readyz", readyz)
         app.router.add_get("/metrics", metrics)
         self._health_runner = web.AppRunner(app, access_log=None)
         await self._health_runner.setup()
