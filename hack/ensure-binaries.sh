@@ -81,7 +81,7 @@ build_kubernetes() {
   local gomod
   gomod=$(go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')
   # Every staging module k8s.io/kubernetes requires at v0.0.0 is replaced by its published tag.
-  for m in $(sed -n 's/^\t\(k8s\.io\/[a-z0-9-]*\) v0\.0\.0\( \/\/ indirect\)\{0,1\}$/\1/p' "$gomod"); do
+  sed -n 's/^\t\(k8s\.io\/[a-z0-9-]*\) v0\.0\.0\( \/\/ indirect\)\{0,1\}$/\1/p' "$gomod" | while read -r m; do
     go mod edit -replace="$m=$m@v$staging"
   done
   go get "k8s.io/kubernetes@v$K8S_VERSION" >&2

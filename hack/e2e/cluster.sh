@@ -81,10 +81,19 @@ record_host() {
   for p in "${HOST_PATHS[@]}"; do [[ -e $p ]] || echo "$p"; done >"$HOSTREC/created-paths"
   cgroup_dirs >"$HOSTREC/cgroups"
   iptables_rules >"$HOSTREC/iptables"
+  iptables_tables >"$HOSTREC/iptables-tables"
 }
 
 cgroup_dirs() { find /sys/fs/cgroup -mindepth 1 -maxdepth 2 -type d 2>/dev/null | sort; }
-iptables_rules() { { iptables-save; ip6tables-save; } 2>/dev/null | sed -e '/^#/d' -e 's/\[[0-9]*:[0-9]*\]/[0:0]/'; }
+iptables_rules() {
+  { iptables-save; ip6tables-save; } 2>/dev/null | sed -e '/^#/d' -e 's/\[[0-9]*:[0-9]*\]/[0:0]/'
+  ! command -v nft >/dev/null || nft list tables
+}
+# `family table` for every iptables table that exists (with nf_tables, a table outlives its chains).
+iptables_tables() {
+  iptables-save 2>/dev/null | sed -n 's/^\*/ip /p'
+  ip6tables-save 2>/dev/null | sed -n 's/^\*/ip6 /p'
+}
 
 # --- PKI and kubeconfigs ----------------------------------------------------------------------------------------
 
@@ -361,8 +370,8 @@ stop() { # stop NAME: SIGTERM, then SIGKILL after 20 s, only if the pid is still
   pid=$(<"$pidfile")
   if [[ -r /proc/$pid/cmdline ]] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "$name"; then
     kill -TERM "$pid" 2>/dev/null || true
-    local i
-    for i in $(seq 40); do [[ -e /proc/$pid ]] || break; sleep 0.5; done
+    local tries=40
+    while [[ -e /proc/$pid ]] && ((tries-- > 0)); do sleep 0.5; done
     [[ ! -e /proc/$pid ]] || { log "$name ignored SIGTERM; killing it"; kill -KILL "$pid" 2>/dev/null || true; }
   fi
   rm -f "$pidfile"
@@ -408,6 +417,15 @@ remove_chains() {
       done
     done
   done
+  # With the nf_tables backend, the tables themselves stay after their chains are gone: remove those this run
+  # created, once they hold nothing of anyone else's (no rule, no chain of their own, ACCEPT policies).
+  [[ -f $HOSTREC/iptables-tables ]] && command -v nft >/dev/null && iptables -V | grep -q nf_tables || return 0
+  local family
+  while read -r family table; do
+    cmd=iptables; [[ $family == ip ]] || cmd=ip6tables
+    "$cmd-save" -t "$table" 2>/dev/null | grep -qvE '^(#|\*|COMMIT$|:[A-Z]+ ACCEPT )' && continue
+    nft delete table "$family" "$table" 2>/dev/null || true
+  done < <(comm -13 <(sort "$HOSTREC/iptables-tables") <(iptables_tables | sort))
 }
 
 down() {
@@ -426,6 +444,7 @@ down() {
   for name in kube-proxy kube-scheduler kube-controller-manager kube-apiserver etcd containerd; do stop "$name"; done
   local pids
   pids=$( { own_processes; pod_processes; } | sort -u)
+  # shellcheck disable=SC2086 # one pid a word
   [[ -z $pids ]] || { kill -KILL $pids 2>/dev/null || true; sleep 1; }
   [[ ! -x $BIN/kube-proxy ]] || "$BIN/kube-proxy" --cleanup >/dev/null 2>&1 || true
   remove_chains

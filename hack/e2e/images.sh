@@ -46,8 +46,7 @@ remove_created_paths() { local p; for p in "${created_paths[@]}"; do rm -rf "$p"
 WORK=""
 cleanup_work() {
   [[ -n $WORK && -d $WORK ]] || return 0
-  local m
-  for m in $(awk -v w="$WORK" 'index($2, w) == 1 { print $2 }' /proc/mounts | sort -r); do umount -l "$m" || true; done
+  awk -v w="$WORK" 'index($2, w) == 1 { print $2 }' /proc/mounts | sort -r | while read -r m; do umount -l "$m" || true; done
   rm -rf "$WORK"
 }
 trap 'cleanup_work; remove_created_paths' EXIT
@@ -70,7 +69,7 @@ pause_archive() { # -> PAUSE_REF, PAUSE_ARCHIVE
     local began; began=$(date +%s.%N)
     new_work; note_host_paths
     mkdir "$WORK/src" && cp "$PAUSE_SOURCE" "$WORK/src/" && printf 'module local.invalid/pause\n\ngo 1.21\n' >"$WORK/src/go.mod"
-    (cd "$WORK/src" && CGO_ENABLED=0 GOFLAGS= GOTOOLCHAIN=local go build -trimpath -ldflags "-s -w" -o "$WORK/pause" .)
+    (cd "$WORK/src" && CGO_ENABLED=0 GOFLAGS="" GOTOOLCHAIN=local go build -trimpath -ldflags "-s -w" -o "$WORK/pause" .)
     local c; c=$(buildah_ from scratch)
     buildah_ copy -q "$c" "$WORK/pause" /pause >/dev/null
     buildah_ config --entrypoint '["/pause"]' --user 65535:65535 "$c"

@@ -1,5 +1,5 @@
 # Shared by the `make e2e` scripts (sourced, not run): paths, logging and the host checks.
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034 # the variables are for the scripts that source this file
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # Everything a cluster run creates lives here and is removed by `make e2e-down`.
@@ -12,12 +12,20 @@ IMAGE_CACHE="$CACHE_ROOT/e2e-images"
 SCENARIO_MODULE=${SCENARIO_MODULE:-ome_selector.testing.scenario}
 
 # Debian packages the node and the image build need (apt-get installs the missing ones).
-E2E_PACKAGES=(containerd runc containernetworking-plugins buildah debootstrap umoci iptables)
+E2E_PACKAGES=(containerd runc containernetworking-plugins buildah debootstrap iptables nftables)
 
 log() { printf 'e2e: %s\n' "$*" >&2; }
 # A condition this host cannot meet: one line, non-zero exit.
 unsupported() { printf 'e2e: cannot run here: %s\n' "$*" >&2; exit 3; }
 die() { printf 'e2e: %s\n' "$*" >&2; exit 1; }
+
+# The last line of `make e2e` and `make e2e-kind`, from the `pass|fail <check>` lines of a results file.
+summary() {
+  local passed failed
+  passed=$(grep -c '^pass ' "$1" || true)
+  failed=$(grep -c '^fail ' "$1" || true)
+  echo "e2e: $passed passed, $failed failed"
+}
 
 # Seconds since an earlier `date +%s.%N`, one decimal.
 since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
@@ -28,7 +36,7 @@ require_host() {
   unshare --net --mount --pid --fork --mount-proc true 2>/dev/null \
     || unsupported "cannot create network, mount and PID namespaces (unshare failed)"
   grep -qw overlay /proc/filesystems || unsupported "the kernel has no overlay filesystem (containerd's snapshotter)"
-  [[ -d /sys/fs/cgroup ]] && grep -q cgroup /proc/mounts || unsupported "no cgroup filesystem is mounted"
+  grep -q ' cgroup2\? ' /proc/mounts || unsupported "no cgroup filesystem is mounted"
 }
 
 ensure_packages() {

@@ -30,12 +30,6 @@ suite_env() {
 }
 
 RESULTS=""
-summary() {
-  local passed failed
-  passed=$(grep -c '^pass ' "$RESULTS" || true)
-  failed=$(grep -c '^fail ' "$RESULTS" || true)
-  echo "e2e: $passed passed, $failed failed"
-}
 
 # Teardown whatever happened, counted as a check; then the summary, the very last line.
 finish() {
@@ -48,7 +42,7 @@ finish() {
     echo "fail teardown restored the host" >>"$RESULTS"
   fi
   log "teardown in $(since "$began")s"
-  summary
+  summary "$RESULTS"
   if ((rc == 0)) && ! grep -q '^fail ' "$RESULTS"; then rm -f "$RESULTS"; exit 0; fi
   rm -f "$RESULTS"
   exit 1
