@@ -364,17 +364,25 @@ EOF
 
 # --- teardown ---------------------------------------------------------------------------------------------------
 
-stop() { # stop NAME: SIGTERM, then SIGKILL after 20 s, only if the pid is still the process we started
-  local name="$1" pidfile="$RUN/$1.pid" pid
-  [[ -f $pidfile ]] || return 0
-  pid=$(<"$pidfile")
-  if [[ -r /proc/$pid/cmdline ]] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "$name"; then
-    kill -TERM "$pid" 2>/dev/null || true
-    local tries=40
-    while [[ -e /proc/$pid ]] && ((tries-- > 0)); do sleep 0.5; done
-    [[ ! -e /proc/$pid ]] || { log "$name ignored SIGTERM; killing it"; kill -KILL "$pid" 2>/dev/null || true; }
-  fi
-  rm -f "$pidfile"
+stop() { # stop NAME...: SIGTERM to each (if its pid is still the process we started), SIGKILL after 20 s
+  local name pid pids=() tries=40
+  for name in "$@"; do
+    [[ -f $RUN/$name.pid ]] || continue
+    pid=$(<"$RUN/$name.pid")
+    rm -f "$RUN/$name.pid"
+    if [[ -r /proc/$pid/cmdline ]] && tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -q -- "$name"; then
+      kill -TERM "$pid" 2>/dev/null && pids+=("$pid")
+    fi
+  done
+  while ((tries-- > 0)); do
+    local alive=()
+    for pid in "${pids[@]}"; do [[ ! -e /proc/$pid ]] || alive+=("$pid"); done
+    ((${#alive[@]})) || return 0
+    pids=("${alive[@]}")
+    sleep 0.5
+  done
+  log "killing what ignored SIGTERM: $*"
+  kill -KILL "${pids[@]}" 2>/dev/null || true
 }
 
 # Processes whose command line names this cluster's state directory (containerd shims, stray components).
@@ -440,8 +448,8 @@ down() {
   if [[ -S $SOCK && -x $BIN/crictl ]]; then
     timeout 60 "$BIN/crictl" -r "unix://$SOCK" rmp -fa >/dev/null 2>&1 || log "crictl rmp -fa failed; killing pods directly"
   fi
-  local name
-  for name in kube-proxy kube-scheduler kube-controller-manager kube-apiserver etcd containerd; do stop "$name"; done
+  stop kube-proxy kube-scheduler kube-controller-manager kube-apiserver
+  stop etcd containerd
   local pids
   pids=$( { own_processes; pod_processes; } | sort -u)
   # shellcheck disable=SC2086 # one pid a word

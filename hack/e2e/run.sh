@@ -53,13 +53,11 @@ e2e() {
   prepare
   RESULTS=$(mktemp)
   trap finish EXIT
-  began=$(date +%s.%N)
   if ! "$E2E/cluster.sh" up "${ARCHIVES[@]}"; then
     echo "fail the cluster came up" >>"$RESULTS"
     exit 1
   fi
   echo "pass the cluster came up" >>"$RESULTS"
-  log "cluster up in $(since "$began")s"
   suite_env
   began=$(date +%s.%N)
   E2E_RESULTS="$RESULTS" "$E2E/suite.sh" run || status=$?
@@ -77,7 +75,7 @@ up() {
   cat <<EOF
 
 The cluster is up, with ome-selector installed in namespace ome-selector. To use it:
-  export KUBECONFIG=$STATE/kubeconfig PATH=$STATE/bin:\$PATH
+  export KUBECONFIG=$STATE/kubeconfig PATH=$STATE/bin:\$PATH CONTAINER_RUNTIME_ENDPOINT=unix://$STATE/run/containerd.sock
   kubectl apply -f samples/ && kubectl get isvc -A -o wide
 Remove it with: make e2e-down
 EOF
