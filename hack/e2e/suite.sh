@@ -151,6 +151,81 @@ scenario() {
     --kubectl "$(command -v "$KUBECTL")" --timeout 120 | sed 's/^ok: /> /'
 }
 
+# --- always available (SPEC §8) ---------------------------------------------------------------------------------
+
+HA_NAMESPACE=ome-selector-ha
+availability() { "$PYTHON" -m harness.availability "$@" --kubeconfig "$KUBECONFIG" --namespace "$HA_NAMESPACE"; }
+lease_holder() { k -n "$NAMESPACE" get lease "$RELEASE" -o jsonpath='{.spec.holderIdentity}'; }
+operator_pods() { k -n "$NAMESPACE" get pods -l "app.kubernetes.io/instance=$RELEASE" --field-selector=status.phase=Running -o name; }
+
+# Two ready replicas; the Lease is held by one of them.
+two_replicas_one_leader() {
+  local ready holder
+  ready=$(k -n "$NAMESPACE" get deployment "$RELEASE" -o jsonpath='{.status.readyReplicas}')
+  ((ready == 2)) || { echo "$ready ready replicas"; return 1; }
+  holder=$(lease_holder)
+  operator_pods | grep -qx "pod/$holder" || { echo "Lease holder '$holder' is not a running replica"; return 1; }
+  note "2 replicas ready; Lease $NAMESPACE/$RELEASE held by $holder"
+}
+
+# Admissions every 100 ms while ACTION runs: none may fail, and no InferenceService gets an event twice.
+churn_during() {
+  local seconds=$1 churn_out churn_pid rc; shift
+  churn_out=$(mktemp)
+  availability churn --seconds "$seconds" --interval 0.1 >"$churn_out" 2>&1 &
+  churn_pid=$!
+  sleep 3
+  "$@"
+  rc=0; wait "$churn_pid" || rc=$?
+  note "admissions: $(cat "$churn_out")"
+  ((rc == 0)) || { echo "admissions failed during: $*"; cat "$churn_out"; rm -f "$churn_out"; return 1; }
+  rm -f "$churn_out"
+}
+
+restart_rollout() {
+  k -n "$NAMESPACE" rollout restart "deployment/$RELEASE" >/dev/null
+  k -n "$NAMESPACE" rollout status "deployment/$RELEASE" --timeout 180s >/dev/null
+}
+
+delete_leader_pod() {
+  local holder
+  holder=$(lease_holder)
+  k -n "$NAMESPACE" delete pod "$holder" --wait=true >/dev/null
+  k -n "$NAMESPACE" rollout status "deployment/$RELEASE" --timeout 180s >/dev/null
+  note "deleted leader $holder; Lease now held by $(lease_holder)"
+}
+
+rollout_without_failed_admissions() {
+  availability prepare >/dev/null
+  churn_during 40 restart_rollout
+  two_replicas_one_leader
+  availability verify --timeout 120 | sed 's/^/> events: /'
+}
+
+leader_deletion_without_failed_admissions() {
+  churn_during 25 delete_leader_pod
+  availability verify --timeout 120 | sed 's/^/> events: /'
+}
+
+# The PodDisruptionBudget (minAvailable 1): of two ready replicas one may be evicted, then no other until it is back.
+eviction_respects_the_budget() {
+  local pods first second out
+  mapfile -t pods < <(operator_pods)
+  ((${#pods[@]} == 2)) || { echo "expected 2 running replicas, got ${#pods[@]}"; return 1; }
+  first=${pods[0]#pod/}; second=${pods[1]#pod/}
+  evict "$first" || { echo "the first eviction was refused"; return 1; }
+  if out=$(evict "$second" 2>&1); then echo "the second eviction was allowed: $out"; return 1; fi
+  grep -q "disruption budget" <<<"$out" || { echo "refused for another reason: $out"; return 1; }
+  note "evicted $first; $second refused: $(grep -o "Cannot evict pod as it would violate the pod's disruption budget" <<<"$out" | head -1)"
+  k -n "$NAMESPACE" rollout status "deployment/$RELEASE" --timeout 180s >/dev/null
+}
+
+evict() {
+  k create --raw "/api/v1/namespaces/$NAMESPACE/pods/$1/eviction" -f - <<JSON
+{"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "$1", "namespace": "$NAMESPACE"}}
+JSON
+}
+
 # --- upgrade and uninstall --------------------------------------------------------------------------------------
 
 upgrade_keeps_ca() {
@@ -220,6 +295,10 @@ run() {
   check "kubectl get isvc -o wide" get_wide
   check "kubectl describe isvc shows the condition and the advisory event" describe_advisory
   check "the shared scenario ($SCENARIO_MODULE)" scenario
+  check "two ready replicas, one Lease holder" two_replicas_one_leader
+  check "kubectl rollout restart: 0 failed admissions, 0 duplicate events" rollout_without_failed_admissions
+  check "leader pod deleted: 0 failed admissions, 0 duplicate events" leader_deletion_without_failed_admissions
+  check "an eviction that would break the PodDisruptionBudget is refused" eviction_respects_the_budget
   check "helm upgrade keeps the webhook CA" upgrade_keeps_ca
   check "the upgraded operator denies an unparseable size (strictSizes)" strict_sizes_denial
   ((failed == 0)) || diagnose
