@@ -13,6 +13,7 @@ model that does not exist: only a reachable webhook can deny it with our webhook
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import time
 
@@ -53,7 +54,7 @@ async def check_webhook(access: ClusterAccess, namespace: str, timeout: float, i
                     dry_run="All",
                 )
             except ApiException as error:
-                body = str(error.body or "")
+                body = _message(error.body)
                 if expected in body:
                     print(f"the webhook answers through the API server (namespace {namespace})")
                     return 0
@@ -76,3 +77,13 @@ async def check_webhook(access: ClusterAccess, namespace: str, timeout: float, i
                 )
                 return 1
             await asyncio.sleep(interval)
+
+
+def _message(body: object) -> str:
+    """The Status message of an error body (JSON, as bytes or text), else the body as text."""
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body or "")
+    try:
+        status = json.loads(text)
+    except ValueError:
+        return text
+    return str(status.get("message", text)) if isinstance(status, dict) else text
