@@ -160,11 +160,17 @@ operator_pods() { k -n "$NAMESPACE" get pods -l "app.kubernetes.io/instance=$REL
 
 # Two ready replicas; the Lease is held by one of them.
 two_replicas_one_leader() {
-  local ready holder
-  ready=$(k -n "$NAMESPACE" get deployment "$RELEASE" -o jsonpath='{.status.readyReplicas}')
-  ((ready == 2)) || { echo "$ready ready replicas"; return 1; }
-  holder=$(lease_holder)
-  operator_pods | grep -qx "pod/$holder" || { echo "Lease holder '$holder' is not a running replica"; return 1; }
+  local ready holder pods deadline
+  deadline=$(($(date +%s) + 60))
+  # A replica that just left (a rollout, a deletion) may hold the Lease until it expires: wait for a live holder.
+  until ready=$(k -n "$NAMESPACE" get deployment "$RELEASE" -o jsonpath='{.status.readyReplicas}') && ((ready == 2)) \
+    && holder=$(lease_holder) && pods=$(operator_pods) && grep -qx "pod/$holder" <<<"$pods"; do
+    if (($(date +%s) >= deadline)); then
+      echo "after 60 s: ${ready:-0} ready replicas, Lease holder '${holder:-}', pods:"; operator_pods
+      return 1
+    fi
+    sleep 1
+  done
   note "2 replicas ready; Lease $NAMESPACE/$RELEASE held by $holder"
 }
 
