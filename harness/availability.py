@@ -46,7 +46,7 @@ def churn(api: Any, namespace: str, seconds: float, interval: float) -> dict[str
     while time.monotonic() < deadline:
         started = time.monotonic()
         body = objects.inference_service(
-            f"{PREFIX}{index:05d}",
+            f"{run}{index:05d}",
             namespace=namespace,
             model_name=MODEL,
             runtime_name=SMALL_RUNTIME,

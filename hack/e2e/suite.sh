@@ -271,7 +271,9 @@ uninstall_documented() {
   cli="$(dirname "$PYTHON")/ome-selector"
   k -n "$NAMESPACE" scale "deployment/$RELEASE" --replicas=0
   k -n "$NAMESPACE" wait --for=delete pod -l "app.kubernetes.io/instance=$RELEASE" --timeout 120s
-  "$cli" --kubeconfig "$KUBECONFIG" cleanup --dry-run | grep -q . || { echo "cleanup --dry-run listed nothing"; return 1; }
+  local listed
+  listed=$("$cli" --kubeconfig "$KUBECONFIG" cleanup --dry-run)
+  [[ -n $listed ]] || { echo "cleanup --dry-run listed nothing"; return 1; }
   "$cli" --kubeconfig "$KUBECONFIG" cleanup
   left=$(k get isvc -A -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="RuntimeReady")].type}{end}')
   [[ -z $left ]] || { echo "RuntimeReady conditions left after cleanup"; return 1; }
