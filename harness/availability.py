@@ -41,11 +41,12 @@ def churn(api: Any, namespace: str, seconds: float, interval: float) -> dict[str
     attempts, failures = 0, 0
     messages: list[str] = []
     index = 0
+    run = f"{PREFIX}{int(time.time()) % 100000:05d}-"  # each churn names its own objects
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         started = time.monotonic()
         body = objects.inference_service(
-            f"{PREFIX}{index:05d}",
+            f"{run}{index:05d}",
             namespace=namespace,
             model_name=MODEL,
             runtime_name=SMALL_RUNTIME,
@@ -55,7 +56,7 @@ def churn(api: Any, namespace: str, seconds: float, interval: float) -> dict[str
         if index:
             label = {"metadata": {"labels": {"ome-selector-e2e/touched": str(index)}}}
             writes.append(
-                partial(patch, api, "InferenceService", f"{PREFIX}{index - 1:05d}", label, namespace)
+                partial(patch, api, "InferenceService", f"{run}{index - 1:05d}", label, namespace)
             )
         for write in writes:
             attempts += 1

@@ -98,10 +98,13 @@ APPLIED_KINDS = RBAC_KINDS | {"ServiceAccount", "Secret", "ValidatingWebhookConf
 
 
 def granted(docs: list[dict[str, Any]], release: str) -> dict[tuple[str, str, str], list[str]]:
-    """(apiGroup, resource, verb) → resourceNames, over the operator's roles (not the plugin reader's)."""
+    """(apiGroup, resource, verb) → resourceNames, over the operator's roles (not the plugin reader's, nor the
+    startup check hook's)."""
     rules: dict[tuple[str, str, str], list[str]] = {}
     for doc in docs:
-        if doc["kind"] not in {"ClusterRole", "Role"} or doc["metadata"]["name"].endswith("-plugin-reader"):
+        if doc["kind"] not in {"ClusterRole", "Role"} or doc["metadata"]["name"].endswith(
+            ("-plugin-reader", "-startupcheck")
+        ):
             continue
         assert doc["metadata"]["name"].startswith(release), doc["metadata"]["name"]
         for rule in doc["rules"]:
@@ -144,7 +147,11 @@ class Installed:
         self.release = f"rbac{uuid.uuid4().hex[:6]}"
         values = {
             # Only this test's namespace: other tests' InferenceServices never reach this webhook.
-            "webhook": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}},
+            "webhook": {
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+                # The hook's Job needs a pod; the e2e suite runs it in a real cluster.
+                "startupCheck": {"enabled": False},
+            },
             **values,
         }
         self.docs = render(values, release=self.release, namespace=namespace)

@@ -72,7 +72,7 @@ class Rendered:
         """(kind/namespace of the role, apiGroup, resource, verb, resourceNames) of the operator's roles."""
         found = set()
         for doc in self.all("ClusterRole") + self.all("Role"):
-            if doc["metadata"]["name"].endswith("-plugin-reader"):
+            if doc["metadata"]["name"].endswith(("-plugin-reader", "-startupcheck")):
                 continue
             where = doc["metadata"].get("namespace", "")
             for rule in doc["rules"]:
@@ -160,6 +160,7 @@ def test_default_install_has_the_expected_objects(render: Any) -> None:
         + ["Secret", "Service", "Service", "Deployment", "ValidatingWebhookConfiguration"]
         + ["PodDisruptionBudget"]
         + ["CustomResourceDefinition"] * 5
+        + ["ServiceAccount", "Role", "RoleBinding", "Job"]  # the startup check hook
     )
 
 
@@ -269,6 +270,28 @@ def test_deployment_arguments_are_understood_by_ome_selector_run(render: Any) ->
     assert args.leader_election is True
     assert args.leader_election_namespace == "ops"
     assert args.leader_election_id == "prod-ome-selector"
+
+
+def test_startup_check_hook_probes_the_webhook_with_a_dry_run_only(render: Any) -> None:
+    rendered = render(release="prod", namespace="ops")
+    job = rendered.one("Job")
+    hook = job["metadata"]["annotations"]
+    assert hook["helm.sh/hook"] == "post-install,post-upgrade"
+    assert "hook-succeeded" in hook["helm.sh/hook-delete-policy"]
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    assert container["command"] == ["ome-selector"]
+    args = _parser().parse_args(container["args"])
+    assert (args.command, args.namespace, args.timeout) == ("check-webhook", "ops", 120.0)
+    role = rendered.one("Role", "prod-ome-selector-startupcheck")
+    assert role["rules"] == [
+        {"apiGroups": ["ome.io"], "resources": ["inferenceservices"], "verbs": ["create"]}
+    ]
+    assert job["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
+    # A namespaced install probes a namespace the webhook judges.
+    namespaced = render({"watchNamespaces": ["team-a"]}, release="prod", namespace="ops")
+    assert "--namespace=team-a" in namespaced.one("Job")["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert namespaced.one("Role", "prod-ome-selector-startupcheck")["metadata"]["namespace"] == "team-a"
+    assert not render({"webhook": {"startupCheck": {"enabled": False}}}).all("Job")
 
 
 def test_pod_disruption_budget_keeps_a_webhook_endpoint(render: Any) -> None:

@@ -78,6 +78,14 @@ def _parser() -> argparse.ArgumentParser:
         "cleanup", help="remove the RuntimeReady condition from every InferenceService"
     )
     cleanup.add_argument("--dry-run", action="store_true", help="only list what would change")
+
+    check = commands.add_parser(
+        "check-webhook", help="wait until the API server reaches the InferenceService webhook (a chart hook)"
+    )
+    check.add_argument("-n", "--namespace", default="default", help="namespace of the dry-run probe")
+    check.add_argument(
+        "--timeout", type=_positive_seconds, default=120.0, help="seconds to wait (default 120)"
+    )
     return parser
 
 
@@ -157,6 +165,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "run":
         return _run(args)
+    if args.command == "check-webhook":
+        from ome_selector.cli.check_webhook import check_webhook  # noqa: PLC0415
+        from ome_selector.kube.connection import ClusterAccess  # noqa: PLC0415
+
+        access = ClusterAccess(args.kubeconfig, args.context)
+        return asyncio.run(check_webhook(access, args.namespace, args.timeout))
     from ome_selector.operator.cleanup import run_cleanup  # noqa: PLC0415 - keeps `run` start-up lean
 
     return asyncio.run(run_cleanup(kubeconfig=args.kubeconfig, context=args.context, dry_run=args.dry_run))

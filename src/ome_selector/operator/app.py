@@ -221,15 +221,29 @@ class Operator:
         if self.learner is not None:
             self.learner.observe_all(snapshot.bodies)
 
+    def waiting_for(self) -> str | None:
+        """What keeps this replica from being ready (/readyz), or None when it is ready.
+
+        Ready means: the first full listing is indexed and, with a webhook, the server listens and the
+        configuration carries the CA it serves with. A stopping replica is not ready (SPEC §8), so its
+        endpoint leaves the Service before anything stops serving.
+        """
+        if self.stopping:
+            return "stopping"
+        if self.controller is None or not self.controller.ready.is_set():
+            return "starting"
+        if self.webhook is not None and not self.webhook.registered.is_set():
+            return "webhook not registered yet"
+        return None
+
     async def _serve_health(self, host: str, port: int) -> None:
         async def healthz(_: web.Request) -> web.Response:
             ready = self.controller is not None and self.controller.ready.is_set()
             return web.Response(status=200 if ready else 503, text="ok" if ready else "starting")
 
-        async def readyz(request: web.Request) -> web.Response:
-            if self.stopping:
-                return web.Response(status=503, text="stopping")
-            return await healthz(request)
+        async def readyz(_: web.Request) -> web.Response:
+            waiting = self.waiting_for()
+            return web.Response(status=503 if waiting else 200, text=waiting or "ok")
 
         async def metrics(_: web.Request) -> web.Response:
             return web.Response(
