@@ -55,9 +55,7 @@ def churn(api: Any, namespace: str, seconds: float, interval: float) -> dict[str
         writes: list[Callable[[], object]] = [partial(create, api, body)]
         if index:
             label = {"metadata": {"labels": {"ome-selector-e2e/touched": str(index)}}}
-            writes.append(
-                partial(patch, api, "InferenceService", f"{run}{index - 1:05d}", label, namespace)
-            )
+            writes.append(partial(patch, api, "InferenceService", f"{run}{index - 1:05d}", label, namespace))
         for write in writes:
             attempts += 1
             try:
