@@ -139,6 +139,22 @@ def show_events(demo: Demo, name: str, reason: str) -> None:
     print("Events:" + section)
 
 
+# A closer range for the 1B Llama models: what-if shows which InferenceServices it would take over.
+SMALL_LLAMA_RUNTIME = """\
+apiVersion: ome.io/v1beta1
+kind: ClusterServingRuntime
+metadata: {name: sglang-llama-3-2-small}
+spec:
+  modelSizeRange: {min: 1B, max: 2B}
+  supportedModelFormats:
+    - modelFormat: {name: safetensors, version: "1.0.0"}
+      modelFramework: {name: transformers, version: "4.45.0.dev0"}
+      modelArchitecture: LlamaForCausalLM
+      autoSelect: true
+      priority: 2
+"""
+
+
 def story(demo: Demo) -> None:
     run, caption = demo.run, demo.caption
     caption("The catalog: models with their parameter counts (SIZE) and runtimes with their size ranges")
@@ -191,6 +207,17 @@ def story(demo: Demo) -> None:
 
     caption("Why: kubectl ome runtime explain shows every runtime with Yes/No and the reason")
     run("kubectl-ome", "runtime", "explain", "--model", "llama-3-2-3b-instruct", "-n", "ome-demo")
+
+    caption("Check the catalog: kubectl ome runtime lint reports overlapping, tied and unused runtimes")
+    run("kubectl-ome", "runtime", "lint", "-n", "ome-demo")
+
+    caption("Before a catalog change: what-if lists the InferenceServices it would move (exit 3 for CI)")
+    output = run(
+        "kubectl-ome", "runtime", "what-if", "-A", "--fail-on-change", "-f", "-",
+        input=SMALL_LLAMA_RUNTIME, check=False,
+    )  # fmt: skip
+    if "llama-1b-auto" not in output:
+        raise RuntimeError("what-if did not show llama-1b-auto moving to the closer runtime")
 
     caption("The admission webhook warns when a named runtime does not declare support ...")
     named = ENGINE_ISVC.format(
