@@ -11,8 +11,10 @@ but nothing garbage-collects or deletes namespaces.
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import ctypes
+import json
 import os
 import shutil
 import signal
@@ -24,7 +26,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -141,6 +143,42 @@ class ControlPlane:
         finally:
             os.kill(process.pid, signal.SIGCONT)
 
+    def restart_apiserver(self, while_down: Callable[[], None] = lambda: None) -> None:
+        """Stop kube-apiserver (every watch connection drops), call ``while_down``, start it again on the same
+        port. Its watch cache starts afresh, so a client resuming a watch from before gets 410 Gone."""
+        name, process = next((n, p) for n, p in self._processes if n == "kube-apiserver")
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        self._processes.remove((name, process))
+        while_down()
+        self._start_apiserver(port=self.api_port)
+
+    # --- etcd, behind the apiserver's back (watch-gap tests) -------------------------------------------
+
+    def _etcd(self, call: str, request: dict[str, Any]) -> dict[str, Any]:
+        """etcd's JSON gateway (``/v3/<call>``; keys and values base64), as etcdctl would call it."""
+        body = json.dumps(request).encode()
+        url = f"http://127.0.0.1:{self.etcd_port}/v3/{call}"
+        with urllib.request.urlopen(urllib.request.Request(url, body, method="POST"), timeout=10) as answer:
+            result: dict[str, Any] = json.loads(answer.read())
+            return result
+
+    def etcd_delete(self, key: str) -> int:
+        """Delete ``key`` (e.g. ``/registry/ome.io/clusterbasemodels/<name>``); how many keys went."""
+        encoded = base64.b64encode(key.encode()).decode()
+        return int(self._etcd("kv/deleterange", {"key": encoded}).get("deleted", 0))
+
+    def etcd_compact(self) -> int:
+        """Compact etcd's history up to its current revision (what the apiserver does every 5 minutes); the
+        revision."""
+        revision = int(self._etcd("kv/range", {"key": base64.b64encode(b"/").decode()})["header"]["revision"])
+        self._etcd("kv/compaction", {"revision": revision, "physical": True})
+        return revision
+
     def kubectl(
         self, *args: str, input: str | None = None, check: bool = True
     ) -> subprocess.CompletedProcess[str]:
@@ -231,8 +269,8 @@ class ControlPlane:
 
         self._wait_until("etcd", process, healthy)
 
-    def _start_apiserver(self) -> None:
-        self.api_port = free_port()
+    def _start_apiserver(self, port: int | None = None) -> None:
+        self.api_port = port or free_port()
         pki = self.pki_dir
         process = self._spawn(
             "kube-apiserver",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -45,6 +47,11 @@ def running_operator(control_plane: ControlPlane, api_client: Any) -> Iterator[S
             "health_address": None,
             "resync_seconds": 3600.0,
         }
+        webhook = overrides.get("webhook")
+        if webhook is not None and webhook.instance is None:
+            # Tests share one host and kubeconfig context: without this, every test's operator would have the
+            # same default instance, so the same local registration.
+            overrides["webhook"] = dataclasses.replace(webhook, instance=f"t{uuid.uuid4().hex[:8]}")
         config = OperatorConfig(**(defaults | overrides))
         runner = OperatorThread(config)
         started.append(runner)

@@ -341,13 +341,15 @@ def test_no_footprint_and_restart_is_idempotent(
         for name in _outcome_rows(namespace)
     }
     events = len(client.CoreV1Api(api_client).list_namespaced_event(namespace).items)
-    # A resync (a full re-listing, as after a watch reconnect) with nothing changed writes nothing either.
+    # A resync (a full re-listing, as after a watch gap) evaluates everything again (SPEC §5, level-triggered)
+    # and, with nothing changed, writes and records nothing either.
     all_writes = _total(first, "ome_selector_api_writes_total")
     evaluations = _total(first, "ome_selector_evaluations_total")
     first.call(first.operator.resync())
     first.wait_idle()
     assert _total(first, "ome_selector_api_writes_total") == all_writes
-    assert _total(first, "ome_selector_evaluations_total") == evaluations
+    assert _total(first, "ome_selector_evaluations_total") >= evaluations + len(_outcome_rows(namespace))
+    assert len(client.CoreV1Api(api_client).list_namespaced_event(namespace).items) == events
     first.stop()
 
     second = running_operator()
@@ -482,3 +484,80 @@ def test_nothing_is_lost_when_the_apiserver_is_briefly_unavailable(
     assert _total(runner, "ome_selector_api_writes_total", operation="patch_status") == 40
     for index in range(20):
         assert _event_reasons(api_client, namespace, f"svc-{index}") == Counter({"RuntimeNotFound": 1})
+
+
+# --- level-triggered resync (SPEC §5 v3) ------------------------------------------------------------------
+
+
+def _one_event(api_client: Any, namespace: str) -> None:
+    """The event of the first write (recorded right after it) has arrived."""
+    eventually(
+        lambda: _event_reasons(api_client, namespace, "svc") == Counter({"RuntimeNotFound": 1}),
+        what="the RuntimeNotFound event",
+    )
+
+
+def _without_ours(api_client: Any, namespace: str, name: str) -> None:
+    """Another writer removes RuntimeReady (and keeps its own condition)."""
+    conditions = [{"type": "Ready", "status": "False", "reason": "Deploying", "message": "someone else's"}]
+    objects_api: Any = client.CustomObjectsApi(api_client)
+    objects_api.patch_namespaced_custom_object_status(
+        "ome.io", "v1beta1", namespace, "inferenceservices", name, {"status": {"conditions": conditions}}
+    )
+
+
+def test_a_removed_condition_is_restored_by_the_resync_with_its_event_once_per_removal(
+    api_client: Any, namespace: str, running_operator: Any
+) -> None:
+    create(api_client, objects.model("m", namespace=namespace, size="70B"))
+    create(api_client, objects.runtime("rt", namespace=namespace, size_range=("1B", "8B")))
+    create(api_client, objects.inference_service("svc", namespace=namespace, model_name="m"))
+    runner = running_operator(namespaces=[namespace], resync_seconds=1.0)
+    written = _condition(api_client, namespace, "svc", "RuntimeNotFound")
+    _one_event(api_client, namespace)
+    for removal in (1, 2):
+        _without_ours(api_client, namespace, "svc")
+        restored = _condition(api_client, namespace, "svc", "RuntimeNotFound")
+        assert (restored["status"], restored["message"]) == (written["status"], written["message"])
+        stored = get(api_client, "InferenceService", "svc", namespace)["status"]["conditions"]
+        assert [c["type"] for c in stored] == ["Ready", "RuntimeReady"]  # the other writer's condition kept
+        expected = Counter({"RuntimeNotFound": 1 + removal})
+        eventually(
+            lambda: _event_reasons(api_client, namespace, "svc") == expected,  # noqa: B023 - called at once
+            what="one event for the restore",
+        )
+    # Resyncs with nothing removed write and record nothing more.
+    resyncs, writes = runner.operator.resyncs, _total(runner, "ome_selector_api_writes_total")
+    eventually(lambda: runner.operator.resyncs >= resyncs + 2, what="two more resyncs")
+    runner.wait_idle()
+    assert _total(runner, "ome_selector_api_writes_total") == writes
+    assert _event_reasons(api_client, namespace, "svc") == Counter({"RuntimeNotFound": 3})
+
+
+def test_a_message_changing_only_in_its_runtime_counts_is_written_without_an_event(
+    api_client: Any, namespace: str, running_operator: Any
+) -> None:
+    create(api_client, objects.model("m", namespace=namespace, size="70B"))
+    create(api_client, objects.runtime("rt", namespace=namespace, size_range=("1B", "8B")))
+    create(api_client, objects.inference_service("svc", namespace=namespace, model_name="m"))
+    running_operator(namespaces=[namespace])
+    before = _condition(api_client, namespace, "svc", "RuntimeNotFound")
+    assert "1 namespace-scoped" in before["message"]
+    _one_event(api_client, namespace)
+    # A runtime of another format: the message now counts two runtimes, one serving other formats.
+    other = objects.with_field(
+        objects.runtime("onnx-rt", namespace=namespace),
+        "spec.supportedModelFormats.0.modelFormat.name",
+        "onnx",
+    )
+    create(api_client, other)
+
+    def recounted() -> dict[str, Any] | None:
+        condition = runtime_ready(api_client, "svc", namespace)
+        return condition if condition and "2 namespace-scoped" in condition["message"] else None
+
+    after = eventually(recounted, what="the message with the new counts")
+    assert after["message"].endswith("; 1 runtime serves other formats")
+    assert after["lastTransitionTime"] == before["lastTransitionTime"]
+    time.sleep(1.0)  # an event, if one were recorded, would be posted right after the write
+    assert _event_reasons(api_client, namespace, "svc") == Counter({"RuntimeNotFound": 1})

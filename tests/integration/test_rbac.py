@@ -20,6 +20,9 @@ import logging
 import re
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -35,8 +38,10 @@ from harness.chart import render
 from harness.controlplane import ControlPlane, free_port
 from harness.kube import create, events_for, eventually, get
 from harness.model_folders import LLAMA_3_2_1B, decoder_tensors, write_json, write_safetensors
+from harness.operator_thread import OperatorThread
 from harness.scenario import run_scenario
 from ome_selector.cli.ome_selector import _parser, leader_election_from_args
+from ome_selector.operator.app import OperatorConfig
 from ome_selector.operator.learning import LearningConfig
 from ome_selector.webhook.cli import webhook_config_from_args
 
@@ -295,7 +300,8 @@ def test_learning_model_metadata_runs_with_its_own_token(env: Env) -> None:
 
 
 def _forbidden(records: list[logging.LogRecord]) -> list[str]:
-    pattern = re.compile(r"forbidden|\b403\b", re.IGNORECASE)
+    # "403" only as an HTTP status ("(403)", "HTTP 403"), never a count such as "indexed 403 objects".
+    pattern = re.compile(r"forbidden|\(403\)|\bHTTP 403\b|\b403 \w*forbidden", re.IGNORECASE)
     return [record.getMessage() for record in records if pattern.search(record.getMessage())]
 
 
@@ -442,3 +448,44 @@ def test_namespaced_install_runs_the_scenario_with_its_own_token(env: Env) -> No
     _cannot(
         control_plane, account, namespace, namespace, ("list", "servingruntimes.ome.io", "--all-namespaces")
     )
+
+
+def test_a_deleted_webhook_secret_keeps_readiness_false_until_helm_recreates_it(env: Env) -> None:
+    """The chart grants no ``create`` on Secrets (only get and update on its own): an operator whose Secret
+    was deleted says so in one line, stays unready and retries until the Secret exists again."""
+    control_plane, namespace = env.control_plane, env.namespace
+    installed = env.install({"watchNamespaces": [namespace]})
+    secret = installed.one("Secret")
+    control_plane.kubectl("delete", "secret", secret["metadata"]["name"], "-n", namespace)
+    account = installed.one("ServiceAccount")["metadata"]["name"]
+    kubeconfig = token_kubeconfig(control_plane, namespace, account, env.tmp_path / "token.kubeconfig")
+    env.caplog.set_level(logging.INFO)
+    health = free_port()
+    overrides = installed.operator_overrides(kubeconfig, env.tmp_path / "certs")
+    runner = OperatorThread(
+        OperatorConfig(**overrides, health_address=("127.0.0.1", health), resync_seconds=3600.0)
+    ).start()
+    try:
+
+        def readiness() -> tuple[int, str]:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{health}/readyz", timeout=5) as answer:
+                    return answer.status, answer.read().decode()
+            except urllib.error.HTTPError as error:
+                return error.code, error.read().decode()
+
+        missing = f"the webhook certificate Secret {namespace}/{secret['metadata']['name']} is missing"
+        eventually(lambda: any(missing in r.getMessage() for r in env.caplog.records), what="the error")
+        assert readiness() == (503, "webhook not serving")
+        time.sleep(6)  # a retry or more: still unready, and said once, not at every retry
+        assert readiness() == (503, "webhook not serving")
+        said = [r for r in env.caplog.records if missing in r.getMessage()]
+        assert len(said) == 1
+        assert said[0].getMessage().endswith("`helm upgrade` recreates it; retrying every 5 s")
+        assert "\n" not in said[0].getMessage()
+
+        control_plane.kubectl("apply", "-f", "-", input=yaml.safe_dump(secret))  # what `helm upgrade` does
+        eventually(lambda: readiness() == (200, "ok"), timeout=30, what="ready once the Secret is back")
+        _wait_until_the_webhook_denies(control_plane, namespace)
+    finally:
+        runner.stop()

@@ -75,9 +75,28 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     cleanup = commands.add_parser(
-        "cleanup", help="remove the RuntimeReady condition from every InferenceService"
+        "cleanup",
+        help="remove the local webhook registration left by a stopped (or killed) `run`, and the "
+        "RuntimeReady condition from every InferenceService",
     )
     cleanup.add_argument("--dry-run", action="store_true", help="only list what would change")
+    whose = cleanup.add_mutually_exclusive_group()
+    whose.add_argument(
+        "--instance",
+        metavar="NAME",
+        help="remove the local registration of this instance (default: the one `run` uses on this host with "
+        "this kubeconfig context)",
+    )
+    whose.add_argument(
+        "--all-instances",
+        action="store_true",
+        help="remove every local registration (label ome-selector.ome.io/local=true), whatever host made it",
+    )
+    cleanup.add_argument(
+        "--webhook-only",
+        action="store_true",
+        help="remove only the local webhook registration; keep the RuntimeReady conditions",
+    )
 
     check = commands.add_parser(
         "check-webhook", help="wait until the API server reaches the InferenceService webhook (a chart hook)"
@@ -171,9 +190,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         access = ClusterAccess(args.kubeconfig, args.context)
         return asyncio.run(check_webhook(access, args.namespace, args.timeout))
-    from ome_selector.operator.cleanup import run_cleanup  # noqa: PLC0415 - keeps `run` start-up lean
+    from ome_selector.kube.connection import kubeconfig_context  # noqa: PLC0415 - keeps `run` start-up lean
+    from ome_selector.operator.cleanup import run_cleanup  # noqa: PLC0415
+    from ome_selector.webhook.registration import default_instance  # noqa: PLC0415
 
-    return asyncio.run(run_cleanup(kubeconfig=args.kubeconfig, context=args.context, dry_run=args.dry_run))
+    instance = None
+    if not args.all_instances:
+        instance = args.instance or default_instance(kubeconfig_context(args.kubeconfig, args.context))
+    return asyncio.run(
+        run_cleanup(
+            kubeconfig=args.kubeconfig,
+            context=args.context,
+            dry_run=args.dry_run,
+            instance=instance,
+            webhook_only=args.webhook_only,
+        )
+    )
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -20,6 +20,7 @@ __all__ = [
     "ClusterAccess",
     "UnknownContextError",
     "kopf_connection",
+    "kubeconfig_context",
     "kubeconfig_namespace",
 ]
 
@@ -92,3 +93,19 @@ def kubeconfig_namespace(kubeconfig: Path | None = None, context: str | None = N
         raise UnknownContextError(f'context "{context}" does not exist in the kubeconfig')
     namespace = ((chosen or {}).get("context") or {}).get("namespace")
     return str(namespace) if namespace else None
+
+
+def kubeconfig_context(kubeconfig: Path | None = None, context: str | None = None) -> str | None:
+    """The name of the context a client of ``ClusterAccess(kubeconfig, context)`` uses: ``context`` if
+    given, else the kubeconfig's current context; None inside a pod without a kubeconfig, or when none can be
+    read."""
+    if context:
+        return context
+    if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return None
+    try:
+        _, active = config.list_kube_config_contexts(str(kubeconfig) if kubeconfig else None)
+    except KUBECONFIG_ERRORS:
+        return None
+    name = (active or {}).get("name")
+    return str(name) if name else None

@@ -1,7 +1,14 @@
 """Kopf wiring: thin registrations that hand watch events to the controller, and the operator's lifecycle.
 
 Only `@kopf.on.event` is used on the five ome.io kinds: unlike change handlers, it writes no annotations,
-finalizers or progress onto the watched objects (FIELD-NOTES §1.2), which belong to OME and its users.
+finalizers or progress onto the watched objects, which belong to OME and its users.
+
+Level-triggered (SPEC §5): a resync lists everything, reconciles the catalog with it (objects that vanished
+are forgotten) and evaluates every InferenceService against its stored condition — periodically, and a moment
+after Kopf lists a kind again (its events of type None), which it does after every watch gap (410 Gone): a
+relist sends no DELETED for what vanished meanwhile, so only a listing of our own can tell. Kopf's first
+listing of each kind, just after ours at start, is reconciled too (something may have vanished between the
+two) but needs no evaluation of everything: the start evaluated everything already.
 """
 
 from __future__ import annotations
@@ -35,6 +42,10 @@ from ome_selector.webhook.config import WebhookConfig
 from ome_selector.webhook.server import WebhookServer
 
 logger = logging.getLogger(__name__)
+
+#: After Kopf's listing events stop for this long (or at most after RELIST_MAX_DELAY), resync.
+RELIST_QUIET_SECONDS = 0.5
+RELIST_MAX_DELAY_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -79,6 +90,13 @@ class Operator:
         self.elector: LeaderElector | None = None
         self._election: asyncio.Task[None] | None = None
         self.stopping = False  # set on shutdown: readiness turns false before anything stops serving
+        self._resync_lock = asyncio.Lock()
+        self._relist: asyncio.Task[None] | None = None
+        self._last_listing_event = 0.0
+        self._listing_events: dict[str, float] = {}  # kind → when Kopf last listed an object of it
+        self._relisted = False  # a kind was listed again since the last resync: a watch gap
+        #: How many resyncs ran since start (tests wait for one).
+        self.resyncs = 0
         self._register()
         # The admission webhook (issue 7), when configured: its handlers on this registry, and its server.
         self.admission: AdmissionHandlers | None = None
@@ -91,7 +109,7 @@ class Operator:
                 self.admission,
                 access=self.access,
                 latency=self.metrics.admission_seconds,
-                instance=config.instance,
+                malformed=self.metrics.admission_malformed,
                 namespaces=config.namespaces,
             )
 
@@ -117,13 +135,35 @@ class Operator:
         controller = self.controller
         if controller is None:
             return
-        body = event["object"]
-        if event["type"] == "DELETED":
-            controller.forget(body)
-        else:
-            controller.observe(body)
+        controller.on_watch_event(event["object"], deleted=event["type"] == "DELETED")
         if self.learner is not None:
-            (self.learner.forget if event["type"] == "DELETED" else self.learner.observe)(body)
+            (self.learner.forget if event["type"] == "DELETED" else self.learner.observe)(event["object"])
+        if event["type"] is None:  # Kopf is listing: at start, or after a gap in the watch
+            self._listing_seen(str(event["object"].get("kind")))
+
+    def _listing_seen(self, kind: str) -> None:
+        now = asyncio.get_running_loop().time()
+        last = self._listing_events.get(kind)
+        if last is not None and now - last > RELIST_QUIET_SECONDS:
+            self._relisted = True  # a second listing of this kind: the watch had a gap
+        self._listing_events[kind] = self._last_listing_event = now
+        if self._relist is None or self._relist.done():
+            self._relist = asyncio.create_task(self._resync_after_listing(), name="resync-after-relist")
+
+    async def _resync_after_listing(self) -> None:
+        """Resync once Kopf's listing events have stopped for a moment (within a few seconds at most)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + RELIST_MAX_DELAY_SECONDS
+        while (wait := min(self._last_listing_event + RELIST_QUIET_SECONDS, deadline) - loop.time()) > 0:
+            await asyncio.sleep(wait)
+        relisted, self._relisted = self._relisted, False
+        if relisted:
+            logger.info("the watch was listed again (a gap in the watch): resyncing")
+        try:
+            await self.resync(evaluate=relisted)
+        except Exception as error:  # the periodic resync tries again
+            self.metrics.api_errors.labels("list").inc()
+            logger.warning("resync after a watch listing failed: %s", error)
 
     async def _startup(self, settings: kopf.OperatorSettings, **_: Any) -> None:
         configure_settings(settings, self.config)
@@ -163,8 +203,9 @@ class Operator:
         elif self.config.model_metadata is not None:
             logger.warning("report-only: model metadata is not learned (that would write)")
         # Decide nothing before every model and runtime is known: one consistent listing first.
+        controller.begin_listing()
         snapshot = await objects.list_objects(namespaces=self.config.namespaces)
-        controller.replace_all(snapshot.bodies)
+        await controller.reconcile(snapshot.bodies)
         # The catalog is long-lived: keep the collector from re-scanning it on every full collection.
         gc.freeze()
         self.controller = controller
@@ -212,14 +253,24 @@ class Operator:
                 self.metrics.api_errors.labels("list").inc()
                 logger.warning("resync listing failed: %s", error)
 
-    async def resync(self) -> None:
-        """One full listing reconciled into the catalog; only what changed is re-evaluated."""
-        if self._objects is None or self.controller is None:
+    async def resync(self, *, evaluate: bool = True) -> None:
+        """One full listing reconciled into the catalog, then (``evaluate``) every InferenceService evaluated
+        against its stored condition (a missing or differing one is written, SPEC §5)."""
+        objects, controller = self._objects, self.controller
+        if objects is None or controller is None:
             return  # not started: the startup listing is still to come
-        snapshot = await self._objects.list_objects(namespaces=self.config.namespaces)
-        self.controller.replace_all(snapshot.bodies)
-        if self.learner is not None:
-            self.learner.observe_all(snapshot.bodies)
+        async with self._resync_lock:
+            controller.begin_listing()
+            snapshot = await objects.list_objects(namespaces=self.config.namespaces)
+            await controller.reconcile(snapshot.bodies)
+            if self.learner is not None:
+                self.learner.observe_all(snapshot.bodies)
+            if evaluate:
+                controller.evaluate_all()
+            self.resyncs += 1
+            logger.debug(
+                "resynced %d objects at resourceVersion %s", len(snapshot.bodies), snapshot.resource_version
+            )
 
     def waiting_for(self) -> str | None:
         """What keeps this replica from being ready (/readyz), or None when it is ready.
@@ -265,9 +316,10 @@ class Operator:
             self._election.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._election
-        for task in self._tasks:
+        tasks = [*self._tasks, *([self._relist] if self._relist is not None else [])]
+        for task in tasks:
             task.cancel()
-        for task in self._tasks:
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         if self.controller is not None:

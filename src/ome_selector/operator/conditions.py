@@ -1,11 +1,13 @@
 """The `RuntimeReady` condition: what to store, and whether storing it changes anything (SPEC §1, §5).
 
 The stored condition is the operator's only memory: a verdict whose status, reason and message equal the
-stored ones is not written again, and `lastTransitionTime` moves only when the status flips.
+stored ones is not written again, and `lastTransitionTime` moves only when the status flips. A message that
+changes only in its runtime counts is written without an event (:func:`only_counts_differ`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,6 +30,38 @@ def differs(stored: Mapping[str, Any] | None, status: str, reason: str, message:
     if stored is None:
         return True
     return (stored.get("status"), stored.get("reason"), stored.get("message")) != (status, reason, message)
+
+
+# The runtime counts of the SPEC §5 no-runtime message: "(checked <n> runtime(s): <a> namespace-scoped,
+# <b> cluster-scoped)", the "; <k> runtime(s) serve(s) other formats" clause (absent when k is 0) and the
+# "… <m> more" of a cut message.
+_COUNTS = re.compile(
+    r"\(checked \d+ runtimes?: \d+ namespace-scoped, \d+ cluster-scoped\)"
+    r"|; \d+ runtimes? serves? other formats$"
+    r"|… \d+ more \(kubectl ome runtime explain "
+)
+
+
+def _without_counts(message: str) -> str:
+    """The message with its counts replaced by placeholders; the other-formats clause, which comes and goes
+    with its count, is dropped."""
+
+    def placeholder(found: re.Match[str]) -> str:
+        text = found.group()
+        return "(checked)" if text.startswith("(") else "" if text.startswith(";") else "… more ("
+
+    return _COUNTS.sub(placeholder, message)
+
+
+def only_counts_differ(stored: Mapping[str, Any] | None, status: str, reason: str, message: str) -> bool:
+    """Whether the stored condition differs from the verdict only in the runtime counts of its message (SPEC
+    §5: such a change is written without an event), e.g. after a runtime of another format was added."""
+    if stored is None or (stored.get("status"), stored.get("reason")) != (status, reason):
+        return False
+    previous = stored.get("message")
+    if not isinstance(previous, str) or previous == message:
+        return False
+    return _without_counts(previous) == _without_counts(message)
 
 
 def build_condition(

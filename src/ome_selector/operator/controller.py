@@ -1,8 +1,14 @@
 """The operator's state and its one data flow: watch event → catalog → work queue → selection core → writer.
 
 Nothing here lists or reads the API to make a decision: the catalog holds every parsed model, runtime and
-InferenceService, fed by the startup listing, Kopf's watch events and the periodic resync. The only reads are
-the re-read after a write conflict; the only writes are the RuntimeReady condition and its event.
+InferenceService, fed by the startup listing, Kopf's watch events and the resyncs. The only reads are the
+re-read after a write conflict; the only writes are the RuntimeReady condition and its event.
+
+Bounded work per event (SPEC §8): a model or runtime whose ``metadata.generation`` (and uid) is the one
+already read is not parsed again — a label change or a relist costs a dictionary lookup — and one too large to
+read (:func:`~ome_selector.api.bounds.oversized`) is treated as absent. A full listing is reconciled with
+:meth:`Controller.reconcile`, which yields to the event loop as it goes and never lets the listing undo what
+the watch delivered while the listing was in flight.
 """
 
 from __future__ import annotations
@@ -15,11 +21,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ome_selector.api.bounds import oversized
 from ome_selector.api.loading import LoadError, load_resource
 from ome_selector.api.resources import API_GROUP_VERSION, InferenceService, Kind, ObjectKey, Resource
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.kube.objects import ConflictError, GoneError
-from ome_selector.operator.conditions import build_condition, current_condition, differs, with_condition
+from ome_selector.operator.conditions import (
+    build_condition,
+    current_condition,
+    differs,
+    only_counts_differ,
+    with_condition,
+)
 from ome_selector.operator.metrics import Metrics
 from ome_selector.operator.workqueue import WorkQueue
 from ome_selector.operator.writer import ApiWriter, NotLeaderError
@@ -28,6 +41,8 @@ from ome_selector.selection.outcome import Outcome, evaluate
 logger = logging.getLogger(__name__)
 
 MAX_CONFLICT_RETRIES = 5
+#: A reconciliation of a full listing gives the event loop a turn at least this often.
+YIELD_EVERY_SECONDS = 0.01
 
 
 @dataclass
@@ -54,6 +69,10 @@ class Controller:
         self._writer = writer
         self._stored: dict[ObjectKey, _Stored] = {}
         self._load_errors: dict[ObjectKey, str] = {}
+        # (uid, generation) of each model and runtime as read: the same again needs no parsing.
+        self._generations: dict[ObjectKey, tuple[str, int]] = {}
+        # Keys the watch changed while a listing was in flight (None: no listing in flight).
+        self._touched: set[ObjectKey] | None = None
         self.queue: WorkQueue[ObjectKey] = WorkQueue(
             self._evaluate_key,
             workers=workers,
@@ -63,12 +82,33 @@ class Controller:
 
     # --- feeding the catalog ------------------------------------------------------------------------
 
+    def on_watch_event(self, body: Mapping[str, Any], *, deleted: bool) -> None:
+        """A watch event (Kopf's listing included): newer than any listing still in flight."""
+        key = _key_of(body)
+        if key is not None and self._touched is not None:
+            self._touched.add(key)
+        if deleted:
+            self.forget(body)
+        else:
+            self.observe(body)
+
     def observe(self, body: Mapping[str, Any]) -> None:
         """An object was listed, added or modified: update the catalog and queue what it may affect."""
+        read = _generation_of(body)
+        key = _key_of(body)
+        if (
+            read is not None
+            and key is not None
+            and key in self.catalog
+            and self._generations.get(key) == read
+        ):
+            return  # a model or runtime as already read: its spec is the same
         resource = self._load(body)
         if resource is None:
             return
         key = resource.key
+        if read is not None:
+            self._generations[key] = read
         previous = self.catalog.get(key)
         if isinstance(resource, InferenceService):
             self._remember_status(key, body)
@@ -86,6 +126,7 @@ class Controller:
             return
         previous = self.catalog.remove(key)
         self._load_errors.pop(key, None)
+        self._generations.pop(key, None)
         if key.kind is Kind.INFERENCE_SERVICE:
             self._stored.pop(key, None)
             self.metrics.forget(key)
@@ -93,16 +134,32 @@ class Controller:
         if previous is not None and self.ready.is_set():
             self._enqueue(self._affected(previous, None))
 
-    def replace_all(self, bodies: Iterable[Mapping[str, Any]]) -> None:
-        """Reconcile the catalog with a full listing (startup and resync): add, change and remove."""
+    def begin_listing(self) -> None:
+        """A full listing is about to be requested: from now on, remember what the watch changes."""
+        self._touched = set()
+
+    async def reconcile(self, bodies: Iterable[Mapping[str, Any]]) -> None:
+        """Reconcile the catalog with the full listing requested after :meth:`begin_listing` (startup and
+        resyncs): add, change and remove — except what the watch changed meanwhile, which is newer."""
+        touched = self._touched if self._touched is not None else set()
         listed: set[ObjectKey] = set()
-        for body in bodies:
-            key = _key_of(body)
-            if key is not None:
+        turn = time.monotonic()
+        try:
+            for body in bodies:
+                key = _key_of(body)
+                if key is None:
+                    continue
                 listed.add(key)
-            self.observe(body)
-        for key in [k for k in self.catalog.keys(kind=None) if k not in listed]:
-            self.forget(_body_of(key))
+                if key not in touched:
+                    self.observe(body)
+                if time.monotonic() - turn > YIELD_EVERY_SECONDS:
+                    await asyncio.sleep(0)
+                    turn = time.monotonic()
+            for key in self.catalog.keys(kind=None):
+                if key not in listed and key not in touched:
+                    self.forget(_body_of(key))
+        finally:
+            self._touched = None
 
     def mark_ready(self) -> None:
         """The first full listing is in the catalog: evaluate every InferenceService once."""
@@ -177,12 +234,14 @@ class Controller:
             return
         condition = build_condition(condition_now, outcome.status, outcome.reason, outcome.message)
         conditions = with_condition(stored.conditions, condition)
+        # A message that changed only in its runtime counts is written without an event (SPEC §5).
+        counts_only = only_counts_differ(condition_now, outcome.status, outcome.reason, outcome.message)
         body = await self._writer.patch_conditions(
             key.namespace, key.name, resource_version=stored.resource_version, conditions=conditions
         )
         self.observe(body)
         logger.info("%s: RuntimeReady=%s %s: %s", key, outcome.status, outcome.reason, outcome.message)
-        if outcome.event is not None:
+        if outcome.event is not None and not counts_only:
             await self._writer.record_event(
                 body, type_=outcome.event.type, reason=outcome.event.reason, message=outcome.event.message
             )
@@ -208,17 +267,21 @@ class Controller:
 
     def _load(self, body: Mapping[str, Any]) -> Resource | None:
         try:
+            too_large = oversized(body)
+            if too_large is not None:
+                raise LoadError("", too_large)
             resource = load_resource(body)
         except LoadError as error:
             key = _key_of(body)
             # The apiserver validated this object against whatever CRD is installed (possibly OME's own);
-            # one that our model rejects is treated as absent, and said once per distinct error.
+            # one that our model rejects, or that is too large to read, is treated as absent, and said once
+            # per distinct error.
             if key is not None:
+                if self.catalog.get(key) is not None:
+                    self.forget(body)  # first: forgetting also forgets the error said about it
                 if self._load_errors.get(key) != str(error):
                     logger.warning("ignoring %s: %s", key, error)
                     self._load_errors[key] = str(error)
-                if self.catalog.get(key) is not None:
-                    self.forget(body)
             return None
         if resource is not None:
             self._load_errors.pop(resource.key, None)
@@ -238,6 +301,19 @@ def _same_inputs(previous: Resource, current: Resource) -> bool:
     if isinstance(previous, InferenceService) and isinstance(current, InferenceService):
         return previous.matcher_inputs == current.matcher_inputs
     return type(previous) is type(current) and previous.spec == current.spec
+
+
+def _generation_of(body: Mapping[str, Any]) -> tuple[str, int] | None:
+    """(uid, generation) of a model or runtime: the apiserver moves the generation with every change of the
+    spec, the only part of them the product reads; None for InferenceServices (they are read from metadata and
+    their parse is small) and for bodies without both."""
+    if body.get("kind") in (Kind.INFERENCE_SERVICE.value, None):
+        return None
+    metadata = body.get("metadata") or {}
+    uid, generation = metadata.get("uid"), metadata.get("generation")
+    if not isinstance(uid, str) or not isinstance(generation, int):
+        return None
+    return uid, generation
 
 
 def _key_of(body: Mapping[str, Any]) -> ObjectKey | None:

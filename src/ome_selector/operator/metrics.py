@@ -1,4 +1,10 @@
-"""Prometheus metrics of SPEC §8, on a registry of their own so several operators can run in one process."""
+"""Prometheus metrics of SPEC §8, on a registry of their own so several operators can run in one process.
+
+Every label value comes from a fixed set (SPEC §7, §8), never from a request or an object: ``status`` and
+``reason`` from the SPEC §5 table, ``kind`` the five kinds or ``other``, ``allowed`` ``true``, ``false`` or
+``error``, ``code`` the HTTP statuses of a malformed admission request, ``operation`` the API calls the
+operator makes.
+"""
 
 from __future__ import annotations
 
@@ -36,6 +42,13 @@ class Metrics:
             "Time to answer one admission review",
             ["kind", "allowed"],
             buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.admission_malformed = Counter(
+            "ome_selector_admission_malformed",
+            "Admission requests refused before any check: not a well-formed AdmissionReview (400), no "
+            "webhook at the path (404), body over 1 MiB (413)",
+            ["code"],
             registry=self.registry,
         )
         self.queue_depth = Gauge(

@@ -17,11 +17,13 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
+import re
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
 import kopf
 
+from ome_selector.api.bounds import oversized
 from ome_selector.api.loading import LoadError, load_resource
 from ome_selector.api.resources import API_GROUP, API_VERSION, Kind, ObjectKey, Resource
 from ome_selector.catalog.catalog import Catalog
@@ -74,9 +76,9 @@ class DirectReader:
             if runtime is not None:
                 catalog.upsert(runtime)
             return catalog
+        namespaced = [lookup.namespace] if _could_be_a_name(lookup.namespace, 63) else []
         snapshot = await self._objects.list_objects(
-            namespaces=[lookup.namespace],
-            kinds=(Kind.SERVING_RUNTIME, Kind.CLUSTER_SERVING_RUNTIME),
+            namespaces=namespaced, kinds=(Kind.SERVING_RUNTIME, Kind.CLUSTER_SERVING_RUNTIME)
         )
         for body in snapshot.bodies:
             resource = _known(known, body) or _load(body)
@@ -86,12 +88,25 @@ class DirectReader:
 
     async def _resolve(self, namespaced: Kind, cluster: Kind, namespace: str, name: str) -> Resource | None:
         """SPEC §1 lookup: the namespaced object if there is a readable one, else the cluster-scoped one."""
+        if not _could_be_a_name(name, 253):
+            return None  # no object can have it (the API server would answer an error, not "not found")
         for kind, scope in ((namespaced, namespace), (cluster, None)):
+            if scope is not None and not _could_be_a_name(scope, 63):
+                continue
             body = await self._objects.get(kind, scope, name)
             resource = _load(body) if body is not None else None
             if resource is not None:
                 return resource
         return None
+
+
+_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
+
+
+def _could_be_a_name(text: str, longest: int) -> bool:
+    """Whether an object (a DNS subdomain, as the API server checks custom resource names) or a namespace
+    (a DNS label, ``longest`` 63) can be named ``text``."""
+    return len(text) <= longest and _NAME.fullmatch(text) is not None and (longest > 63 or "." not in text)
 
 
 def _known(catalog: Catalog | None, body: Mapping[str, Any]) -> Resource | None:
@@ -112,10 +127,13 @@ def _known(catalog: Catalog | None, body: Mapping[str, Any]) -> Resource | None:
 
 
 def _load(body: Mapping[str, Any]) -> Resource | None:
+    """As the controller reads it: an object our model cannot read, or one too large to read, is absent."""
+    if oversized(body) is not None:
+        return None
     try:
         return load_resource(body)
     except LoadError:
-        return None  # as the controller does: an object our model cannot read is absent
+        return None
 
 
 class AdmissionHandlers:

@@ -6,6 +6,7 @@ The webhook is off unless ``--webhook-bind-address`` is given.
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 from ome_selector.webhook.config import WebhookConfig, parse_label_selector
@@ -37,6 +38,15 @@ def _selector(text: str) -> dict[str, object] | None:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def _instance(text: str) -> str:
+    if not _INSTANCE.fullmatch(text) or len(text) > 63:
+        raise argparse.ArgumentTypeError(f"expected a DNS label (lower case, digits and '-'), got {text!r}")
+    return text
+
+
+_INSTANCE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
 def add_webhook_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group(
         "admission webhook (SPEC §7; off unless --webhook-bind-address is given)"
@@ -63,8 +73,16 @@ def add_webhook_arguments(parser: argparse.ArgumentParser) -> None:
         "--webhook-managed-name",
         default="ome-selector",
         metavar="PREFIX",
-        help="local mode: register ValidatingWebhookConfiguration PREFIX-<random> for this run and delete it "
-        "on exit (default ome-selector)",
+        help="local mode: register ValidatingWebhookConfiguration PREFIX-local-<instance>, replacing the one "
+        "an earlier run of the instance left behind, and delete it on exit (default ome-selector)",
+    )
+    group.add_argument(
+        "--instance",
+        type=_instance,
+        metavar="NAME",
+        help="local mode: the instance in the configuration's name (default: a short hash of the kubeconfig "
+        "context and the host name, so a restart finds its own); give two local operators on one host and "
+        "context different instances",
     )
     group.add_argument(
         "--webhook-configuration",
@@ -126,6 +144,7 @@ def webhook_config_from_args(args: argparse.Namespace) -> WebhookConfig | None:
         host=args.webhook_host,
         cert_dir=args.webhook_cert_dir,
         managed_name=args.webhook_managed_name,
+        instance=args.instance,
         configuration_name=args.webhook_configuration,
         failure_policy=args.webhook_failure_policy,
         sizes_failure_policy=args.webhook_sizes_failure_policy,

@@ -2,9 +2,10 @@
 
 Two ways to register the webhook with the apiserver:
 
-- **local** (default; tests, the demo, a laptop against any cluster): the operator creates a
-  ValidatingWebhookConfiguration with a per-run name (``<managed_name>-<random>``) pointing at
-  ``https://<host>:<port>/<path>`` and deletes it when it stops, so several runs can follow each other.
+- **local** (default; tests, the demo, a laptop against any cluster): the operator writes the
+  ValidatingWebhookConfiguration ``<managed_name>-local-<instance>`` (SPEC §8) pointing at
+  ``https://<host>:<port>/<path>``, replacing the one an earlier run of the same instance left behind, and
+  deletes it when it stops.
 - **static** (``configuration_name`` set; in a cluster): the chart ships the configuration (service
   clientConfig); the operator only keeps the ``caBundle`` of its webhooks equal to the CA it serves with.
 """
@@ -35,8 +36,11 @@ class WebhookConfig:
     #: A directory with ``tls.crt``, ``tls.key`` and optionally ``ca.crt`` (a mounted Secret, re-read when it
     #: changes); None generates a throw-away CA and certificate for this run.
     cert_dir: Path | None = None
-    #: Local mode: prefix of the per-run ValidatingWebhookConfiguration name.
+    #: Local mode: prefix of the ValidatingWebhookConfiguration name, ``<managed_name>-local-<instance>``.
     managed_name: str = "ome-selector"
+    #: Local mode: the instance in that name (``--instance``); None: :func:`~.registration.default_instance`
+    #: of the kubeconfig context and the host name.
+    instance: str | None = None
     #: Static mode: the name of the chart's ValidatingWebhookConfiguration (its caBundle is kept current).
     configuration_name: str | None = None
     #: failurePolicy of the InferenceService webhook.
@@ -70,13 +74,16 @@ class WebhookConfig:
         for reference in (self.cert_secret, self.service):
             if reference is not None and not _REFERENCE.fullmatch(reference):
                 raise ValueError(f"expected NAMESPACE/NAME, got {reference!r}")
-        if not _NAME.fullmatch(self.managed_name) or len(self.managed_name) > 200:
+        if not _NAME.fullmatch(self.managed_name) or len(self.managed_name) > 180:
             raise ValueError(
                 f"webhook configuration name prefix {self.managed_name!r} is not a DNS subdomain"
             )
+        if self.instance is not None and (not _LABEL.fullmatch(self.instance) or len(self.instance) > 63):
+            raise ValueError(f"instance {self.instance!r} is not a DNS label (lower case, digits and '-')")
 
 
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
+_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _REFERENCE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 _KEY = r"[A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?"
 _VALUE = r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?|"

@@ -15,16 +15,19 @@ Choices where SPEC §7 is silent (also in docs): deferral (``runner.image``) onl
 model checks still apply, as upstream OME checks the model first; an empty ``modelParameterSize`` means "no
 size" (SPEC §2) and gets no warning, while an empty ``min``/``max`` is a present bound that reads as 0 and
 does; ``min`` above ``max`` is reported only when both parse (a bound that does not parse has its own
-warning); the size webhooks never deny an object that is being deleted.
+warning); the size webhooks never deny an object that is being deleted. Bounded work (SPEC §8): at most
+:data:`MAX_SIZE_WARNINGS` size and operator problems are written out, the rest counted in one more warning;
+an object too large to read (:func:`~ome_selector.api.bounds.oversized`) is not judged, only warned about.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from ome_selector.api.bounds import oversized
 from ome_selector.api.loading import LoadError, load_resource
 from ome_selector.api.resources import KNOWN_OPERATORS, InferenceService, Kind
 from ome_selector.catalog.catalog import Catalog
@@ -35,6 +38,7 @@ from ome_selector.selection.quantity import try_parse_parameter_count
 __all__ = [
     "ALLOWED",
     "DEFAULT_SUGGESTION",
+    "MAX_SIZE_WARNINGS",
     "Decision",
     "Lookup",
     "Operation",
@@ -47,6 +51,8 @@ __all__ = [
 
 #: What the not-a-parameter-count warning suggests when upper-casing the value does not help.
 DEFAULT_SUGGESTION = "4B"
+#: Most size and operator problems written out for one object; the others are counted in one more warning.
+MAX_SIZE_WARNINGS = 10
 
 
 class Operation(StrEnum):
@@ -174,12 +180,17 @@ def _verdict(catalog: Catalog, isvc: InferenceService, *, confirmed: bool) -> De
 _Path = tuple[str | int, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ValueProblem:
-    """One SPEC §7 size or operator warning and the field(s) it is about (as key/index paths)."""
+    """One SPEC §7 size or operator warning and the field(s) it is about (as key/index paths). The text is
+    written only when asked for (:attr:`message`): an object can have thousands of problems."""
 
-    message: str
+    describe: Callable[[], str]
     fields: tuple[_Path, ...] = field(default=())
+
+    @property
+    def message(self) -> str:
+        return self.describe()
 
     def unchanged_in(self, old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:
         """Whether every field it is about is the same in ``old`` (then ``--strict-sizes`` only warns)."""
@@ -208,7 +219,8 @@ def size_problems(kind: Kind, body: Mapping[str, Any]) -> list[ValueProblem]:
 
 def _not_a_count(path: _Path, value: str) -> ValueProblem:
     return ValueProblem(
-        messages.not_a_parameter_count_warning(_path_text(path), value, suggestion_for(value)), (path,)
+        lambda: messages.not_a_parameter_count_warning(_path_text(path), value, suggestion_for(value)),
+        (path,),
     )
 
 
@@ -236,9 +248,10 @@ def _runtime_problems(spec: Mapping[str, Any]) -> list[ValueProblem]:
             else:
                 bounds[bound] = parsed
         if "min" in bounds and "max" in bounds and bounds["min"] > bounds["max"]:
+            low, high = size_range["min"], size_range["max"]
             problems.append(
                 ValueProblem(
-                    messages.min_above_max_warning(size_range["min"], size_range["max"]),
+                    lambda: messages.min_above_max_warning(low, high),
                     (("spec", "modelSizeRange", "min"), ("spec", "modelSizeRange", "max")),
                 )
             )
@@ -254,10 +267,23 @@ def _runtime_problems(spec: Mapping[str, Any]) -> list[ValueProblem]:
                 operator = selector.get("operator")
                 if isinstance(operator, str) and operator not in KNOWN_OPERATORS:
                     path = ("spec", "supportedModelFormats", index, part, "operator")
-                    problems.append(
-                        ValueProblem(messages.unknown_operator_warning(_path_text(path), operator), (path,))
-                    )
+                    problems.append(_unknown_operator(path, operator))
     return problems
+
+
+def _unknown_operator(path: _Path, operator: str) -> ValueProblem:
+    return ValueProblem(lambda: messages.unknown_operator_warning(_path_text(path), operator), (path,))
+
+
+def _warnings(problems: Sequence[ValueProblem]) -> tuple[str, ...]:
+    """The first :data:`MAX_SIZE_WARNINGS` problems written out, and a count of the rest."""
+    shown = [messages.admission_warning(p.message) for p in problems[:MAX_SIZE_WARNINGS]]
+    hidden = len(problems) - len(shown)
+    if hidden:
+        shown.append(
+            f"… {hidden} more size or operator problems; `kubectl ome runtime lint -f <file>` lists them all"
+        )
+    return tuple(shown)
 
 
 def decide_sizes(
@@ -272,20 +298,28 @@ def decide_sizes(
     denied for the problems whose values the request sets or changes (the rest stay warnings)."""
     if operation not in (Operation.CREATE, Operation.UPDATE) or new is None:
         return ALLOWED
+    too_large = oversized(new)
+    if too_large is not None:
+        return Decision(allowed=True, warnings=(messages.admission_warning(_not_read(kind, too_large)),))
     problems = size_problems(kind, new)
     if not problems:
         return ALLOWED
     deleting = (new.get("metadata") or {}).get("deletionTimestamp") is not None
     if not strict or deleting:
-        return Decision(allowed=True, warnings=tuple(messages.admission_warning(p.message) for p in problems))
+        return Decision(allowed=True, warnings=_warnings(problems))
     previous = old if operation == Operation.UPDATE else None
     kept = [p for p in problems if p.unchanged_in(previous, new)]
     denied = [p for p in problems if p not in kept]
-    warnings = tuple(messages.admission_warning(p.message) for p in kept)
+    warnings = _warnings(kept)
     if not denied:
         return Decision(allowed=True, warnings=warnings)
-    message = messages.truncate("; ".join(p.message for p in denied))
+    # The denial holds at most 1,024 characters: no more problems are written out than could be shown.
+    message = messages.truncate("; ".join(p.message for p in denied[:MAX_SIZE_WARNINGS]))
     return Decision(allowed=False, message=message, warnings=warnings)
+
+
+def _not_read(kind: Kind, reason: str) -> str:
+    return f"ome-selector does not read this {kind.value}: {reason}; it treats it as absent"
 
 
 # --- field paths -------------------------------------------------------------------------------------------

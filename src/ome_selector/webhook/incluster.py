@@ -7,12 +7,15 @@ emptyDir: the root filesystem is read-only). The static configuration's ``caBund
 :class:`~.registration.CaBundleRegistration` from ``ca.crt``, as for a mounted cert-manager Secret.
 
 Least privilege: only ``get`` and ``update`` on that one Secret (the chart creates it empty, so RBAC can name
-it with ``resourceNames``); ``create`` is used only when it is missing (local runs with broad rights).
+it with ``resourceNames``); ``create`` is used only when it is missing (local runs with broad rights). When it
+is missing and may not be created — someone deleted the chart's Secret — :class:`SecretMissingError` says so
+and what recreates it (``helm upgrade``); the server retries until the Secret exists again.
 
 A stored pair is reused while it is readable, matches its key, names every host the apiserver may dial, and
 has more than :data:`RENEW_BEFORE` left; otherwise a new CA and certificate replace it (optimistic
 concurrency on the Secret's resourceVersion). :meth:`SecretCertificates.keep` re-checks periodically, so a
-long-running pod renews before expiry; Kopf's server reloads the rewritten files and the caBundle follows.
+long-running pod renews before expiry; the webhook endpoint reloads the rewritten files and the caBundle
+follows.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ __all__ = [
     "RENEW_BEFORE",
     "ObjectRef",
     "SecretCertificates",
+    "SecretMissingError",
     "service_dns_names",
 ]
 
@@ -83,6 +87,16 @@ def service_dns_names(service: ObjectRef) -> list[str]:
     """Every name the apiserver may use for a Service (it dials ``<name>.<namespace>.svc``)."""
     base = f"{service.name}.{service.namespace}"
     return [service.name, base, f"{base}.svc", f"{base}.svc.cluster.local"]
+
+
+class SecretMissingError(RuntimeError):
+    """The certificate Secret does not exist, and this identity may not create it."""
+
+    def __init__(self, secret: ObjectRef) -> None:
+        super().__init__(
+            f"the webhook certificate Secret {secret} is missing and this service account may not create it "
+            "(the chart grants only get and update on it); `helm upgrade` recreates it"
+        )
 
 
 class SecretCertificates:
@@ -128,7 +142,7 @@ class SecretCertificates:
             await asyncio.sleep(interval)
             try:
                 await self.ensure()
-            except (ApiException, OSError, ValueError) as error:
+            except (ApiException, OSError, ValueError, SecretMissingError) as error:
                 logger.warning("could not check the webhook certificate in Secret %s: %s", self.secret, error)
 
     # --- internals ---------------------------------------------------------------------------------------
@@ -203,6 +217,8 @@ class SecretCertificates:
             try:
                 await self._core.create_namespaced_secret(self.secret.namespace, body)
             except ApiException as error:
+                if error.status == 403:
+                    raise SecretMissingError(self.secret) from None
                 if error.status != 409:
                     raise
                 return await self._winner(now)
@@ -231,7 +247,7 @@ class SecretCertificates:
         return data
 
     def _write_files(self, data: Mapping[str, bytes]) -> None:
-        """Write only what differs (Kopf's server restarts its listener when the files change)."""
+        """Write only what differs (the endpoint restarts its listener when the files change)."""
         self.cert_dir.mkdir(parents=True, exist_ok=True)
         for key in _KEYS:
             path = self.cert_dir / key

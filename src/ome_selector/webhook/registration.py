@@ -2,11 +2,16 @@
 
 Kopf's managed mode writes ``timeoutSeconds: 30`` and no ``namespaceSelector``, and on exit leaves the
 configuration object behind (emptied). SPEC §7 and issue 7 want failurePolicy, timeout and namespace selection
-configurable, ``Fail`` for InferenceServices and ``Ignore`` for the size warnings, and a per-run configuration
+configurable, ``Fail`` for InferenceServices and ``Ignore`` for the size warnings, and a local configuration
 removed on stop — so the operator writes the object itself:
 
-- :class:`LocalRegistration` creates ``<prefix>-<random>`` with url clientConfigs when the server starts
-  listening (and replaces it when the server restarts with a rotated certificate), and deletes it on stop;
+- :class:`LocalRegistration` writes ``<prefix>-local-<instance>`` (SPEC §8; by default
+  ``ome-selector-local-<instance>``) with url clientConfigs when the server starts listening — replacing one
+  left behind by an earlier run of the same instance, e.g. one killed with ``kill -9`` — updates it when the
+  server restarts with a rotated certificate, and deletes it on stop unless someone has replaced it since.
+  The instance is stable (:func:`default_instance`: the kubeconfig context and the host, never the port), so
+  a restart finds its own; the label ``ome-selector.ome.io/local=true`` lets ``ome-selector cleanup`` find
+  them (:func:`remove_local_registrations`);
 - :class:`CaBundleRegistration` keeps the ``caBundle`` of a static, chart-installed configuration equal to
   the CA the server uses, and leaves the object alone otherwise.
 
@@ -15,8 +20,9 @@ The webhook paths are Kopf's handler ids (:data:`HANDLER_IDS`); a chart's servic
 
 from __future__ import annotations
 
+import hashlib
 import logging
-import secrets
+import socket
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -28,11 +34,16 @@ from ome_selector.webhook.config import WebhookConfig
 
 __all__ = [
     "HANDLER_IDS",
+    "INSTANCE_ANNOTATION",
+    "LOCAL_LABEL",
     "WEBHOOK_DOMAIN",
     "CaBundleRegistration",
     "LocalRegistration",
     "build_configuration",
     "build_webhook",
+    "default_instance",
+    "local_configuration_name",
+    "remove_local_registrations",
     "webhook_name",
 ]
 
@@ -48,6 +59,21 @@ HANDLER_IDS: Mapping[Kind, str] = {
     Kind.CLUSTER_SERVING_RUNTIME: "validate-clusterservingruntimes",
 }
 _LABELS = {"app.kubernetes.io/name": "ome-selector", "app.kubernetes.io/managed-by": "ome-selector"}
+#: The label of every locally registered configuration (SPEC §8), and the annotation naming its instance.
+LOCAL_LABEL = f"{WEBHOOK_DOMAIN}/local"
+INSTANCE_ANNOTATION = f"{WEBHOOK_DOMAIN}/instance"
+
+
+def default_instance(context: str | None, host: str | None = None) -> str:
+    """The default ``--instance``: a short hash of the kubeconfig context name and the host name — never of
+    the port, so a restarted local operator finds (and replaces) its own registration."""
+    host = host if host is not None else socket.gethostname()
+    return hashlib.sha256(f"{context or ''}\n{host}".encode()).hexdigest()[:10]
+
+
+def local_configuration_name(prefix: str, instance: str) -> str:
+    """``<prefix>-local-<instance>``: ``ome-selector-local-<instance>`` with the default prefix."""
+    return f"{prefix}-local-{instance}"
 
 
 def webhook_name(kind: Kind) -> str:
@@ -98,11 +124,19 @@ WEBHOOK_KINDS: tuple[Kind, ...] = (
 
 
 def build_configuration(
-    name: str, client_config: Mapping[str, Any], config: WebhookConfig, *, instance: str = ""
+    name: str,
+    client_config: Mapping[str, Any],
+    config: WebhookConfig,
+    *,
+    instance: str = "",
+    local: bool = False,
 ) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"name": name, "labels": dict(_LABELS)}
+    metadata: dict[str, Any] = {
+        "name": name,
+        "labels": dict(_LABELS) | ({LOCAL_LABEL: "true"} if local else {}),
+    }
     if instance:
-        metadata["annotations"] = {f"{WEBHOOK_DOMAIN}/instance": instance}
+        metadata["annotations"] = {INSTANCE_ANNOTATION: instance}
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
@@ -112,39 +146,80 @@ def build_configuration(
 
 
 class LocalRegistration:
-    """A per-run ValidatingWebhookConfiguration with url clientConfigs: created, replaced, deleted on stop."""
+    """The local ValidatingWebhookConfiguration of one instance, with url clientConfigs (SPEC §8)."""
 
-    def __init__(self, api_client: client.ApiClient, config: WebhookConfig, *, instance: str = "") -> None:
+    def __init__(self, api_client: client.ApiClient, config: WebhookConfig, *, instance: str) -> None:
         self._api = client.AdmissionregistrationV1Api(api_client)
         self._config = config
         self._instance = instance
-        self.name = f"{config.managed_name}-{secrets.token_hex(4)}"
-        self._created = False
+        self.name = local_configuration_name(config.managed_name, instance)
+        #: The resourceVersion this run last wrote; None until it wrote one.
+        self._written: str | None = None
 
     async def apply(self, client_config: Mapping[str, Any]) -> None:
-        body = build_configuration(self.name, client_config, self._config, instance=self._instance)
-        if not self._created:
-            await self._api.create_validating_webhook_configuration(cast(Any, body))
-            self._created = True
-            logger.info(
-                "registered ValidatingWebhookConfiguration %s at %s", self.name, client_config.get("url")
-            )
+        body = build_configuration(
+            self.name, client_config, self._config, instance=self._instance, local=True
+        )
+        url = client_config.get("url")
+        if self._written is None:
+            try:
+                created = await self._api.create_validating_webhook_configuration(cast(Any, body))
+            except ApiException as error:
+                if error.status != 409:
+                    raise
+                # Left behind by an earlier run of this instance (killed before it could remove it): ours.
+                await self._replace(body)
+                logger.warning("replaced ValidatingWebhookConfiguration %s left by an earlier run", self.name)
+            else:
+                self._written = created.metadata.resource_version
+            logger.info("registered ValidatingWebhookConfiguration %s at %s", self.name, url)
             return
+        await self._replace(body)
+        logger.info("updated ValidatingWebhookConfiguration %s at %s", self.name, url)
+
+    async def _replace(self, body: dict[str, Any]) -> None:
         current = await self._api.read_validating_webhook_configuration(self.name)
         body["metadata"]["resourceVersion"] = current.metadata.resource_version
-        await self._api.replace_validating_webhook_configuration(self.name, cast(Any, body))
-        logger.info("updated ValidatingWebhookConfiguration %s at %s", self.name, client_config.get("url"))
+        replaced = await self._api.replace_validating_webhook_configuration(self.name, cast(Any, body))
+        self._written = replaced.metadata.resource_version
 
     async def remove(self) -> None:
-        if not self._created:
+        """Delete the configuration, unless another process of the same instance has replaced it since."""
+        if self._written is None:
             return
+        options = client.V1DeleteOptions(preconditions=client.V1Preconditions(resource_version=self._written))
         try:
-            await self._api.delete_validating_webhook_configuration(self.name)
+            await self._api.delete_validating_webhook_configuration(self.name, body=options)
         except ApiException as error:
-            if error.status != 404:
+            if error.status == 409:
+                logger.info("left ValidatingWebhookConfiguration %s: another run has replaced it", self.name)
+            elif error.status != 404:
                 raise
-        self._created = False
-        logger.info("removed ValidatingWebhookConfiguration %s", self.name)
+        else:
+            logger.info("removed ValidatingWebhookConfiguration %s", self.name)
+        self._written = None
+
+
+async def remove_local_registrations(
+    api_client: client.ApiClient, *, instance: str | None, dry_run: bool = False
+) -> list[str]:
+    """Delete the local registrations (label ``ome-selector.ome.io/local=true``) of ``instance``, or of every
+    instance when None; the names removed (or, with ``dry_run``, that would be)."""
+    api = client.AdmissionregistrationV1Api(api_client)
+    listing = await api.list_validating_webhook_configuration(label_selector=f"{LOCAL_LABEL}=true")
+    removed: list[str] = []
+    for item in listing.items:
+        annotations = item.metadata.annotations or {}
+        if instance is not None and annotations.get(INSTANCE_ANNOTATION) != instance:
+            continue
+        if not dry_run:
+            try:
+                await api.delete_validating_webhook_configuration(item.metadata.name)
+            except ApiException as error:
+                if error.status != 404:
+                    raise
+        removed.append(item.metadata.name)
+    return removed
 
 
 class CaBundleRegistration:

@@ -1,14 +1,17 @@
-"""Serving the admission webhook: Kopf's HTTPS server, its certificates, and its registration.
+"""Serving the admission webhook: our HTTPS endpoint, its certificates, and its registration.
 
-:meth:`WebhookServer.serve` is ``settings.admission.server``: a ``kopf.WebhookServer`` with certificates from
-a mounted directory, kept in a Secret (:mod:`.incluster`) or generated here (:mod:`.tls`; Kopf's own
-generator is broken on these machines), wrapped so that requests get an HTTP error — the webhook's
-failurePolicy decides — until the first full listing is indexed or when a check fails unexpectedly, and so
-that every answer's latency lands in ``ome_selector_admission_duration_seconds{kind,allowed}``.
-Registration is ours, not Kopf's ``managed`` mode (:mod:`.registration` says why).
+:meth:`WebhookServer.serve` is ``settings.admission.server``: an :class:`~.endpoint.ReviewEndpoint` (not
+``kopf.WebhookServer``: the body is read and checked before Kopf sees it, SPEC §7) with certificates from a
+mounted directory, kept in a Secret (:mod:`.incluster`) or generated here (:mod:`.tls`; Kopf's own generator
+is broken on these machines). Kopf's dispatcher answers every well-formed review, wrapped so that requests get
+an HTTP error — the webhook's failurePolicy decides — until the first full listing is indexed or when a check
+fails unexpectedly, and so that every answer's latency lands in
+``ome_selector_admission_duration_seconds{kind, allowed}`` (``kind`` one of the five kinds; a malformed
+request is counted in ``ome_selector_admission_malformed_total{code}`` instead). Registration is ours, not
+Kopf's ``managed`` mode (:mod:`.registration` says why).
 
-The server knows only what it is given: the handlers it serves (:mod:`.admission`), API access, the latency
-histogram, the operator's instance name and the namespaces it watches.
+The server knows only what it is given: the handlers it serves (:mod:`.admission`), API access, the metrics,
+the operator's instance name and the namespaces it watches.
 """
 
 from __future__ import annotations
@@ -19,26 +22,36 @@ import dataclasses
 import logging
 import tempfile
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import kopf
 from aiohttp import web
 from kubernetes_asyncio.client.exceptions import ApiException
-from prometheus_client import Histogram
+from prometheus_client import Counter, Histogram
 
-from ome_selector.kube.connection import ClusterAccess
+from ome_selector.kube.connection import ClusterAccess, kubeconfig_context
 from ome_selector.kube.objects import Objects
 from ome_selector.webhook.admission import DENIED_CODE, AdmissionHandlers, DirectReader, recording_failures
 from ome_selector.webhook.config import WebhookConfig
-from ome_selector.webhook.incluster import ObjectRef, SecretCertificates
-from ome_selector.webhook.registration import HANDLER_IDS, CaBundleRegistration, LocalRegistration
+from ome_selector.webhook.endpoint import Answer, ReviewEndpoint
+from ome_selector.webhook.incluster import ObjectRef, SecretCertificates, SecretMissingError
+from ome_selector.webhook.registration import (
+    HANDLER_IDS,
+    CaBundleRegistration,
+    LocalRegistration,
+    default_instance,
+)
+from ome_selector.webhook.review import MalformedReviewError, Review, for_kopf
 from ome_selector.webhook.tls import TlsFiles, generate_serving_files, load_cert_dir
 
 __all__ = ["WebhookServer"]
 
 logger = logging.getLogger(__name__)
+
+#: How often a missing or unreadable certificate Secret is tried again.
+CERT_RETRY_SECONDS = 5.0
 
 
 class WebhookServer:
@@ -51,19 +64,21 @@ class WebhookServer:
         *,
         access: ClusterAccess,
         latency: Histogram,
-        instance: str,
+        malformed: Counter,
         namespaces: Sequence[str] | None,
     ) -> None:
-        """``latency`` is labelled ``kind`` and ``allowed``; ``namespaces`` are those watched (None: all)."""
+        """``latency`` is labelled ``kind`` and ``allowed``, ``malformed`` ``code``; ``namespaces`` are those
+        watched (None: all)."""
         self.config = config
         self._handlers = handlers
         self._access = access
         self._latency = latency
-        self._instance = instance
+        self._malformed = malformed
         self._namespaces = namespaces
         #: Set while the webhook configuration points at the listening server (tests wait for it).
         self.registered = asyncio.Event()
-        #: The ValidatingWebhookConfiguration in use (per-run name locally, the chart's in static mode).
+        #: The ValidatingWebhookConfiguration in use (``<prefix>-local-<instance>`` locally, the chart's in
+        #: static mode).
         self.configuration_name: str | None = None
         self._client_config: kopf.WebhookClientConfig | None = None
 
@@ -72,26 +87,30 @@ class WebhookServer:
         settings.admission.managed = None  # we write the configuration ourselves (see .registration)
         _quiet_kopf_webhook_logs()
 
-    def _wrap(self, fn: kopf.WebhookFn) -> kopf.WebhookFn:
-        """Time every answer, mark denials Forbidden, and turn "not indexed yet" and failed checks into HTTP
-        errors (a denial is an answer; an error lets the webhook's failurePolicy decide, SPEC §7)."""
+    @property
+    def instance(self) -> str:
+        """The instance of a local registration: ``--instance``, else the kubeconfig context and host name."""
+        if self.config.instance is not None:
+            return self.config.instance
+        return default_instance(kubeconfig_context(self._access.kubeconfig, self._access.context))
+
+    def _answering(self, fn: kopf.WebhookFn) -> Answer:
+        """Kopf's dispatcher ``fn`` for well-formed reviews: time every answer, mark denials Forbidden, and
+        turn "not indexed yet" and failed checks into HTTP errors (a denial is an answer; an error lets the
+        webhook's failurePolicy decide, SPEC §7)."""
         latency = self._latency
 
-        async def handle(
-            request: Any,
-            *,
-            webhook: str | None = None,
-            headers: kopf.Headers | None = None,
-            sslpeer: kopf.SSLPeer | None = None,
-        ) -> Any:
+        async def answer(
+            review: Review, webhook: str, headers: dict[str, str], sslpeer: Any
+        ) -> dict[str, Any]:
             started = time.perf_counter()
-            payload = request.get("request") if isinstance(request, Mapping) else None
-            kind = str(((payload or {}).get("kind") or {}).get("kind") or "unknown")
+            kind = review.kind.value  # one of the five: the label never takes a value from the request
             if not self._handlers.ready:
                 latency.labels(kind, "error").observe(time.perf_counter() - started)
                 raise web.HTTPServiceUnavailable(text="ome-selector has not indexed the cluster yet")
             with recording_failures() as failures:
-                response = await fn(request, webhook=webhook, headers=headers, sslpeer=sslpeer)
+                request: Any = for_kopf(review)  # Kopf types it as its own TypedDict
+                response: Any = await fn(request, webhook=webhook, headers=headers, sslpeer=sslpeer)
             if failures:
                 latency.labels(kind, "error").observe(time.perf_counter() - started)
                 logger.error("admission check for %s failed: %r", kind, failures[0], exc_info=failures[0])
@@ -103,9 +122,12 @@ class WebhookServer:
             if not allowed and isinstance(status, dict) and status.get("code") == DENIED_CODE:
                 status.setdefault("reason", "Forbidden")  # kubectl: "Error from server (Forbidden): …"
             latency.labels(kind, "true" if allowed else "false").observe(time.perf_counter() - started)
-            return response
+            return dict(response)
 
-        return handle
+        return answer
+
+    def _count_malformed(self, error: MalformedReviewError) -> None:
+        self._malformed.labels(str(error.status)).inc()
 
     async def serve(self, fn: kopf.WebhookFn) -> AsyncIterator[kopf.WebhookClientConfig]:
         """``settings.admission.server``: listen, (re-)register on every client config, unregister on exit."""
@@ -114,13 +136,12 @@ class WebhookServer:
             await self._secret_certificates(stack)  # in-cluster certificate mode only (.incluster)
             files = self._tls_files(stack)
             addr, port = config.bind_address
-            server = kopf.WebhookServer(
-                addr=addr,
-                port=port or None,
+            endpoint = ReviewEndpoint(
+                files,
+                addr,
+                port,
                 host=config.host,
-                certfile=files.cert_file,
-                pkeyfile=files.key_file,
-                cafile=files.ca_file,
+                webhook_ids=frozenset(HANDLER_IDS.values()),
                 file_check_interval=config.file_check_interval,
             )
             api_client = await self._access.api_client()
@@ -129,10 +150,10 @@ class WebhookServer:
             if config.configuration_name is not None:
                 registration = CaBundleRegistration(api_client, config.configuration_name)
             else:
-                registration = LocalRegistration(api_client, self._local_config(), instance=self._instance)
+                registration = LocalRegistration(api_client, self._local_config(), instance=self.instance)
             keeper: asyncio.Task[None] | None = None
             try:
-                async for client_config in server(self._wrap(fn)):
+                async for client_config in endpoint.listen(self._answering(fn), self._count_malformed):
                     if isinstance(registration, CaBundleRegistration):
                         self._client_config = client_config
                         await _apply_logged(registration, client_config)
@@ -179,7 +200,7 @@ class WebhookServer:
             hosts=(config.host,),
         )
         try:
-            await certificates.ensure()
+            await self._until_ensured(certificates)
         except BaseException:
             await api_client.close()
             raise
@@ -191,6 +212,25 @@ class WebhookServer:
                 await api_client.close()
 
         stack.callback(asyncio.create_task(keep(), name="webhook-certificates").cancel)
+
+    async def _until_ensured(self, certificates: SecretCertificates) -> None:
+        """Retry until the pair is in the Secret and in the files: the webhook is not served meanwhile, so
+        readiness stays false (a deleted chart Secret comes back with ``helm upgrade``)."""
+        said: str | None = None
+        while True:
+            try:
+                await certificates.ensure()
+                if said is not None:
+                    logger.info("webhook certificate Secret %s is usable again", certificates.secret)
+                return
+            except (SecretMissingError, ApiException, OSError) as error:
+                text = _one_line(error)
+                if text != said:  # said once, not at every retry
+                    logger.error(
+                        "cannot serve the webhook: %s; retrying every %.0f s", text, CERT_RETRY_SECONDS
+                    )
+                    said = text
+            await asyncio.sleep(CERT_RETRY_SECONDS)
 
     def _local_config(self) -> WebhookConfig:
         """An operator limited to some namespaces judges only those, unless told otherwise: its catalog
@@ -234,3 +274,9 @@ async def _apply_logged(registration: CaBundleRegistration, client_config: kopf.
         await registration.apply(client_config)
     except (ApiException, OSError) as error:
         logger.warning("could not update caBundle of %s: %s", registration.name, error)
+
+
+def _one_line(error: BaseException) -> str:
+    if isinstance(error, ApiException):  # its str() carries the whole HTTP response
+        return f"reading the certificate Secret: HTTP {error.status} {error.reason}"
+    return str(error)

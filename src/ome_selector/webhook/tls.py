@@ -3,9 +3,9 @@
 Two sources, both ending as three PEM files in one directory, named as cert-manager and the kubelet's Secret
 volume name them (``tls.crt``, ``tls.key``, ``ca.crt``):
 
-- :func:`load_cert_dir`: a mounted Secret (cert-manager or hand-made). Kopf's ``WebhookServer`` re-reads the
-  files every ``file_check_interval`` seconds and restarts its listener when they change, so a rotated
-  certificate is picked up without a restart.
+- :func:`load_cert_dir`: a mounted Secret (cert-manager or hand-made). The webhook endpoint (:mod:`.endpoint`)
+  re-reads the files every ``file_check_interval`` seconds and restarts its listener when they change, so a
+  rotated certificate is picked up without a restart.
 - :func:`generate_serving_files`: a throw-away CA and a serving certificate for local runs (tests, the demo),
   with every host the apiserver may dial as a SAN (Go's TLS ignores the common name).
 
@@ -150,7 +150,7 @@ class TlsFiles:
     """The serving certificate, its key, and the CA bundle the apiserver verifies it with (``caBundle``).
 
     ``ca_file`` is None when the directory has no ``ca.crt`` (a certificate the apiserver already trusts, or a
-    self-signed one): Kopf then puts the serving certificate itself into ``caBundle``.
+    self-signed one): the serving certificate itself then goes into ``caBundle``.
     """
 
     cert_file: Path

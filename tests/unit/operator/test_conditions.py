@@ -10,6 +10,7 @@ from ome_selector.operator.conditions import (
     build_condition,
     current_condition,
     differs,
+    only_counts_differ,
     with_condition,
     without_condition,
 )
@@ -84,3 +85,57 @@ def test_without_condition_and_current_condition() -> None:
     assert current_condition({"conditions": "not-a-list"}) is None
     assert current_condition(None) is None
     assert without_condition(status["conditions"]) == [OTHER]
+
+
+NO_RUNTIME = (
+    "no runtime supports model m (checked {n} runtime{s}: {a} namespace-scoped, {b} cluster-scoped): "
+    "ns/rt (model size 70B is outside supported range [1B, 8B]){tail}"
+)
+
+
+def _no_runtime(a: int, b: int, tail: str = "") -> str:
+    return NO_RUNTIME.format(n=a + b, s="" if a + b == 1 else "s", a=a, b=b, tail=tail)
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "counts_only"),
+    [
+        (_no_runtime(1, 0), _no_runtime(2, 0, "; 1 runtime serves other formats"), True),
+        (
+            _no_runtime(2, 0, "; 1 runtime serves other formats"),
+            _no_runtime(2, 1, "; 2 runtimes serve other formats"),
+            True,
+        ),
+        (_no_runtime(3, 0, "; 2 runtimes serve other formats"), _no_runtime(1, 0), True),
+        (
+            _no_runtime(9, 0, "; … 3 more (kubectl ome runtime explain --isvc s -n ns)"),
+            _no_runtime(12, 0, "; … 6 more (kubectl ome runtime explain --isvc s -n ns)"),
+            True,
+        ),
+        (_no_runtime(1, 0), _no_runtime(1, 0).replace("70B", "80B"), False),
+        (_no_runtime(1, 0), _no_runtime(1, 0) + "; ns/rt2 (runtime is disabled)", False),
+        (_no_runtime(1, 0), _no_runtime(1, 0), False),  # no change at all: nothing to write
+    ],
+    ids=[
+        "other format added",
+        "cluster runtime added",
+        "runtimes removed",
+        "more marker",
+        "reason",
+        "entry",
+        "same",
+    ],
+)
+def test_a_change_only_in_the_runtime_counts_is_recognised(
+    before: str, after: str, counts_only: bool
+) -> None:
+    stored = {"status": "False", "reason": "RuntimeNotFound", "message": before}
+    assert only_counts_differ(stored, "False", "RuntimeNotFound", after) is counts_only
+
+
+def test_a_counts_only_message_with_another_status_or_reason_is_a_real_change() -> None:
+    stored = {"status": "False", "reason": "RuntimeNotFound", "message": _no_runtime(1, 0)}
+    recounted = _no_runtime(2, 0, "; 1 runtime serves other formats")
+    assert not only_counts_differ(stored, "True", "RuntimeNotFound", recounted)
+    assert not only_counts_differ(stored, "False", "ModelNotFound", recounted)
+    assert not only_counts_differ(None, "False", "RuntimeNotFound", recounted)  # restored: its event again

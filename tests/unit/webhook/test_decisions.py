@@ -8,12 +8,15 @@ from typing import Any
 import pytest
 from selection_builders import NS, entry, model_doc, runtime_doc
 
+from ome_selector.api.bounds import MAX_FORMAT_ENTRIES
 from ome_selector.api.loading import load_resource
 from ome_selector.api.resources import Kind
 from ome_selector.catalog.catalog import Catalog
+from ome_selector.selection import messages
 from ome_selector.selection.outcome import OutcomeKind
 from ome_selector.webhook.decisions import (
     ALLOWED,
+    MAX_SIZE_WARNINGS,
     Decision,
     Lookup,
     decide_inference_service,
@@ -495,3 +498,51 @@ def test_strict_sizes_never_deny_an_object_being_deleted() -> None:
     decision = decide_sizes(Kind.CLUSTER_BASE_MODEL, doc, model_doc("m", size="3b"), "UPDATE", strict=True)
     assert decision.allowed
     assert decision.warnings == (_not_a_count("spec.modelParameterSize", "4b", "4B"),)
+
+
+# --- bounded work (SPEC §8) ------------------------------------------------------------------------------
+
+
+def test_more_than_ten_problems_are_counted_not_written_out() -> None:
+    doc = runtime_doc("rt", *[entry(operator=f"Op{index}") for index in range(900)])
+    decision = decide_sizes(Kind.CLUSTER_SERVING_RUNTIME, doc, None, "CREATE")
+    assert len(decision.warnings) == MAX_SIZE_WARNINGS + 1
+    assert decision.warnings[0].startswith('spec.supportedModelFormats[0].modelFormat.operator "Op0"')
+    assert decision.warnings[-1] == (
+        "… 890 more size or operator problems; `kubectl ome runtime lint -f <file>` lists them all"
+    )
+
+
+def test_only_the_problems_shown_are_written_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A step counter, not a clock: how many warning texts a 900-problem object costs.
+    written: list[str] = []
+    original = messages.unknown_operator_warning
+
+    def counting(path: str, value: str) -> str:
+        written.append(path)
+        return original(path, value)
+
+    monkeypatch.setattr(messages, "unknown_operator_warning", counting)
+    doc = runtime_doc("rt", *[entry(operator=f"Op{index}") for index in range(900)])
+    decide_sizes(Kind.CLUSTER_SERVING_RUNTIME, doc, None, "CREATE")
+    assert len(written) == MAX_SIZE_WARNINGS
+
+
+def test_strict_denials_hold_no_more_problems_than_fit() -> None:
+    doc = runtime_doc("rt", *[entry(operator=f"Op{index}") for index in range(300)])
+    decision = decide_sizes(Kind.CLUSTER_SERVING_RUNTIME, doc, None, "CREATE", strict=True)
+    assert not decision.allowed
+    assert len(decision.message) == 1024
+    assert decision.message.endswith("…")
+
+
+def test_an_object_too_large_to_read_is_allowed_with_one_warning_and_not_judged() -> None:
+    doc = runtime_doc("rt", *[entry(operator="Bigger") for _ in range(MAX_FORMAT_ENTRIES + 1)], min="4b")
+    decision = decide_sizes(Kind.CLUSTER_SERVING_RUNTIME, doc, None, "CREATE", strict=True)
+    assert decision == Decision(
+        allowed=True,
+        warnings=(
+            "ome-selector does not read this ClusterServingRuntime: spec.supportedModelFormats has 1001 "
+            "entries, more than the 1000 ome-selector reads; it treats it as absent",
+        ),
+    )

@@ -4,18 +4,21 @@ settings it takes over, its logs and the namespaces a local registration covers.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from typing import Any
 
 import kopf
 import pytest
 from aiohttp import web
-from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.kube.connection import ClusterAccess
 from ome_selector.webhook.admission import AdmissionHandlers
 from ome_selector.webhook.config import WebhookConfig
+from ome_selector.webhook.registration import default_instance
+from ome_selector.webhook.review import Review, read_review
 from ome_selector.webhook.server import WebhookServer
 
 
@@ -26,6 +29,7 @@ class Setup:
         self.catalog: Any = None
         self.registry = CollectorRegistry()
         latency = Histogram("latency", "test", ["kind", "allowed"], registry=self.registry)
+        malformed = Counter("malformed", "test", ["code"], registry=self.registry)
         webhook = WebhookConfig(**config)
         self.handlers = AdmissionHandlers(webhook, catalog=lambda: self.catalog)
         self.server = WebhookServer(
@@ -33,7 +37,7 @@ class Setup:
             self.handlers,
             access=ClusterAccess(),
             latency=latency,
-            instance="test",
+            malformed=malformed,
             namespaces=namespaces,
         )
 
@@ -43,16 +47,27 @@ class Setup:
 
 def _answer(server: WebhookServer, fn: Any, kind: str = "InferenceService") -> Any:
     """``fn`` (what Kopf would call) as the server wraps it, called with a review of ``kind``."""
-    handle: Any = server._wrap(fn)  # typed for Kopf's own request dicts
-    return asyncio.run(handle(_review(kind)))
+    answer = server._answering(fn)
+
+    async def call() -> Any:
+        return await answer(_review(kind), "validate", {}, None)
+
+    return asyncio.run(call())
 
 
-def _review(kind: str = "InferenceService") -> dict[str, Any]:
-    return {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {"kind": {"kind": kind}},
+def _review(kind: str = "InferenceService") -> Review:
+    plural = f"{kind.lower()}s"
+    request = {
+        "uid": "u1",
+        "kind": {"group": "ome.io", "version": "v1beta1", "kind": kind},
+        "resource": {"group": "ome.io", "version": "v1beta1", "resource": plural},
+        "operation": "UPDATE",
+        "userInfo": {"username": "someone"},
+        "object": {"metadata": {"name": "x", "uid": "object-uid"}},
+        "oldObject": {"metadata": {"name": "x", "uid": "object-uid"}},
     }
+    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+    return read_review(json.dumps(review).encode())
 
 
 def test_settings_point_kopf_at_our_server_and_leave_registration_to_us() -> None:
@@ -136,3 +151,45 @@ def test_a_namespaced_operator_registers_its_webhook_for_its_namespaces_only() -
     explicit = Setup(namespaces=["a"], namespace_selector=chosen).server
     assert explicit._local_config() is explicit.config
     assert Setup().server._local_config().namespace_selector is None
+
+
+def test_kopf_is_handed_the_review_without_object_uids() -> None:
+    # Kopf keeps a memory per object uid for every non-CREATE review: the request must not choose it.
+    setup = Setup()
+    setup.catalog = Catalog()
+    seen: list[Any] = []
+
+    async def record(request: Any, **_: Any) -> Any:
+        seen.append(request)
+        return {"response": {"uid": request["request"]["uid"], "allowed": True}}
+
+    _answer(setup.server, record)
+    (request,) = seen
+    assert request["request"]["uid"] == "u1"
+    assert request["request"]["object"]["metadata"] == {"name": "x"}
+    assert request["request"]["oldObject"]["metadata"] == {"name": "x"}
+    assert setup.count("InferenceService", "true") == 1
+
+
+def test_the_local_instance_is_the_flag_else_a_hash_of_context_and_host_never_the_port() -> None:
+    assert Setup(instance="laptop").server.instance == "laptop"
+    one = WebhookServer(
+        WebhookConfig(bind_address=("127.0.0.1", 1)),
+        AdmissionHandlers(WebhookConfig(), catalog=lambda: None),
+        access=ClusterAccess(context="kind-dev"),
+        latency=Histogram("l1", "t", ["kind", "allowed"], registry=CollectorRegistry()),
+        malformed=Counter("m1", "t", ["code"], registry=CollectorRegistry()),
+        namespaces=None,
+    )
+    other_port = WebhookServer(
+        WebhookConfig(bind_address=("127.0.0.1", 2)),
+        AdmissionHandlers(WebhookConfig(), catalog=lambda: None),
+        access=ClusterAccess(context="kind-dev"),
+        latency=Histogram("l2", "t", ["kind", "allowed"], registry=CollectorRegistry()),
+        malformed=Counter("m2", "t", ["code"], registry=CollectorRegistry()),
+        namespaces=None,
+    )
+    assert one.instance == other_port.instance == default_instance("kind-dev")
+    assert default_instance("kind-dev", "host-a") != default_instance("kind-dev", "host-b")
+    assert default_instance("kind-dev", "host-a") != default_instance("kind-prod", "host-a")
+    assert len(default_instance("kind-dev")) == 10

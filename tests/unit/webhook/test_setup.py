@@ -14,7 +14,7 @@ from cryptography import x509
 from ome_selector.api.resources import Kind
 from ome_selector.webhook.cli import add_webhook_arguments, webhook_config_from_args
 from ome_selector.webhook.config import WebhookConfig, parse_label_selector
-from ome_selector.webhook.registration import build_configuration, webhook_name
+from ome_selector.webhook.registration import build_configuration, local_configuration_name, webhook_name
 from ome_selector.webhook.tls import generate_serving_files, load_cert_dir, serving_hosts
 
 # --- certificates -------------------------------------------------------------------------------------------
@@ -113,6 +113,9 @@ def test_configuration_honours_policy_timeout_and_namespace_selector() -> None:
         {"timeout_seconds": 31},
         {"failure_policy": "Deny"},
         {"managed_name": "Bad_Name"},
+        {"instance": "Laptop"},
+        {"instance": "a.b"},
+        {"instance": "x" * 64},
     ],
 )
 def test_invalid_config_is_refused(kwargs: dict[str, Any]) -> None:
@@ -140,6 +143,7 @@ def test_flags_make_the_config(tmp_path: Path) -> None:
             f"--webhook-cert-dir={tmp_path}",
             "--webhook-host=10.0.0.5",
             "--webhook-managed-name=dev",
+            "--instance=laptop-1",
             "--webhook-failure-policy=Ignore",
             "--webhook-sizes-failure-policy=Fail",
             "--webhook-timeout-seconds=5",
@@ -152,6 +156,7 @@ def test_flags_make_the_config(tmp_path: Path) -> None:
         host="10.0.0.5",
         cert_dir=tmp_path,
         managed_name="dev",
+        instance="laptop-1",
         failure_policy="Ignore",
         sizes_failure_policy="Fail",
         timeout_seconds=5,
@@ -171,6 +176,7 @@ def test_flags_make_the_config(tmp_path: Path) -> None:
         ["--webhook-bind-address=9443"],
         ["--webhook-timeout-seconds=31"],
         ["--webhook-namespace-selector=a in ()"],
+        ["--webhook-bind-address=:9443", "--instance=Not_A_Label"],
     ],
 )
 def test_bad_flags_are_usage_errors(argv: list[str]) -> None:
@@ -206,3 +212,18 @@ def test_label_selectors(text: str, selector: dict[str, Any] | None) -> None:
 def test_unreadable_label_selectors(text: str) -> None:
     with pytest.raises(ValueError, match="label selector"):
         parse_label_selector(text)
+
+
+def test_a_local_configuration_is_named_after_its_instance_and_labelled_local() -> None:
+    local = build_configuration(
+        local_configuration_name("ome-selector", "ab12"),
+        {"url": "https://127.0.0.1:9443"},
+        WebhookConfig(),
+        instance="ab12",
+        local=True,
+    )
+    assert local["metadata"]["name"] == "ome-selector-local-ab12"
+    assert local["metadata"]["labels"]["ome-selector.ome.io/local"] == "true"
+    assert local["metadata"]["annotations"] == {"ome-selector.ome.io/instance": "ab12"}
+    static = build_configuration("chart", {"url": "https://x"}, WebhookConfig())
+    assert "ome-selector.ome.io/local" not in static["metadata"]["labels"]

@@ -1,0 +1,123 @@
+"""Hostile input at the webhook port (issue 12, SPEC §7 robustness and §8 bounded resources).
+
+On a local control plane, ``ome-selector run --webhook-bind-address 127.0.0.1:0`` (a separate process, as in a
+cluster) gets 20,000 fuzzed admission requests posted straight to its webhook port, not through the apiserver
+(anyone who reaches the port can do this): garbage, malformed AdmissionReviews, invalid UTF-8, deep nesting,
+bodies over 1 MiB, fresh ``kind`` strings, and well-formed reviews whose objects carry hostile values
+(:mod:`harness.hostile`). Reported: the answers by HTTP status (5xx are failures), the operator's RSS and the
+size and scrape time of its ``/metrics`` before and after, and the slowest ``/healthz`` answer while the
+requests were sent (a stalled event loop shows there first). Nothing here asserts a figure.
+
+    python -m bench.hostile [--requests 20000] [--seed 12]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+import threading
+import time
+import urllib.request
+from typing import Any
+
+from kubernetes import client, config
+
+from harness.controlplane import ControlPlane, running_control_plane
+from harness.hostile import HostileReviews, client_for, metrics_size, rss_bytes
+from harness.operator_process import RunningOperator, operator_process
+
+MIB = 1024 * 1024
+
+
+class HealthProbe(threading.Thread):
+    """Polls /healthz every 20 ms and keeps the slowest answer."""
+
+    def __init__(self, port: int) -> None:
+        super().__init__(daemon=True)
+        self._port = port
+        self._done = threading.Event()
+        self.slowest = 0.0
+        self.failures = 0
+
+    def run(self) -> None:
+        while not self._done.is_set():
+            started = time.perf_counter()
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self._port}/healthz", timeout=30) as answer:
+                    answer.read()
+            except OSError:
+                self.failures += 1
+            self.slowest = max(self.slowest, time.perf_counter() - started)
+            self._done.wait(0.02)
+
+    def stop(self) -> None:
+        self._done.set()
+        self.join()
+
+
+def _registration(plane: ControlPlane) -> Any:
+    new_client: Any = config.new_client_from_config  # the official client is untyped
+    api: Any = client.AdmissionregistrationV1Api(new_client(config_file=str(plane.kubeconfig)))
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        for item in api.list_validating_webhook_configuration().items:
+            if item.metadata.name.startswith("ome-selector-"):
+                return item
+        time.sleep(0.2)
+    raise TimeoutError("the operator registered no webhook configuration")
+
+
+def _scrape(running: RunningOperator) -> tuple[int, float]:
+    started = time.perf_counter()
+    size = metrics_size(running.health_port)
+    return size, time.perf_counter() - started
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.hostile", description=__doc__)
+    parser.add_argument("--requests", type=int, default=20_000)
+    parser.add_argument("--seed", type=int, default=12)
+    args = parser.parse_args(argv)
+    with (
+        running_control_plane() as plane,
+        operator_process(plane, "--webhook-bind-address", "127.0.0.1:0", name="operator-hostile") as running,
+    ):
+        webhook = client_for(_registration(plane))
+        rss_before = rss_bytes(running.process.pid)
+        metrics_before, scrape_before = _scrape(running)
+        probe = HealthProbe(running.health_port)
+        probe.start()
+        statuses: collections.Counter[int] = collections.Counter()
+        server_errors: collections.Counter[str] = collections.Counter()
+        started = time.perf_counter()
+        for _, hostile in zip(range(args.requests), HostileReviews(args.seed), strict=False):
+            status, _ = webhook.post(hostile.path, hostile.body)
+            statuses[status] += 1
+            if status >= 500:
+                server_errors[hostile.category] += 1
+        elapsed = time.perf_counter() - started
+        probe.stop()
+        webhook.close()
+        rss_after = rss_bytes(running.process.pid)
+        metrics_after, scrape_after = _scrape(running)
+        failed = [line for line in running.log.read_text().splitlines() if "failed" in line]
+    print(f"hostile admissions: {args.requests} posted straight to the webhook port in {elapsed:.1f} s")
+    print("  answers by HTTP status: " + ", ".join(f"{code}: {n}" for code, n in sorted(statuses.items())))
+    if server_errors:
+        print("  5xx by request category: " + ", ".join(f"{c}: {n}" for c, n in server_errors.most_common()))
+        print("  the operator's first failure lines:", *failed[:5], sep="\n    ")
+    print(f"  RSS: {rss_before / MIB:.0f} MiB before, {rss_after / MIB:.0f} MiB after")
+    print(
+        f"  /metrics: {metrics_before / 1024:.1f} kB ({scrape_before * 1000:.0f} ms) before, "
+        f"{metrics_after / 1024:.1f} kB ({scrape_after * 1000:.0f} ms) after"
+    )
+    print(
+        f"  slowest /healthz during the run: {probe.slowest * 1000:.0f} ms ({probe.failures} failed); "
+        "includes the probe's own scheduling on a shared machine"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

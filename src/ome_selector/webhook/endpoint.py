@@ -1,0 +1,148 @@
+"""The webhook's HTTPS endpoint: where an admission request's bytes are read, before Kopf sees any of them.
+
+In place of ``kopf.WebhookServer``, whose request handler decodes and parses the body itself (invalid UTF-8,
+deep nesting or a body that is not an object become HTTP 500 with a traceback), this endpoint reads the body
+with :func:`~.review.read_review` (SPEC §7: 400 with a one-line reason, 413 over 1 MiB) and hands Kopf's
+dispatcher only a well-formed review. Like Kopf's server it serves ``POST /<webhook id>`` with the given
+certificate files, and restarts its listener — on the same port — when the files change (a rotated Secret).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import ipaddress
+import logging
+import ssl
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
+from dataclasses import dataclass
+from typing import Any
+
+import kopf
+from aiohttp import web
+
+from ome_selector.webhook.review import MAX_BODY_BYTES, MalformedReviewError, Review, read_review
+from ome_selector.webhook.tls import TlsFiles
+
+__all__ = ["Answer", "ReviewEndpoint"]
+
+logger = logging.getLogger(__name__)
+
+#: What answers one well-formed review: (review, webhook id, request headers, peer certificate) → response.
+Answer = Callable[[Review, str, dict[str, str], Any], Awaitable[dict[str, Any]]]
+#: Called for every request that is not a well-formed review (the metrics count it).
+OnMalformed = Callable[[MalformedReviewError], None]
+
+#: A malformed request is logged at most this often (with the number since the last line): a flood of them
+#: must not become a flood of log lines.
+MALFORMED_LOG_INTERVAL = 60.0
+
+
+@dataclass
+class ReviewEndpoint:
+    files: TlsFiles
+    address: str
+    port: int  # 0: a free one, kept across certificate restarts
+    host: str | None  # what the apiserver dials; default: the address (loopback for "any")
+    webhook_ids: Collection[str]
+    file_check_interval: float = 60.0
+
+    async def listen(
+        self, answer: Answer, on_malformed: OnMalformed
+    ) -> AsyncIterator[kopf.WebhookClientConfig]:
+        """Serve until cancelled; yield the client config each time the listener (re)starts."""
+        malformed = _Throttled(MALFORMED_LOG_INTERVAL)
+
+        async def handle(request: web.Request) -> web.Response:
+            try:
+                webhook = request.match_info["id"]
+                if webhook not in self.webhook_ids:
+                    raise MalformedReviewError("no webhook at this path", 404)
+                try:
+                    body = await request.read()
+                except web.HTTPRequestEntityTooLarge:
+                    raise MalformedReviewError(
+                        f"request body is larger than {MAX_BODY_BYTES} bytes", 413
+                    ) from None
+                review = read_review(body)
+            except MalformedReviewError as error:
+                on_malformed(error)
+                malformed.note(error.reason)
+                return web.Response(status=error.status, text=error.reason)
+            peer = request.transport.get_extra_info("peercert") if request.transport else None
+            response = await answer(review, webhook, dict(request.headers), peer)
+            return web.json_response(response)
+
+        port = self.port
+        while True:
+            context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            context.load_cert_chain(self.files.cert_file, self.files.key_file)
+            bundle = (self.files.ca_file or self.files.cert_file).read_bytes()
+            digest = self._digest()
+            app = web.Application(client_max_size=MAX_BODY_BYTES)
+            app.router.add_post("/{id}", handle)
+            runner = web.AppRunner(app, access_log=None, handle_signals=False)
+            await runner.setup()
+            try:
+                site = web.TCPSite(runner, self.address, port, ssl_context=context, reuse_address=True)
+                await site.start()
+                port = port or _bound_port(runner)
+                url = f"https://{_url_host(self.host or _dialable(self.address))}:{port}"
+                logger.debug("serving admission reviews at %s", url)
+                yield {"url": url, "caBundle": base64.b64encode(bundle).decode("ascii")}
+                while self._digest() == digest:
+                    await asyncio.sleep(self.file_check_interval)
+                logger.info("the webhook certificate files changed; restarting the listener")
+            finally:
+                await runner.cleanup()
+
+    def _digest(self) -> str:
+        hasher = hashlib.sha256()
+        for path in (self.files.cert_file, self.files.key_file, self.files.ca_file):
+            if path is not None:
+                hasher.update(path.read_bytes())
+        return hasher.hexdigest()
+
+
+class _Throttled:
+    """Logs the first malformed request, then at most one line per interval with how many came since."""
+
+    def __init__(self, interval: float) -> None:
+        self._interval = interval
+        self._last: float | None = None
+        self._count = 0
+
+    def note(self, reason: str) -> None:
+        self._count += 1
+        now = time.monotonic()
+        if self._last is not None and now - self._last < self._interval:
+            return
+        logger.warning("refused %d malformed admission request(s); the latest: %s", self._count, reason)
+        self._last, self._count = now, 0
+
+
+def _bound_port(runner: web.AppRunner) -> int:
+    for address in runner.addresses:
+        if isinstance(address, tuple) and len(address) >= 2:
+            return int(address[1])
+    raise RuntimeError("the webhook listener has no TCP address")
+
+
+def _dialable(address: str) -> str:
+    """A listening address the apiserver can dial: loopback for "any interface"."""
+    try:
+        parsed = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if parsed.is_unspecified:
+        return "::1" if parsed.version == 6 else "127.0.0.1"
+    return address
+
+
+def _url_host(host: str) -> str:
+    try:
+        return f"[{host}]" if ipaddress.ip_address(host).version == 6 else host
+    except ValueError:
+        return host

@@ -1,0 +1,138 @@
+"""The controller's catalog without a cluster (report-only, no writer): what a listing or a watch event
+costs and changes — reconciling a listing never undoes the watch, unchanged models and runtimes are not parsed
+again, objects too large to read are absent."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+import pytest
+
+from harness import objects
+from ome_selector.api.loading import load_resource
+from ome_selector.api.resources import Kind, ObjectKey
+from ome_selector.operator import controller as controller_module
+from ome_selector.operator.controller import Controller
+from ome_selector.operator.metrics import Metrics
+
+T = TypeVar("T")
+MODEL = ObjectKey(Kind.CLUSTER_BASE_MODEL, None, "m")
+RUNTIME = ObjectKey(Kind.CLUSTER_SERVING_RUNTIME, None, "rt")
+
+
+def _listed(
+    body: dict[str, Any], *, uid: str = "u1", generation: int = 1, version: str = "1"
+) -> dict[str, Any]:
+    """``body`` as the apiserver returns it: with uid, generation and resourceVersion."""
+    return body | {
+        "metadata": body["metadata"] | {"uid": uid, "generation": generation, "resourceVersion": version}
+    }
+
+
+@pytest.fixture
+def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Names of the objects the controller parses (a step counter)."""
+    seen: list[str] = []
+    original = load_resource
+
+    def counting(body: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(body["metadata"]["name"])
+        return original(body, *args, **kwargs)
+
+    monkeypatch.setattr(controller_module, "load_resource", counting)
+    return seen
+
+
+def _run(coroutine: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(coroutine)
+
+
+def test_a_model_or_runtime_of_an_unchanged_generation_is_not_parsed_again(parses: list[str]) -> None:
+    controller = Controller(None, Metrics(), report_only=True)
+    model = _listed(objects.model("m", size="7B"))
+    big = objects.runtime("rt")
+    big["spec"]["supportedModelFormats"] *= 900
+    runtime = _listed(big)
+    for body in (model, runtime):
+        controller.on_watch_event(body, deleted=False)
+    assert parses == ["m", "rt"]
+    # A label change, a relist, a status write: same uid and generation, a new resourceVersion.
+    for body in (model, runtime):
+        relabelled = _listed(body | {"metadata": body["metadata"] | {"labels": {"a": "b"}}}, version="2")
+        controller.on_watch_event(relabelled, deleted=False)
+    assert parses == ["m", "rt"]
+    # A spec change moves the generation; a re-created object has another uid.
+    controller.on_watch_event(_listed(objects.model("m", size="8B"), generation=2), deleted=False)
+    controller.on_watch_event(_listed(objects.runtime("rt"), uid="u2"), deleted=False)
+    assert parses == ["m", "rt", "m", "rt"]
+    assert controller.catalog.get(MODEL).spec.model_parameter_size == "8B"  # type: ignore[union-attr]
+
+
+def test_inference_services_are_always_read(parses: list[str]) -> None:
+    controller = Controller(None, Metrics(), report_only=True)
+    isvc = _listed(objects.inference_service("svc", namespace="ns", model_name="m"))
+    controller.on_watch_event(isvc, deleted=False)
+    controller.on_watch_event(
+        isvc | {"metadata": isvc["metadata"] | {"annotations": {"x": "y"}}}, deleted=False
+    )
+    assert parses == ["svc", "svc"]  # its annotations are inputs, and it is small
+
+
+def test_an_object_too_large_to_read_is_absent_and_said_once(
+    parses: list[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    controller = Controller(None, Metrics(), report_only=True)
+    runtime = _listed(objects.runtime("rt"))
+    controller.on_watch_event(runtime, deleted=False)
+    assert RUNTIME in controller.catalog
+    huge = objects.runtime("rt")
+    huge["spec"]["supportedModelFormats"] *= 30_000
+    with caplog.at_level(logging.WARNING):
+        for version in ("2", "3"):
+            controller.on_watch_event(_listed(huge, generation=2, version=version), deleted=False)
+    assert RUNTIME not in controller.catalog
+    assert parses == ["rt"]  # the 30,000 entries were never parsed
+    assert [r.getMessage() for r in caplog.records] == [
+        "ignoring ClusterServingRuntime rt: spec.supportedModelFormats has 30000 entries, more than the 1000 "
+        "ome-selector reads"
+    ]
+
+
+def test_a_listing_never_undoes_what_the_watch_delivered_while_it_was_in_flight() -> None:
+    async def scenario() -> Controller:
+        controller = Controller(None, Metrics(), report_only=True)
+        controller.begin_listing()
+        await controller.reconcile([_listed(objects.model("m")), _listed(objects.model("old"))])
+        controller.mark_ready()
+        # A listing is requested; meanwhile the watch adds "new", deletes "old" and changes "m".
+        controller.begin_listing()
+        controller.on_watch_event(_listed(objects.model("new"), uid="n"), deleted=False)
+        controller.on_watch_event(_listed(objects.model("old")), deleted=True)
+        controller.on_watch_event(_listed(objects.model("m", size="8B"), generation=2), deleted=False)
+        # The listing (older than all of that) still has "old" and the old "m", and not "new".
+        await controller.reconcile([_listed(objects.model("m")), _listed(objects.model("old"))])
+        return controller
+
+    controller = _run(scenario())
+    names = sorted(key.name for key in controller.catalog.keys(Kind.CLUSTER_BASE_MODEL))
+    assert names == ["m", "new"]
+    assert controller.catalog.get(MODEL).spec.model_parameter_size == "8B"  # type: ignore[union-attr]
+
+
+def test_a_listing_forgets_what_vanished_and_queues_its_dependants() -> None:
+    async def scenario() -> tuple[Controller, int]:
+        controller = Controller(None, Metrics(), report_only=True)
+        isvc = _listed(objects.inference_service("svc", namespace="ns", model_name="m"))
+        controller.begin_listing()
+        await controller.reconcile([_listed(objects.model("m")), isvc])
+        controller.mark_ready()
+        controller.begin_listing()
+        await controller.reconcile([isvc])  # the model vanished during a watch gap
+        return controller, controller.queue.depth
+
+    controller, queued = _run(scenario())
+    assert MODEL not in controller.catalog
+    assert queued == 1  # the InferenceService that referenced it
