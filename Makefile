@@ -51,7 +51,7 @@ demo: venv ## start a local control plane, apply the samples and show what a use
 	@bindir=$$(hack/ensure-binaries.sh) && OME_SELECTOR_BIN_DIR="$$bindir" $(PY) -m harness.demo
 
 bench: venv ## benchmarks (never part of make test): selection core, lint, model files, fan-out and memory, admission latency
-	$(PY) -m bench
+	$(PY) -m bench $(if $(BENCH_OUT),--out $(BENCH_OUT))
 	$(PY) -m bench.lint
 	$(PY) -m bench.modelfiles
 	@bindir=$$(hack/ensure-binaries.sh) && export OME_SELECTOR_BIN_DIR="$$bindir" && \
@@ -84,3 +84,16 @@ image: ## build the container image $(IMAGE) (needs a Docker engine)
 
 e2e-kind: venv ## kind cluster, build and load $(IMAGE), helm install, the e2e scenario, delete (needs Docker and kind)
 	IMAGE=$(IMAGE) PYTHON=$(PY) hack/e2e-kind.sh
+
+# --- make e2e (issue 13): the image, the chart and the operator pod in a real single-node cluster on this machine ---
+
+.PHONY: e2e e2e-up e2e-down
+
+e2e: venv ## build or reuse everything, a real single-node cluster here (Linux, root), the e2e suite, teardown
+	@PYTHON=$(abspath $(PY)) hack/e2e/run.sh e2e
+
+e2e-up: venv ## the same cluster with the operator installed, left running (kubeconfig .e2e/kubeconfig)
+	@PYTHON=$(abspath $(PY)) hack/e2e/run.sh up
+
+e2e-down: ## stop the e2e-up cluster and restore the host
+	@hack/e2e/run.sh down

@@ -1,138 +1,49 @@
-"""``make bench``: how long the selection core takes per decision, and how that grows with the catalog.
+"""``python -m bench``: how long the selection core takes per decision, on OME-shaped and rotating catalogs.
 
-Measures, for one model:
+For each catalog (see :mod:`bench.catalogs`) it times:
 
-- ``explain`` (every runtime's verdict, the CLI's view) and ``evaluate`` (the operator's and webhook's
-  decision, which reads only the runtimes indexed under the model's format);
-- against OME's published catalog (tests/data/ome-catalog, 201 runtimes) and synthetic catalogs of 1,000 and
-  10,000 runtimes (a fifth of them naming the model's format);
-- plus the cost of one incremental catalog update (a runtime replaced, as a watch event does).
+- ``explain``: every runtime's verdict with its reason (the CLI's view);
+- ``evaluate``: the operator's and the webhook's decision for an InferenceService, for a model some runtime
+  serves and for one none serves (the capped no-runtime message), decided again and again: after the first,
+  each reads the result the catalog keeps for the model (what every further InferenceService of the model
+  costs);
+- the first decision after a runtime changed (the runtime stored again, as a watch event does, then the
+  decision: nothing kept any more), and the store alone.
 
-Timing uses :mod:`timeit` (best of several repeats); nothing here asserts a time.
+Then it prints the selection-core rows of issue 17's table with their goals. Figures are medians of batches
+(see :mod:`bench.timing`); nothing here asserts a time. ``--out FILE`` also writes every figure as JSON, so
+runs can be compared.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
+import platform
 import sys
-import timeit
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.catalogs import NAMESPACE, BenchCatalog, ome_shaped_catalog, published_catalog, rotating_catalog
+from bench.timing import Timing, human, time_per_call
 from ome_selector.api.loading import load_resource
-from ome_selector.api.manifests import load_manifest
-from ome_selector.api.resources import InferenceService, Model, ModelFormat, ModelFramework, Resource, Runtime
-from ome_selector.catalog.catalog import Catalog
+from ome_selector.api.resources import InferenceService, Model
 from ome_selector.selection.explain import explain
 from ome_selector.selection.outcome import evaluate
 
-REPO = Path(__file__).resolve().parents[1]
-OME_CATALOG = REPO / "tests" / "data" / "ome-catalog"
-NAMESPACE = "default"
 GV = "ome.io/v1beta1"
 
 
-def best_seconds(call: Callable[[], object], repeat: int = 5) -> float:
-    """Seconds per call: the best of ``repeat`` runs of an auto-ranged loop."""
-    timer = timeit.Timer(call)
-    number, _ = timer.autorange()
-    return min(timer.repeat(repeat=repeat, number=number)) / number
-
-
-def human(seconds: float) -> str:
-    if seconds >= 1:
-        return f"{seconds:.2f} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.2f} ms"
-    return f"{seconds * 1e6:.1f} µs"
-
-
-def published_catalog() -> tuple[Catalog, Model]:
-    resources: list[Resource] = []
-    for path in sorted(OME_CATALOG.rglob("*.yaml")):
-        resources.extend(load_manifest(path.read_text(encoding="utf-8")))
-    catalog = Catalog.from_resources(resources)
-    model = catalog.resolve_model(NAMESPACE, "llama-3-2-3b-instruct")
-    assert model is not None
-    # The published model has no metadata yet; fill in what OME reads from the weights.
-    spec = model.spec.model_copy(
-        update={
-            "model_format": ModelFormat(name="safetensors", version="1.0.0"),
-            "model_framework": ModelFramework(name="transformers", version="4.45.0.dev0"),
-            "model_architecture": "LlamaForCausalLM",
-            "model_parameter_size": "3.21B",
-        }
-    )
-    model = model.model_copy(update={"spec": spec})
-    catalog.upsert(model)
-    return catalog, model
-
-
-FORMATS = ["safetensors", "onnx", "gguf", "pytorch", "tensorrt"]
-ARCHITECTURES = ["LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "GemmaForCausalLM"]
-BOUNDS = [("500M", "2B"), ("2B", "4B"), ("1B", None), (None, "13B"), ("7B", "70B"), None]
-
-
-def synthetic_runtime(index: int) -> Runtime:
-    fmt = FORMATS[index % len(FORMATS)]
-    bounds = BOUNDS[index % len(BOUNDS)]
-    entries: list[dict[str, Any]] = [
-        {
-            "modelFormat": {"name": fmt, "version": "1.0.0"},
-            "modelFramework": {"name": "transformers", "version": f"4.{40 + index % 10}.0"},
-            "modelArchitecture": ARCHITECTURES[(index // 10) % len(ARCHITECTURES)],
-            "autoSelect": index % 3 != 0,
-            "priority": 1 + index % 3,
-        },
-        {"modelFormat": {"name": FORMATS[(index + 1) % len(FORMATS)]}, "autoSelect": True},
-    ]
-    spec: dict[str, Any] = {"supportedModelFormats": entries}
-    if bounds is not None:
-        spec["modelSizeRange"] = {k: v for k, v in zip(("min", "max"), bounds, strict=True) if v is not None}
-    namespaced = index % 10 == 0
-    doc = {
-        "apiVersion": GV,
-        "kind": "ServingRuntime" if namespaced else "ClusterServingRuntime",
-        "metadata": {"name": f"rt-{index:05d}", **({"namespace": NAMESPACE} if namespaced else {})},
-        "spec": spec,
-    }
-    resource = load_resource(doc)
-    assert isinstance(resource, Runtime)
-    return resource
-
-
-def synthetic_model(name: str, architecture: str) -> Model:
-    model = load_resource(
-        {
-            "apiVersion": GV,
-            "kind": "ClusterBaseModel",
-            "metadata": {"name": name},
-            "spec": {
-                "modelFormat": {"name": "safetensors", "version": "1.0.0"},
-                "modelFramework": {"name": "transformers", "version": "4.45.0"},
-                "modelArchitecture": architecture,
-                "modelParameterSize": "3.21B",
-            },
-        }
-    )
-    assert isinstance(model, Model)
-    return model
-
-
-def synthetic_catalog(size: int) -> tuple[Catalog, Model, Model]:
-    """A catalog of ``size`` runtimes, a model some of them serve, and one none serves (same format)."""
-    served = synthetic_model("bench-llama", "LlamaForCausalLM")
-    orphan = synthetic_model("bench-phi", "PhiForCausalLM")
-    runtimes = (synthetic_runtime(i) for i in range(size))
-    return Catalog.from_resources([served, orphan, *runtimes]), served, orphan
-
-
-def inference_service(model: Model) -> InferenceService:
+def inference_service(model: Model, name: str) -> InferenceService:
     resource = load_resource(
         {
             "apiVersion": GV,
             "kind": "InferenceService",
-            "metadata": {"name": f"isvc-{model.name}", "namespace": NAMESPACE},
+            "metadata": {"name": name, "namespace": NAMESPACE},
             "spec": {"model": {"name": model.name}},
         }
     )
@@ -140,73 +51,186 @@ def inference_service(model: Model) -> InferenceService:
     return resource
 
 
-def measure(label: str, catalog: Catalog, model: Model, orphan: Model | None = None) -> dict[str, float]:
-    """Time explain and evaluate for ``model`` (and evaluate for ``orphan``, a model no runtime serves)."""
-    isvc = inference_service(model)
-    catalog.upsert(isvc)
-    explanation = explain(catalog, model, NAMESPACE)
-    outcome = evaluate(catalog, isvc)
-    assert outcome is not None
-    runtimes = len(explanation.verdicts)
-    candidates = len(catalog.runtime_profiles_for_format(NAMESPACE, model.spec.format_name))
-    victim = catalog.runtimes()[len(catalog.runtimes()) // 2]
-    figures = {
-        "runtimes": float(runtimes),
-        "explain": best_seconds(lambda: explain(catalog, model, NAMESPACE)),
-        "evaluate": best_seconds(lambda: evaluate(catalog, isvc)),
-        "upsert": best_seconds(lambda: catalog.upsert(victim)),
-    }
-    print(f"{label}: {runtimes} runtimes, {candidates} of them name the model's format")
-    print(f"  explain  (every verdict, the CLI)        {human(figures['explain']):>10} per call")
-    print(
-        f"  evaluate (operator/webhook decision)     {human(figures['evaluate']):>10} per call  "
-        f"-> {outcome.message}"
-    )
-    if orphan is not None:
-        orphan_isvc = inference_service(orphan)
-        catalog.upsert(orphan_isvc)
-        orphan_outcome = evaluate(catalog, orphan_isvc)
-        assert orphan_outcome is not None
-        figures["evaluate_none"] = best_seconds(lambda: evaluate(catalog, orphan_isvc))
-        print(
-            f"  evaluate, no runtime fits (capped msg)  {human(figures['evaluate_none']):>10} per call  "
-            f"-> {orphan_outcome.reason}, {len(orphan_outcome.message)} characters"
-        )
-    print(f"  upsert of one runtime (a watch event)    {human(figures['upsert']):>10} per call")
-    return figures
+@dataclass(frozen=True, slots=True)
+class Figure:
+    key: str
+    label: str
+    timing: Timing
+    note: str = ""
 
 
-def main() -> int:
-    print(f"Python {sys.version.split()[0]}; best of 5 timeit repeats, time per call\n")
-    build_start = timeit.default_timer()
-    catalog, model = published_catalog()
-    print(f"published catalog loaded and indexed in {human(timeit.default_timer() - build_start)}")
-    results = {"OME catalog": measure("OME catalog, llama-3-2-3b-instruct at 3.21B", catalog, model)}
-    for size in (1_000, 10_000):
-        build_start = timeit.default_timer()
-        synthetic, served, orphan = synthetic_catalog(size)
-        built = timeit.default_timer() - build_start
+def measure(title: str, bench: BenchCatalog) -> dict[str, Timing]:
+    """Time explain, evaluate (served and orphan, memoized and after a runtime change) and one store."""
+    catalog, served, orphan = bench.catalog, bench.served, bench.orphan
+    served_isvc = inference_service(served, "bench-served")
+    orphan_isvc = inference_service(orphan, "bench-orphan")
+    catalog.upsert(served_isvc)
+    catalog.upsert(orphan_isvc)
+    runtimes = catalog.runtimes()
+    victim = runtimes[len(runtimes) // 2]
+    served_outcome, orphan_outcome = evaluate(catalog, served_isvc), evaluate(catalog, orphan_isvc)
+    assert served_outcome is not None
+    assert orphan_outcome is not None
+    explanation = explain(catalog, served, NAMESPACE)
+
+    def explain_with_reasons() -> None:
+        for verdict in explain(catalog, served, NAMESPACE).verdicts:
+            _ = verdict.reason
+
+    def changed_then(isvc: InferenceService) -> Callable[[], object]:
+        def call() -> object:
+            catalog.upsert(victim)
+            return evaluate(catalog, isvc)
+
+        return call
+
+    formats = len(catalog.runtime_profiles_for_format(NAMESPACE, served.spec.format_name))
+    print(f"\n{title}: {len(explanation.verdicts):,} runtimes, {formats:,} of them name the model's format")
+    figures = [
+        Figure("explain", "explain (every verdict and its reason)", time_per_call(explain_with_reasons)),
+        Figure(
+            "evaluate",
+            "evaluate, served model (memo)",
+            time_per_call(lambda: evaluate(catalog, served_isvc)),
+            served_outcome.message,
+        ),
+        Figure(
+            "evaluate_none",
+            "evaluate, no runtime fits (memo)",
+            time_per_call(lambda: evaluate(catalog, orphan_isvc)),
+            f"{orphan_outcome.reason}, {len(orphan_outcome.message)} characters",
+        ),
+        Figure("upsert", "store one runtime (a watch event)", time_per_call(lambda: catalog.upsert(victim))),
+        Figure(
+            "changed_evaluate",
+            "store one runtime + evaluate, served",
+            time_per_call(changed_then(served_isvc)),
+        ),
+        Figure(
+            "changed_evaluate_none",
+            "store one runtime + evaluate, no fit",
+            time_per_call(changed_then(orphan_isvc)),
+        ),
+    ]
+    for figure in figures:
+        note = f"  -> {figure.note}" if figure.note else ""
+        timing = figure.timing
         print(
-            f"\nsynthetic catalog of {size:,} runtimes built in {human(built)} "
-            f"({human(built / size)} per runtime)"
+            f"  {figure.label:<40} {human(timing.median):>10} median ({human(timing.best)} best, "
+            f"{human(timing.cpu_median)} CPU){note}"
         )
-        results[f"{size}"] = measure(f"synthetic {size:,}", synthetic, served, orphan)
-    small, large = results["1000"], results["10000"]
-    growth = large["runtimes"] / small["runtimes"]
-    print(f"\ngrowth from 1,000 to 10,000 runtimes ({growth:.0f}x):")
-    for key, name in (
-        ("explain", "explain"),
-        ("evaluate", "evaluate"),
-        ("evaluate_none", "evaluate, no runtime fits"),
-        ("upsert", "upsert"),
-    ):
-        print(f"  {name:<26} {large[key] / small[key]:5.1f}x")
+    return {figure.key: figure.timing for figure in figures}
+
+
+@dataclass(frozen=True, slots=True)
+class IssueRow:
+    """One selection-core row of issue 17's table."""
+
+    what: str
+    was: str
+    goal_seconds: float
+    measured: Timing
+    cold: Timing | None
+
+    @property
+    def met(self) -> bool:
+        return self.measured.median <= self.goal_seconds
+
+    @property
+    def met_in_cpu_time(self) -> bool:
+        return self.measured.cpu_median <= self.goal_seconds
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "what": self.what,
+            "was": self.was,
+            "goal_seconds": self.goal_seconds,
+            "measured": self.measured.as_json(),
+            "after_a_runtime_change": self.cold.as_json() if self.cold is not None else None,
+            "met": self.met,
+            "met_in_cpu_time": self.met_in_cpu_time,
+        }
+
+
+def issue_rows(results: dict[str, dict[str, Timing]]) -> list[IssueRow]:
+    ome, shaped = results["published"], results["ome-shaped-10000"]
+    return [
+        IssueRow(
+            "evaluate, OME catalog (201 runtimes)",
+            "0.5-1.4 ms",
+            100e-6,
+            ome["evaluate"],
+            ome["changed_evaluate"],
+        ),
+        IssueRow(
+            "evaluate, 10,000 OME-shaped runtimes",
+            "41-49 ms",
+            2e-3,
+            shaped["evaluate"],
+            shaped["changed_evaluate"],
+        ),
+        IssueRow("explain, OME catalog", "1.2-2.5 ms", 500e-6, ome["explain"], None),
+    ]
+
+
+def _verdict(met: bool) -> str:
+    return "met" if met else "NOT met"
+
+
+def print_issue_rows(rows: list[IssueRow]) -> None:
     print(
-        "explain judges every runtime; evaluate judges only the runtimes indexed under the model's format "
-        "(here a fixed two fifths of the catalog, so they grow 10x too). Both are linear in what they judge; "
-        "per-runtime cost rises once the working set no longer fits the CPU caches, and figures vary "
-        "between runs on a shared machine."
+        "\nIssue 17, selection core (medians by the wall clock and by CPU time; 'after a change' = store one "
+        "runtime + the decision, wall clock):"
     )
+    print(f"  {'what':<38} {'was':>11} {'goal':>10} {'now':>10} {'CPU':>10} {'after a change':>15}  verdict")
+    for row in rows:
+        cold = human(row.cold.median) if row.cold is not None else "-"
+        print(
+            f"  {row.what:<38} {row.was:>11} {'≤ ' + human(row.goal_seconds):>10} "
+            f"{human(row.measured.median):>10} {human(row.measured.cpu_median):>10} {cold:>15}  "
+            f"{_verdict(row.met)} (CPU: {_verdict(row.met_in_cpu_time)})"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, help="also write every figure to this JSON file")
+    args = parser.parse_args(argv)
+    print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+
+    catalogs: list[tuple[str, str, Callable[[], BenchCatalog]]] = [
+        ("published", "OME catalog, llama-3-2-3b-instruct at 3.21B", published_catalog),
+        ("ome-shaped-1000", "OME-shaped, 1,000 runtimes", lambda: ome_shaped_catalog(1_000)),
+        ("ome-shaped-10000", "OME-shaped, 10,000 runtimes", lambda: ome_shaped_catalog(10_000)),
+        ("rotating-1000", "rotating, 1,000 runtimes", lambda: rotating_catalog(1_000)),
+        ("rotating-10000", "rotating, 10,000 runtimes", lambda: rotating_catalog(10_000)),
+    ]
+    results: dict[str, dict[str, Timing]] = {}
+    built: dict[str, float] = {}
+    for key, title, build in catalogs:
+        start = time.perf_counter()
+        bench = build()
+        built[key] = time.perf_counter() - start
+        results[key] = measure(f"{title} (built in {human(built[key])})", bench)
+
+    rows = issue_rows(results)
+    print_issue_rows(rows)
+    if args.out is not None:
+        document = {
+            "python": sys.version.split()[0],
+            "machine": {
+                "cpus": os.cpu_count(),
+                "load_1m": os.getloadavg()[0],
+                "platform": platform.platform(),
+            },
+            "catalogs": {
+                key: {"built_seconds": built[key], **{name: t.as_json() for name, t in figures.items()}}
+                for key, figures in results.items()
+            },
+            "issue_17": [row.as_json() for row in rows],
+        }
+        args.out.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+        print(f"\nfigures written to {args.out}")
     return 0
 
 

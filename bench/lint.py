@@ -23,7 +23,8 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.__main__ import OME_CATALOG, human
+from bench.catalogs import OME_CATALOG
+from bench.timing import human
 from ome_selector.api.manifests import load_manifest
 from ome_selector.api.resources import Resource, Runtime
 from ome_selector.catalog.catalog import Catalog

@@ -19,12 +19,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from harness.model_folders import LLAMA_3_70B, decoder_tensors, write_json, write_sharded
 from ome_selector.modelfiles import Inspection, inspect_model
 
-# The model folders and the Hub stand-in are the tests' own (tests/unit): one writer of sparse checkpoints.
+# The Hub stand-in is the tests' own (tests/unit).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "unit"))
 from hub_standin import Repo, hub_standin
-from model_folders import LLAMA_3_70B, decoder_tensors, write_json, write_sharded
 
 EXPECTED_PARAMETERS = 70_553_706_496
 

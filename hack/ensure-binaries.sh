@@ -2,6 +2,10 @@
 # Provides pinned control-plane test binaries (kube-apiserver, kubectl, etcd, helm) and prints
 # the directory holding them on stdout. Progress goes to stderr.
 #
+# `hack/ensure-binaries.sh node` provides the node's binaries for `make e2e` instead (kubelet,
+# kube-controller-manager, kube-scheduler, kube-proxy from the same Kubernetes version, and crictl), always
+# cached or built from Go modules the same way.
+#
 # Sources, first that works wins:
 #   1. $KUBEBUILDER_ASSETS (must hold kube-apiserver, etcd and kubectl; helm is optional there)
 #   2. a cache under ${XDG_CACHE_HOME:-~/.cache}/ome-selector keyed by every version
@@ -13,14 +17,27 @@ set -euo pipefail
 K8S_VERSION="${K8S_VERSION:-1.36.3}"
 ETCD_VERSION="${ETCD_VERSION:-3.6.16}"
 HELM_VERSION="${HELM_VERSION:-3.22.0}"
+CRICTL_VERSION="${CRICTL_VERSION:-1.34.0}"
 CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/ome-selector"
 BIN_DIR="$CACHE_ROOT/k8s-v$K8S_VERSION-etcd-v$ETCD_VERSION-helm-v$HELM_VERSION"
+NODE_DIR="$CACHE_ROOT/node-k8s-v$K8S_VERSION-crictl-v$CRICTL_VERSION"
+NODE_BINARIES=(kubelet kube-controller-manager kube-scheduler kube-proxy)
 ENVTEST_URL="https://github.com/kubernetes-sigs/controller-tools/releases/download/envtest-v$K8S_VERSION/envtest-v$K8S_VERSION-$(go env GOOS 2>/dev/null || echo linux)-$(go env GOARCH 2>/dev/null || echo amd64).tar.gz"
 
 log() { printf 'ensure-binaries: %s\n' "$*" >&2; }
 have_all() { local dir="$1"; shift; for b in "$@"; do [[ -x "$dir/$b" ]] || return 1; done; }
 
-if [[ -n "${KUBEBUILDER_ASSETS:-}" ]] && have_all "$KUBEBUILDER_ASSETS" kube-apiserver etcd kubectl; then
+case "${1:-}" in
+  "") mode=control-plane ;;
+  node) mode=node ;;
+  *) log "usage: $0 [node]"; exit 2 ;;
+esac
+
+if [[ $mode == node ]] && have_all "$NODE_DIR" "${NODE_BINARIES[@]}" crictl; then
+  echo "$NODE_DIR"; exit 0
+fi
+
+if [[ $mode == control-plane && -n "${KUBEBUILDER_ASSETS:-}" ]] && have_all "$KUBEBUILDER_ASSETS" kube-apiserver etcd kubectl; then
   if [[ -x "$KUBEBUILDER_ASSETS/helm" ]]; then
     echo "$KUBEBUILDER_ASSETS"; exit 0
   fi
@@ -29,14 +46,14 @@ if [[ -n "${KUBEBUILDER_ASSETS:-}" ]] && have_all "$KUBEBUILDER_ASSETS" kube-api
   for b in kube-apiserver etcd kubectl; do ln -sf "$KUBEBUILDER_ASSETS/$b" "$BIN_DIR/$b"; done
 fi
 
-if have_all "$BIN_DIR" kube-apiserver etcd kubectl helm; then
+if [[ $mode == control-plane ]] && have_all "$BIN_DIR" kube-apiserver etcd kubectl helm; then
   echo "$BIN_DIR"; exit 0
 fi
 
-mkdir -p "$BIN_DIR"
 started=$(date +%s)
 
-if ! have_all "$BIN_DIR" kube-apiserver etcd kubectl; then
+if [[ $mode == control-plane ]] && ! have_all "$BIN_DIR" kube-apiserver etcd kubectl; then
+  mkdir -p "$BIN_DIR"
   tmp=$(mktemp -d)
   if curl -fsSL --connect-timeout 5 --max-time 300 -o "$tmp/envtest.tgz" "$ENVTEST_URL" 2>/dev/null \
      && tar -xzf "$tmp/envtest.tgz" -C "$tmp"; then
@@ -54,7 +71,9 @@ export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN="${GOTOOLCHAIN:-local}"
 work=$(mktemp -d)
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
 
+# build_kubernetes DIR COMMAND...: the Kubernetes commands, built into DIR.
 build_kubernetes() {
+  local into="$1"; shift
   local minor="${K8S_VERSION#1.}"; minor="${minor%%.*}"
   local staging="0.${K8S_VERSION#1.}"
   mkdir -p "$work/k8s" && cd "$work/k8s"
@@ -62,7 +81,7 @@ build_kubernetes() {
   local gomod
   gomod=$(go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')
   # Every staging module k8s.io/kubernetes requires at v0.0.0 is replaced by its published tag.
-  for m in $(sed -n 's/^\t\(k8s\.io\/[a-z0-9-]*\) v0\.0\.0\( \/\/ indirect\)\{0,1\}$/\1/p' "$gomod"); do
+  sed -n 's/^\t\(k8s\.io\/[a-z0-9-]*\) v0\.0\.0\( \/\/ indirect\)\{0,1\}$/\1/p' "$gomod" | while read -r m; do
     go mod edit -replace="$m=$m@v$staging"
   done
   go get "k8s.io/kubernetes@v$K8S_VERSION" >&2
@@ -71,9 +90,9 @@ build_kubernetes() {
     -X k8s.io/component-base/version.gitTreeState=clean
     -X k8s.io/client-go/pkg/version.gitVersion=v$K8S_VERSION
     -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$minor"
-  for cmd in kube-apiserver kubectl; do
+  for cmd in "$@"; do
     log "building $cmd v$K8S_VERSION"
-    go build -trimpath -ldflags "$ldflags" -o "$BIN_DIR/$cmd" "k8s.io/kubernetes/cmd/$cmd" >&2
+    go build -trimpath -ldflags "$ldflags" -o "$into/$cmd" "k8s.io/kubernetes/cmd/$cmd" >&2
   done
 }
 
@@ -93,8 +112,26 @@ build_helm() {
   install -m 0755 "$work/helm-bin/helm" "$BIN_DIR/helm"
 }
 
+build_crictl() {
+  log "building crictl v$CRICTL_VERSION"
+  GOBIN="$work/crictl-bin" go install -trimpath \
+    -ldflags "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=v$CRICTL_VERSION" \
+    "sigs.k8s.io/cri-tools/cmd/crictl@v$CRICTL_VERSION" >&2
+  install -m 0755 "$work/crictl-bin/crictl" "$NODE_DIR/crictl"
+}
+
+if [[ $mode == node ]]; then
+  mkdir -p "$NODE_DIR"
+  have_all "$NODE_DIR" "${NODE_BINARIES[@]}" || build_kubernetes "$NODE_DIR" "${NODE_BINARIES[@]}"
+  [[ -x "$NODE_DIR/crictl" ]] || build_crictl
+  "$NODE_DIR/kubelet" --version >&2
+  log "ready in $NODE_DIR after $(( $(date +%s) - started ))s"
+  echo "$NODE_DIR"
+  exit 0
+fi
+
 [[ -x "$BIN_DIR/etcd" ]] || build_etcd
-[[ -x "$BIN_DIR/kube-apiserver" && -x "$BIN_DIR/kubectl" ]] || build_kubernetes
+[[ -x "$BIN_DIR/kube-apiserver" && -x "$BIN_DIR/kubectl" ]] || build_kubernetes "$BIN_DIR" kube-apiserver kubectl
 [[ -x "$BIN_DIR/helm" ]] || build_helm
 
 "$BIN_DIR/kube-apiserver" --version >&2

@@ -17,12 +17,14 @@ import json
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from kubernetes import client, config
 
 from harness import objects
-from harness.kube import create, eventually, runtime_ready
+from harness.kube import create, eventually, list_objects, patch, runtime_ready
 
 MODEL = "ha-llama"
 SMALL_RUNTIME = "ha-small"
@@ -30,35 +32,34 @@ PREFIX = "churn-"
 
 
 def prepare(api: Any, namespace: str) -> None:
-    client.CoreV1Api(api).create_namespace({"metadata": {"name": namespace}})
+    client.CoreV1Api(api).create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
     create(api, objects.model(MODEL, namespace=namespace, size="3.21B"))
     create(api, objects.runtime(SMALL_RUNTIME, namespace=namespace, size_range=("500M", "2B")))
 
 
 def churn(api: Any, namespace: str, seconds: float, interval: float) -> dict[str, Any]:
-    objects_api = client.CustomObjectsApi(api)
-    attempts, failures, messages = 0, 0, []
+    attempts, failures = 0, 0
+    messages: list[str] = []
     index = 0
+    run = f"{PREFIX}{int(time.time()) % 100000:05d}-"  # each churn names its own objects
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         started = time.monotonic()
-        name = f"{PREFIX}{index:05d}"
         body = objects.inference_service(
-            name, namespace=namespace, model_name=MODEL, runtime_name=SMALL_RUNTIME, engine={}
+            f"{run}{index:05d}",
+            namespace=namespace,
+            model_name=MODEL,
+            runtime_name=SMALL_RUNTIME,
+            engine={},
         )
-        calls = [lambda body=body: create(api, body)]
+        writes: list[Callable[[], object]] = [partial(create, api, body)]
         if index:
-            previous = f"{PREFIX}{index - 1:05d}"
             label = {"metadata": {"labels": {"ome-selector-e2e/touched": str(index)}}}
-            calls.append(
-                lambda previous=previous, label=label: objects_api.patch_namespaced_custom_object(
-                    "ome.io", "v1beta1", namespace, "inferenceservices", previous, label
-                )
-            )
-        for call in calls:
+            writes.append(partial(patch, api, "InferenceService", f"{run}{index - 1:05d}", label, namespace))
+        for write in writes:
             attempts += 1
             try:
-                call()
+                write()
             except client.ApiException as error:
                 failures += 1
                 if len(messages) < 5:
@@ -70,11 +71,9 @@ def churn(api: Any, namespace: str, seconds: float, interval: float) -> dict[str
 
 def verify(api: Any, namespace: str, timeout: float) -> dict[str, Any]:
     names = [
-        item["metadata"]["name"]
-        for item in client.CustomObjectsApi(api).list_namespaced_custom_object(
-            "ome.io", "v1beta1", namespace, "inferenceservices"
-        )["items"]
-        if item["metadata"]["name"].startswith(PREFIX)
+        str(item["metadata"]["name"])
+        for item in list_objects(api, "InferenceService", namespace)
+        if str(item["metadata"]["name"]).startswith(PREFIX)
     ]
 
     def converged() -> bool:
@@ -87,9 +86,9 @@ def verify(api: Any, namespace: str, timeout: float) -> dict[str, Any]:
     eventually(converged, timeout=timeout, interval=1.0, what="every churned InferenceService's condition")
     events = client.CoreV1Api(api).list_namespaced_event(namespace).items
     per_object = Counter(
-        (event.involved_object.name, event.reason)
+        (str(event.involved_object.name), str(event.reason))
         for event in events
-        if event.involved_object.name.startswith(PREFIX)
+        if str(event.involved_object.name).startswith(PREFIX)
     )
     duplicates = sorted(f"{name} {reason} ×{n}" for (name, reason), n in per_object.items() if n > 1)
     missing = sorted(name for name in names if per_object[(name, "RuntimeCompatibilityAdvisory")] == 0)
@@ -105,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interval", type=float, default=0.1)
     parser.add_argument("--timeout", type=float, default=120.0)
     args = parser.parse_args(argv)
-    api = config.new_client_from_config(config_file=args.kubeconfig)
+    api = config.new_client_from_config(config_file=args.kubeconfig)  # type: ignore[no-untyped-call]
     with api:
         if args.command == "prepare":
             prepare(api, args.namespace)

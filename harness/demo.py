@@ -22,6 +22,7 @@ from kubernetes import config
 
 from harness.controlplane import ControlPlane, running_control_plane
 from harness.kube import eventually, runtime_ready
+from harness.model_folders import LLAMA_3_2_3B, decoder_tensors, write_json, write_safetensors
 from harness.operator_process import operator_process
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -114,6 +115,17 @@ class Demo:
         eventually(probe, timeout=60, what=f"{namespace}/{name} to become {reason}")
 
 
+def write_fp8_model_folder(folder: Path) -> Path:
+    """Llama 3.2 3B Instruct FP8 as a model folder: its config.json and a safetensors file with the real
+    header over sparse (empty) weights, so it costs a few kilobytes of disk."""
+    config = LLAMA_3_2_3B | {"quantization_config": {"quant_method": "fp8"}}
+    write_json(folder / "config.json", config)
+    write_safetensors(
+        folder / "model.safetensors", decoder_tensors(config, dtype="F8_E4M3"), {"format": "pt"}
+    )
+    return folder
+
+
 def show_events(demo: Demo, name: str, reason: str) -> None:
     """The events section of `kubectl describe`, once the event with `reason` is there."""
 
@@ -125,6 +137,22 @@ def show_events(demo: Demo, name: str, reason: str) -> None:
     section = eventually(events, what=f"the {reason} event of {name}")
     print(f"$ kubectl describe isvc {name} -n ome-demo   # events section")
     print("Events:" + section)
+
+
+# A closer range for the 1B Llama models: what-if shows which InferenceServices it would take over.
+SMALL_LLAMA_RUNTIME = """\
+apiVersion: ome.io/v1beta1
+kind: ClusterServingRuntime
+metadata: {name: sglang-llama-3-2-small}
+spec:
+  modelSizeRange: {min: 1B, max: 2B}
+  supportedModelFormats:
+    - modelFormat: {name: safetensors, version: "1.0.0"}
+      modelFramework: {name: transformers, version: "4.45.0.dev0"}
+      modelArchitecture: LlamaForCausalLM
+      autoSelect: true
+      priority: 2
+"""
 
 
 def story(demo: Demo) -> None:
@@ -154,18 +182,12 @@ def story(demo: Demo) -> None:
     demo.wait_reason("fp8-chat", "RuntimeSelected")
     run("kubectl", "get", "isvc", "fp8-chat", "-n", "ome-demo", "-o", "wide")
 
-    caption(
-        "... until the model gains modelParameterSize: 3.21B (as OME's agent fills it in): RuntimeNotFound"
-    )
-    run(
-        "kubectl",
-        "patch",
-        "clusterbasemodel",
-        "llama-3-2-3b-instruct-fp8",
-        "--type=merge",
-        "-p",
-        '{"spec":{"modelParameterSize":"3.21B"}}',
-    )
+    caption("... until the model's size is learned from its files: only the safetensors headers are read")
+    folder = str(write_fp8_model_folder(demo.plane.workdir / "models" / "Llama-3.2-3B-Instruct-FP8"))
+    run("kubectl-ome", "model", "inspect", folder, "-v")
+    caption("--apply writes what the model lacks (never what someone set): modelParameterSize 3.21B")
+    run("kubectl-ome", "model", "inspect", folder, "--apply", "clusterbasemodel/llama-3-2-3b-instruct-fp8")
+    caption("The InferenceService on the 500M-2B runtime is re-evaluated: RuntimeNotFound")
     demo.wait_reason("fp8-chat", "RuntimeNotFound")
     run("kubectl", "get", "clusterbasemodel", "llama-3-2-3b-instruct-fp8")
     run("kubectl", "get", "isvc", "fp8-chat", "-n", "ome-demo", "-o", "wide")
@@ -185,6 +207,17 @@ def story(demo: Demo) -> None:
 
     caption("Why: kubectl ome runtime explain shows every runtime with Yes/No and the reason")
     run("kubectl-ome", "runtime", "explain", "--model", "llama-3-2-3b-instruct", "-n", "ome-demo")
+
+    caption("Check the catalog: kubectl ome runtime lint reports overlapping, tied and unused runtimes")
+    run("kubectl-ome", "runtime", "lint", "-n", "ome-demo")
+
+    caption("Before a catalog change: what-if lists the InferenceServices it would move (exit 3 for CI)")
+    output = run(
+        "kubectl-ome", "runtime", "what-if", "-A", "--fail-on-change", "-f", "-",
+        input=SMALL_LLAMA_RUNTIME, check=False,
+    )  # fmt: skip
+    if "llama-1b-auto" not in output:
+        raise RuntimeError("what-if did not show llama-1b-auto moving to the closer runtime")
 
     caption("The admission webhook warns when a named runtime does not declare support ...")
     named = ENGINE_ISVC.format(

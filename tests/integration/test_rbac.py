@@ -14,6 +14,7 @@ the caBundle, exactly as in a cluster.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -30,15 +31,18 @@ from typing import Any
 
 import pytest
 import yaml
+from hub_standin import Repo, hub_standin
 
 from harness import objects
 from harness.chart import render
 from harness.controlplane import ControlPlane, free_port
-from harness.kube import eventually
+from harness.kube import create, events_for, eventually, get
+from harness.model_folders import LLAMA_3_2_1B, decoder_tensors, write_json, write_safetensors
 from harness.operator_thread import OperatorThread
 from harness.scenario import run_scenario
 from ome_selector.cli.ome_selector import _parser, leader_election_from_args
 from ome_selector.operator.app import OperatorConfig
+from ome_selector.operator.learning import LearningConfig
 from ome_selector.webhook.cli import webhook_config_from_args
 
 # (apiGroup, resource, verb) → the code that makes the call. The chart grants exactly these (webhook on,
@@ -87,6 +91,11 @@ INTENDED_USES: dict[tuple[str, str, str], str] = {
         "update",
     ): "acquire, renew and release the Lease (kube/leaderelection.py)",
 }
+#: What `modelMetadata.enabled` adds (operator/learning.py), and nothing else.
+INTENDED_WHEN_LEARNING: dict[tuple[str, str, str], str] = {
+    ("ome.io", "basemodels", "patch"): "the learned fields a BaseModel lacks (operator/learning.py)",
+    ("ome.io", "clusterbasemodels", "patch"): "the learned fields a ClusterBaseModel lacks",
+}
 #: Rules that must name their objects.
 NAMED = {("admissionregistration.k8s.io", "validatingwebhookconfigurations"), ("", "secrets")}
 RBAC_KINDS = {"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
@@ -94,10 +103,13 @@ APPLIED_KINDS = RBAC_KINDS | {"ServiceAccount", "Secret", "ValidatingWebhookConf
 
 
 def granted(docs: list[dict[str, Any]], release: str) -> dict[tuple[str, str, str], list[str]]:
-    """(apiGroup, resource, verb) → resourceNames, over the operator's roles (not the plugin reader's)."""
+    """(apiGroup, resource, verb) → resourceNames, over the operator's roles (not the plugin reader's, nor the
+    startup check hook's)."""
     rules: dict[tuple[str, str, str], list[str]] = {}
     for doc in docs:
-        if doc["kind"] not in {"ClusterRole", "Role"} or doc["metadata"]["name"].endswith("-plugin-reader"):
+        if doc["kind"] not in {"ClusterRole", "Role"} or doc["metadata"]["name"].endswith(
+            ("-plugin-reader", "-startupcheck")
+        ):
             continue
         assert doc["metadata"]["name"].startswith(release), doc["metadata"]["name"]
         for rule in doc["rules"]:
@@ -140,7 +152,11 @@ class Installed:
         self.release = f"rbac{uuid.uuid4().hex[:6]}"
         values = {
             # Only this test's namespace: other tests' InferenceServices never reach this webhook.
-            "webhook": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}},
+            "webhook": {
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+                # The hook's Job needs a pod; the e2e suite runs it in a real cluster.
+                "startupCheck": {"enabled": False},
+            },
             **values,
         }
         self.docs = render(values, release=self.release, namespace=namespace)
@@ -227,6 +243,60 @@ def test_intended_uses_are_exactly_the_default_grants() -> None:
     for (group, resource, verb), names in rules.items():
         by_name = (group, resource) in NAMED or (group == "coordination.k8s.io" and verb != "create")
         assert bool(names) == by_name, (group, resource, verb, names)
+
+
+def test_learning_model_metadata_adds_exactly_its_intended_uses() -> None:
+    for values in ({}, {"watchNamespaces": ["a", "b"]}):
+        rules = granted(render(values | {"modelMetadata": {"enabled": True}}), "ome-selector")
+        assert set(rules) == set(INTENDED_USES) | set(INTENDED_WHEN_LEARNING)
+        assert all(not rules[use] for use in INTENDED_WHEN_LEARNING)  # any model may need it: no names
+    report_only = {"reportOnly": True, "modelMetadata": {"enabled": True}}
+    assert not set(granted(render(report_only), "ome-selector")) & set(INTENDED_WHEN_LEARNING)
+
+
+def _learned_events(api_client: Any, namespace: str, name: str) -> list[Any]:
+    return [e for e in events_for(api_client, namespace, name) if e.reason == "ModelMetadataLearned"]
+
+
+def test_learning_model_metadata_runs_with_its_own_token(env: Env) -> None:
+    """With modelMetadata.enabled the operator learns a BaseModel and a ClusterBaseModel, records their
+    events, and meets no 403, using only the chart's grants."""
+    control_plane, api_client, namespace = env.control_plane, env.api_client, env.namespace
+    installed = env.install({"modelMetadata": {"enabled": True}})
+    account = installed.one("ServiceAccount")["metadata"]["name"]
+    kubeconfig = token_kubeconfig(control_plane, namespace, account, env.tmp_path / "token.kubeconfig")
+    overrides = installed.operator_overrides(kubeconfig, env.tmp_path / "certs")
+    container = installed.one("Deployment")["spec"]["template"]["spec"]["containers"][0]
+    assert _parser().parse_args(["run", *container["args"]]).learn_model_metadata is True
+    folder = env.tmp_path / "llama"
+    write_json(folder / "config.json", LLAMA_3_2_1B)
+    write_safetensors(folder / "model.safetensors", decoder_tensors(LLAMA_3_2_1B))
+    cluster_model = f"{installed.release}-llama"
+    models = [
+        objects.model("llama", namespace=namespace, with_format=False),
+        objects.model(cluster_model, with_format=False),
+    ]
+    for model in models:
+        model["spec"]["storage"]["storageUri"] = "hf://meta/llama"
+        create(api_client, model)
+    installed.cluster_scoped.append(("ClusterBaseModel", cluster_model))
+    env.caplog.set_level(logging.INFO)
+    with hub_standin() as hub:
+        hub.repos["meta/llama"] = Repo(folder)
+        runner = env.running_operator(**overrides, model_metadata=LearningConfig(endpoint=hub.url))
+        for kind, name, where in (
+            ("BaseModel", "llama", namespace),
+            ("ClusterBaseModel", cluster_model, "default"),
+        ):
+            eventually(
+                functools.partial(_learned_events, api_client, where, name),
+                what=f"the ModelMetadataLearned event of {kind} {name}",
+            )
+            scope = where if kind == "BaseModel" else None
+            assert get(api_client, kind, name, scope)["spec"]["modelParameterSize"] == "1.24B"
+        runner.wait_idle()
+    assert _forbidden(env.caplog.records) == []
+    assert _api_errors(runner) == {}
 
 
 def _forbidden(records: list[logging.LogRecord]) -> list[str]:

@@ -72,7 +72,7 @@ class Rendered:
         """(kind/namespace of the role, apiGroup, resource, verb, resourceNames) of the operator's roles."""
         found = set()
         for doc in self.all("ClusterRole") + self.all("Role"):
-            if doc["metadata"]["name"].endswith("-plugin-reader"):
+            if doc["metadata"]["name"].endswith(("-plugin-reader", "-startupcheck")):
                 continue
             where = doc["metadata"].get("namespace", "")
             for rule in doc["rules"]:
@@ -110,6 +110,11 @@ def _helm(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:
         ["webhook.certManager.enabled=true"],
         ["watchNamespaces={a,b}", "reportOnly=true", "crds.install=false"],
         [
+            "modelMetadata.enabled=true",
+            "modelMetadata.tokenSecret.name=hf",
+            "modelMetadata.endpoint=https://m",
+        ],
+        [
             "webhook.enabled=false",
             "metrics.serviceMonitor.enabled=true",
             "metrics.prometheusRule.enabled=true",
@@ -132,6 +137,9 @@ def test_helm_lint_strict_is_clean(helm: Path, sets: list[str]) -> None:
         ({"watchNamespaces": ["Not_A_Namespace"]}, "/watchNamespaces/0"),
         ({"crds": {"instal": True}}, "instal"),
         ({"unknownKey": 1}, "unknownKey"),
+        ({"modelMetadata": {"endpoint": "huggingface.co"}}, "/modelMetadata/endpoint"),
+        ({"modelMetadata": {"tokenSecret": {"name": "Not_A_Secret"}}}, "/modelMetadata/tokenSecret/name"),
+        ({"modelMetadata": {"token": "hf_x"}}, "token"),
     ],
 )
 def test_values_schema_rejects_bad_values(helm: Path, values: dict[str, Any], complaint: str) -> None:
@@ -152,6 +160,7 @@ def test_default_install_has_the_expected_objects(render: Any) -> None:
         + ["Secret", "Service", "Service", "Deployment", "ValidatingWebhookConfiguration"]
         + ["PodDisruptionBudget"]
         + ["CustomResourceDefinition"] * 5
+        + ["ServiceAccount", "Role", "RoleBinding", "Job"]  # the startup check hook
     )
 
 
@@ -263,6 +272,28 @@ def test_deployment_arguments_are_understood_by_ome_selector_run(render: Any) ->
     assert args.leader_election_id == "prod-ome-selector"
 
 
+def test_startup_check_hook_probes_the_webhook_with_a_dry_run_only(render: Any) -> None:
+    rendered = render(release="prod", namespace="ops")
+    job = rendered.one("Job")
+    hook = job["metadata"]["annotations"]
+    assert hook["helm.sh/hook"] == "post-install,post-upgrade"
+    assert "hook-succeeded" in hook["helm.sh/hook-delete-policy"]
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    assert container["command"] == ["ome-selector"]
+    args = _parser().parse_args(container["args"])
+    assert (args.command, args.namespace, args.timeout) == ("check-webhook", "ops", 120.0)
+    role = rendered.one("Role", "prod-ome-selector-startupcheck")
+    assert role["rules"] == [
+        {"apiGroups": ["ome.io"], "resources": ["inferenceservices"], "verbs": ["create"]}
+    ]
+    assert job["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
+    # A namespaced install probes a namespace the webhook judges.
+    namespaced = render({"watchNamespaces": ["team-a"]}, release="prod", namespace="ops")
+    assert "--namespace=team-a" in namespaced.one("Job")["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert namespaced.one("Role", "prod-ome-selector-startupcheck")["metadata"]["namespace"] == "team-a"
+    assert not render({"webhook": {"startupCheck": {"enabled": False}}}).all("Job")
+
+
 def test_pod_disruption_budget_keeps_a_webhook_endpoint(render: Any) -> None:
     rendered = render(release="prod", namespace="ops")
     budget = rendered.one("PodDisruptionBudget")
@@ -305,6 +336,38 @@ def test_values_become_arguments(render: Any) -> None:
     assert webhook is not None
     assert webhook.strict_sizes is True
     assert _parse(render({"webhook": {"enabled": False}}).args).webhook_bind_address is None
+
+
+def _env(rendered: Rendered) -> dict[str, Any]:
+    return {item["name"]: item.get("value", item.get("valueFrom")) for item in rendered.container["env"]}
+
+
+def test_model_metadata_is_off_by_default_and_opt_in(render: Any) -> None:
+    assert _parse(render().args).learn_model_metadata is False
+    assert not {"HF_ENDPOINT", "HF_TOKEN", "HF_HOME"} & set(_env(render()))
+    values = {
+        "modelMetadata": {
+            "enabled": True,
+            "endpoint": "https://hub.example",
+            "tokenSecret": {"name": "hub-token", "key": "hf"},
+        }
+    }
+    rendered = render(values)
+    assert _parse(rendered.args).learn_model_metadata is True
+    env = _env(rendered)
+    assert env["HF_ENDPOINT"] == "https://hub.example"
+    assert env["HF_TOKEN"] == {"secretKeyRef": {"name": "hub-token", "key": "hf"}}
+    assert env["HF_HOME"].startswith("/tmp/")  # the only writable place (read-only root filesystem)
+    no_token = _env(render({"modelMetadata": {"enabled": True}}))
+    assert "HF_TOKEN" not in no_token
+    assert "HF_ENDPOINT" not in no_token
+
+
+def test_model_metadata_is_never_learned_in_report_only_mode(render: Any) -> None:
+    rendered = render({"reportOnly": True, "modelMetadata": {"enabled": True, "tokenSecret": {"name": "t"}}})
+    assert _parse(rendered.args).learn_model_metadata is False
+    assert "HF_TOKEN" not in _env(rendered)
+    assert not {rule for rule in rendered.rules() if rule[3] == "patch"}
 
 
 # --- RBAC --------------------------------------------------------------------------------------------------
@@ -367,6 +430,25 @@ def test_namespaced_install_has_roles_per_namespace_and_a_cluster_role_only_for_
     bindings = [b for b in rendered.all("RoleBinding") if b["metadata"]["name"] == "prod-ome-selector"]
     assert sorted(b["metadata"]["namespace"] for b in bindings) == ["team-a", "team-b"]
     assert not rendered.all("ClusterRoleBinding")[0]["metadata"]["name"].endswith("ome-selector")
+
+
+def test_model_metadata_adds_only_patch_on_the_two_model_kinds(render: Any) -> None:
+    enabled = {"modelMetadata": {"enabled": True}}
+    for values in ({}, {"watchNamespaces": ["team-a", "team-b"]}):
+        before = render(values, release="prod", namespace="ops").rules()
+        after = render(values | enabled, release="prod", namespace="ops").rules()
+        added = after - before
+        assert before <= after
+        assert {(group, resource, verb, names) for _, group, resource, verb, names in added} == {
+            (OME, "basemodels", "patch", ()),
+            (OME, "clusterbasemodels", "patch", ()),
+        }
+        if values:  # namespaced install: basemodels per watched namespace, clusterbasemodels cluster-wide
+            assert {(where, resource) for where, _, resource, *_ in added} == {
+                ("team-a", "basemodels"),
+                ("team-b", "basemodels"),
+                ("", "clusterbasemodels"),
+            }
 
 
 def test_report_only_grants_no_writes(render: Any) -> None:

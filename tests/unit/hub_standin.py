@@ -18,6 +18,7 @@ import json
 import re
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -48,6 +49,8 @@ class Request:
     authorization: str | None
     status: int
     body_bytes: int
+    #: When the answer was sent (time.monotonic()).
+    at: float = field(default_factory=time.monotonic)
 
 
 @dataclass
@@ -68,6 +71,11 @@ class HubStandIn:
     def served_paths(self) -> list[str]:
         with self.lock:
             return [request.path for request in self.requests]
+
+    def requests_snapshot(self) -> list[Request]:
+        """The requests answered so far (the list grows while the server runs)."""
+        with self.lock:
+            return list(self.requests)
 
 
 def _files(folder: Path) -> list[str]:

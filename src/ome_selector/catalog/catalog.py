@@ -6,8 +6,12 @@ and keeps indexes so that a decision touches only what it needs:
 - each runtime is compiled once into a :class:`~ome_selector.selection.profiles.RuntimeProfile` (sizes and
   versions parsed, interval written, entries indexed) when it is stored, each model into a
   :class:`~ome_selector.selection.profiles.ModelProfile`;
-- runtimes are indexed by scope and by the format names of their entries, so auto-selection for a model looks
-  only at the runtimes that name the model's format (no other runtime can match it);
+- runtimes are indexed by scope, by the format names of their entries and by the match keys of their entries
+  (SPEC §9 "strict presence": format, architecture, quantization, framework), so auto-selection for a model
+  ranks only the runtimes with an entry of the model's match key (no other runtime can match it) and lists
+  only those that name its format; each index keeps its runtimes sorted by name until one of them changes;
+- auto-selection results are kept (:class:`~ome_selector.selection.memo.AutoSelectionMemo`) until a runtime
+  visible from their namespace is stored or removed;
 - models are indexed for the SPEC §1 lookups (BaseModel in the namespace, else ClusterBaseModel);
 - InferenceServices are indexed by namespace and by ``spec.model.name``, so a model or runtime event finds the
   InferenceServices to re-evaluate.
@@ -19,11 +23,13 @@ reads.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from bisect import bisect_left
+from collections.abc import Hashable, Iterable, Iterator
 from typing import TypeVar
 
 from ome_selector.api.resources import InferenceService, Kind, Model, ObjectKey, Resource, Runtime
-from ome_selector.selection.profiles import ModelProfile, RuntimeProfile
+from ome_selector.selection.memo import AutoSelectionMemo
+from ome_selector.selection.profiles import MatchKey, ModelProfile, RuntimeProfile
 
 __all__ = ["Catalog"]
 
@@ -32,8 +38,73 @@ _V = TypeVar("_V")
 _W = TypeVar("_W")
 
 
-def _by_name(keys: Iterable[ObjectKey]) -> list[ObjectKey]:
-    return sorted(keys, key=lambda key: key.name)
+class _Shelf:
+    """The runtimes of one scope that share something (a format name, a match key), kept sorted by name.
+
+    A change moves the others along (a memory move, not a sort); readers get a tuple, built once per change.
+    """
+
+    __slots__ = ("_names", "_profiles", "_snapshot")
+
+    def __init__(self) -> None:
+        self._names: list[str] = []
+        self._profiles: list[RuntimeProfile] = []
+        self._snapshot: tuple[RuntimeProfile, ...] | None = None
+
+    def put(self, profile: RuntimeProfile) -> None:
+        """Add ``profile``, or replace the one of its name."""
+        names, name = self._names, profile.name
+        index = bisect_left(names, name)
+        if index < len(names) and names[index] == name:
+            self._profiles[index] = profile
+        else:
+            names.insert(index, name)
+            self._profiles.insert(index, profile)
+        self._snapshot = None
+
+    def discard(self, name: str) -> None:
+        names = self._names
+        index = bisect_left(names, name)
+        if index < len(names) and names[index] == name:
+            del names[index]
+            del self._profiles[index]
+            self._snapshot = None
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def by_name(self) -> tuple[RuntimeProfile, ...]:
+        if self._snapshot is None:
+            self._snapshot = tuple(self._profiles)
+        return self._snapshot
+
+
+_S = TypeVar("_S", bound=Hashable)
+_EMPTY: tuple[RuntimeProfile, ...] = ()
+
+
+def _shelve(shelves: dict[_S, _Shelf], where: _S, profile: RuntimeProfile) -> None:
+    shelf = shelves.get(where)
+    if shelf is None:
+        shelf = shelves[where] = _Shelf()
+    shelf.put(profile)
+
+
+def _unshelve(shelves: dict[_S, _Shelf], where: _S, name: str) -> None:
+    shelf = shelves.get(where)
+    if shelf is not None:
+        shelf.discard(name)
+        if not shelf:
+            del shelves[where]
+
+
+def _visible(shelves: dict[_S, _Shelf], namespaced: _S, cluster: _S) -> list[RuntimeProfile]:
+    """The runtimes on the namespace's shelf, then those on the cluster's, each by name."""
+    local, everywhere = shelves.get(namespaced), shelves.get(cluster)
+    return [
+        *(local.by_name() if local is not None else _EMPTY),
+        *(everywhere.by_name() if everywhere is not None else _EMPTY),
+    ]
 
 
 class Catalog:
@@ -43,9 +114,13 @@ class Catalog:
         self._objects: dict[ObjectKey, Resource] = {}
         self._profiles: dict[ObjectKey, RuntimeProfile] = {}
         self._model_profiles: dict[ObjectKey, ModelProfile] = {}
-        # runtimes: scope (namespace, None for cluster) → name → key; (scope, format name) → keys
+        # runtimes: scope (namespace, None for cluster) → name → key; shelves by scope, by (scope, format
+        # name) and by (scope, match key); the auto-selection results read from them
         self._runtimes: dict[str | None, dict[str, ObjectKey]] = {}
-        self._runtimes_by_format: dict[tuple[str | None, str], dict[ObjectKey, None]] = {}
+        self._runtimes_by_scope: dict[str | None, _Shelf] = {}
+        self._runtimes_by_format: dict[tuple[str | None, str], _Shelf] = {}
+        self._runtimes_by_match_key: dict[tuple[str | None, MatchKey], _Shelf] = {}
+        self._auto_selections = AutoSelectionMemo()
         # models: scope → name → key
         self._models: dict[str | None, dict[str, ObjectKey]] = {}
         # inference services: namespace → keys; model name → keys
@@ -73,8 +148,12 @@ class Catalog:
             profile = RuntimeProfile.of(resource)
             self._profiles[key] = profile
             self._runtimes.setdefault(scope, {})[key.name] = key
+            _shelve(self._runtimes_by_scope, scope, profile)
             for format_name in profile.format_names:
-                self._runtimes_by_format.setdefault((scope, format_name), {})[key] = None
+                _shelve(self._runtimes_by_format, (scope, format_name), profile)
+            for match_key in profile.entries_by_key:
+                _shelve(self._runtimes_by_match_key, (scope, match_key), profile)
+            self._auto_selections.runtimes_changed(scope)
         elif isinstance(resource, Model):
             self._model_profiles[key] = ModelProfile.of(resource)
             self._models.setdefault(scope, {})[key.name] = key
@@ -93,8 +172,12 @@ class Catalog:
         if isinstance(resource, Runtime):
             profile = self._profiles.pop(key)
             _discard(self._runtimes, scope, key.name)
+            _unshelve(self._runtimes_by_scope, scope, key.name)
             for format_name in profile.format_names:
-                _discard(self._runtimes_by_format, (scope, format_name), key)
+                _unshelve(self._runtimes_by_format, (scope, format_name), key.name)
+            for match_key in profile.entries_by_key:
+                _unshelve(self._runtimes_by_match_key, (scope, match_key), key.name)
+            self._auto_selections.runtimes_changed(scope)
         elif isinstance(resource, Model):
             self._model_profiles.pop(key, None)
             _discard(self._models, scope, key.name)
@@ -144,17 +227,21 @@ class Catalog:
 
     def runtime_profiles_visible_from(self, namespace: str) -> list[RuntimeProfile]:
         """The ServingRuntimes of ``namespace`` then all ClusterServingRuntimes, each by name."""
-        keys = _by_name(self._runtimes.get(namespace, {}).values()) + _by_name(
-            self._runtimes.get(None, {}).values()
-        )
-        return [self._profiles[key] for key in keys]
+        return _visible(self._runtimes_by_scope, namespace, None)
 
     def runtime_profiles_for_format(self, namespace: str, format_name: str) -> list[RuntimeProfile]:
         """The runtimes visible from ``namespace`` with an entry naming ``format_name`` (namespaced first)."""
-        keys = _by_name(self._runtimes_by_format.get((namespace, format_name), {})) + _by_name(
-            self._runtimes_by_format.get((None, format_name), {})
-        )
-        return [self._profiles[key] for key in keys]
+        return _visible(self._runtimes_by_format, (namespace, format_name), (None, format_name))
+
+    def runtime_profiles_for_match_key(self, namespace: str, key: MatchKey) -> list[RuntimeProfile]:
+        """The runtimes visible from ``namespace`` with an entry of match key ``key`` (namespaced first)."""
+        return _visible(self._runtimes_by_match_key, (namespace, key), (None, key))
+
+    @property
+    def auto_selections(self) -> AutoSelectionMemo:
+        """Auto-selection results, each kept until a runtime visible from its namespace is stored or
+        removed."""
+        return self._auto_selections
 
     def runtime_counts(self, namespace: str) -> tuple[int, int]:
         """(ServingRuntimes in ``namespace``, ClusterServingRuntimes)."""

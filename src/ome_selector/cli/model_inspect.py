@@ -2,6 +2,8 @@
 
 It reads a local Hugging Face-layout folder or ``hf://ORG/NAME[@REVISION]`` (JSON files and safetensors
 headers only, never weights) and prints the learned metadata as a summary, or the §10 JSON/YAML document.
+With ``--apply KIND/NAME`` it writes the learned fields that BaseModel or ClusterBaseModel lacks instead
+(:mod:`.model_apply`) and prints what it set.
 """
 
 from __future__ import annotations
@@ -9,21 +11,34 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from ome_selector.api.resources import Kind
 from ome_selector.cli.render import render_table
 from ome_selector.modelfiles import (
     Inspection,
     ModelFileError,
     ModelMetadata,
+    describe_fill,
     inspect_model,
     metadata_document,
 )
 from ome_selector.modelfiles.estimate import ESTIMATED_MODEL_TYPES
 
-__all__ = ["OUTPUT_FORMATS", "add_model_command", "render_inspection", "run_model_command"]
+if TYPE_CHECKING:
+    from ome_selector.cli.model_apply import Applied
+
+__all__ = [
+    "OUTPUT_FORMATS",
+    "add_model_command",
+    "apply_target",
+    "render_applied",
+    "render_inspection",
+    "run_model_command",
+]
 
 OUTPUT_FORMATS = ("table", "json", "yaml")
 EXIT_OK = 0
@@ -37,15 +52,24 @@ headers (model.safetensors, or the shards of model.safetensors.index.json). Of e
 
 SOURCE is a local folder or hf://ORG/NAME[@REVISION] on the Hugging Face Hub (HF_ENDPOINT, HF_TOKEN honoured;
 only range requests for the headers). Without safetensors weights the size is estimated from config.json for
-these model types: {", ".join(ESTIMATED_MODEL_TYPES)}."""
+these model types: {", ".join(ESTIMATED_MODEL_TYPES)}.
+
+With --apply KIND/NAME (KIND basemodel or clusterbasemodel, any case) it patches that model in the cluster
+with the learned fields it does not set (a merge patch under field manager ome-selector, guarded by the
+resourceVersion read: nothing anyone set is ever overwritten) and prints what it set. The cluster is the
+current kubeconfig context's (or --kubeconfig/--context); a BaseModel's namespace is -n, else the context's,
+else "default"."""
 
 _EPILOG = """\
 examples:
   kubectl ome model inspect ./models/llama-3.2-1b
   kubectl ome model inspect hf://Qwen/Qwen2.5-0.5B -o json
   kubectl ome model inspect hf://meta-llama/Llama-3.2-3B@main -v
+  kubectl ome model inspect hf://Qwen/Qwen3-8B --apply clusterbasemodel/qwen3-8b
+  kubectl ome model inspect ./models/llama --apply basemodel/llama -n team-a
 
-exit status: 0 when the model could be read; 1 on a usage error or a missing, unreadable or malformed file."""
+exit status: 0 when the model could be read (and, with --apply, patched or already complete); 1 on a usage
+error, a missing, unreadable or malformed file, or a model that cannot be read or patched."""
 
 EMPTY = "-"
 
@@ -58,7 +82,10 @@ def add_model_command(commands: Any, parser_class: type[argparse.ArgumentParser]
     )
     inspect_parser = model_commands.add_parser(
         "inspect",
-        usage="%(prog)s (DIR | hf://ORG/NAME[@REVISION]) [-o table|json|yaml] [-v] [-h]",
+        usage=(
+            "%(prog)s (DIR | hf://ORG/NAME[@REVISION]) [-o table|json|yaml] [-v]\n"
+            "       [--apply KIND/NAME [-n NAMESPACE] [--kubeconfig PATH] [--context NAME]] [-h]"
+        ),
         help="learn a model's size and format from its files",
         description=_DESCRIPTION,
         epilog=_EPILOG,
@@ -76,6 +103,35 @@ def add_model_command(commands: Any, parser_class: type[argparse.ArgumentParser]
     inspect_parser.add_argument(
         "-v", "--verbose", action="store_true", help="report on stderr how many bytes were read"
     )
+    cluster = inspect_parser.add_argument_group("writing to the cluster")
+    cluster.add_argument(
+        "--apply",
+        metavar="KIND/NAME",
+        type=apply_target,
+        help="set the learned fields this BaseModel or ClusterBaseModel lacks (basemodel/NAME, "
+        "clusterbasemodel/NAME)",
+    )
+    cluster.add_argument(
+        "-n", "--namespace", metavar="NAMESPACE", help="namespace of a BaseModel (with --apply)"
+    )
+    cluster.add_argument(
+        "--kubeconfig", metavar="PATH", type=Path, help="kubeconfig file (with --apply; default as kubectl)"
+    )
+    cluster.add_argument("--context", metavar="NAME", help="kubeconfig context (with --apply)")
+
+
+_APPLY_KINDS = {kind.value.lower(): kind for kind in (Kind.BASE_MODEL, Kind.CLUSTER_BASE_MODEL)}
+
+
+def apply_target(text: str) -> tuple[Kind, str]:
+    """``KIND/NAME`` of ``--apply``: KIND basemodel or clusterbasemodel in any case, NAME not empty."""
+    kind_text, slash, name = text.partition("/")
+    kind = _APPLY_KINDS.get(kind_text.lower())
+    if not slash or kind is None or not name or "/" in name:
+        raise argparse.ArgumentTypeError(
+            f"expected KIND/NAME with KIND basemodel or clusterbasemodel, got {text!r}"
+        )
+    return kind, name
 
 
 def _name_version(name: str | None, version: str | None) -> str:
@@ -122,6 +178,24 @@ def render_inspection(metadata: ModelMetadata, output: str) -> str:
     return yaml.safe_dump(document, sort_keys=False, default_flow_style=False, allow_unicode=True)
 
 
+def render_applied(applied: Applied, metadata: ModelMetadata, output: str) -> str:
+    """What `model inspect --apply` prints on stdout: the fields it set, or that the model lacked none."""
+    key = applied.key
+    if output != "table":
+        document = {
+            "kind": key.kind.value,
+            "namespace": key.namespace,
+            "name": key.name,
+            "set": applied.fields,
+        }
+        if output == "json":
+            return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+        return yaml.safe_dump(document, sort_keys=False, default_flow_style=False, allow_unicode=True)
+    if not applied.fields:
+        return f"{key}: nothing to set (it already sets every field its files give)\n"
+    return f"{key}: set " + ", ".join(describe_fill(applied.fields, metadata)) + "\n"
+
+
 def _cost(inspection: Inspection) -> str:
     unit = "HTTP request" if inspection.metadata.source.startswith("hf://") else "file"
     plural = "" if inspection.reads == 1 else "s"
@@ -131,8 +205,22 @@ def _cost(inspection: Inspection) -> str:
     )
 
 
+def _cluster_options_without_apply(args: argparse.Namespace) -> str | None:
+    """The complaint about -n, --kubeconfig or --context given without --apply, if they are."""
+    if args.apply is not None:
+        return None
+    options = (("-n", args.namespace), ("--kubeconfig", args.kubeconfig), ("--context", args.context))
+    given = [option for option, value in options if value is not None]
+    if not given:
+        return None
+    return f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} only used with --apply"
+
+
 def run_model_command(args: argparse.Namespace) -> int:
     """Run the parsed `kubectl ome model ...` command line; returns the exit status."""
+    if (complaint := _cluster_options_without_apply(args)) is not None:
+        sys.stderr.write(f"error: {complaint}\n")
+        return EXIT_ERROR
     try:
         inspection = inspect_model(args.source)
     except ModelFileError as error:
@@ -140,6 +228,26 @@ def run_model_command(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     if args.verbose:
         sys.stderr.write(_cost(inspection))
-    sys.stdout.write(render_inspection(inspection.metadata, args.output))
+    if args.apply is None:
+        text = render_inspection(inspection.metadata, args.output)
+    else:
+        # Only --apply pays for loading the Kubernetes client.
+        from ome_selector.cli.model_apply import ApplyError, apply_metadata  # noqa: PLC0415
+
+        kind, name = args.apply
+        try:
+            applied = apply_metadata(
+                kind,
+                name,
+                inspection.metadata,
+                namespace=args.namespace,
+                kubeconfig=args.kubeconfig,
+                context=args.context,
+            )
+        except ApplyError as error:
+            sys.stderr.write(f"error: {error}\n")
+            return EXIT_ERROR
+        text = render_applied(applied, inspection.metadata, args.output)
+    sys.stdout.write(text)
     sys.stdout.flush()
     return EXIT_OK

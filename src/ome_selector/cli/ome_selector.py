@@ -66,6 +66,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("-v", "--verbose", action="store_true")
     add_webhook_arguments(run)  # --webhook-* and --strict-sizes (ome_selector.webhook.cli)
     _add_leader_election_arguments(run)
+    run.add_argument(
+        "--learn-model-metadata",
+        action="store_true",
+        help="fill in the size, format, architecture, framework, quantization and maxTokens that hf:// "
+        "BaseModels and ClusterBaseModels lack, from their files on the Hub (HF_ENDPOINT, HF_TOKEN; "
+        "not in --report-only)",
+    )
 
     cleanup = commands.add_parser(
         "cleanup",
@@ -89,6 +96,14 @@ def _parser() -> argparse.ArgumentParser:
         "--webhook-only",
         action="store_true",
         help="remove only the local webhook registration; keep the RuntimeReady conditions",
+    )
+
+    check = commands.add_parser(
+        "check-webhook", help="wait until the API server reaches the InferenceService webhook (a chart hook)"
+    )
+    check.add_argument("-n", "--namespace", default="default", help="namespace of the dry-run probe")
+    check.add_argument(
+        "--timeout", type=_positive_seconds, default=120.0, help="seconds to wait (default 120)"
     )
     return parser
 
@@ -169,6 +184,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "run":
         return _run(args)
+    if args.command == "check-webhook":
+        from ome_selector.cli.check_webhook import check_webhook  # noqa: PLC0415
+        from ome_selector.kube.connection import ClusterAccess  # noqa: PLC0415
+
+        access = ClusterAccess(args.kubeconfig, args.context)
+        return asyncio.run(check_webhook(access, args.namespace, args.timeout))
     from ome_selector.kube.connection import kubeconfig_context  # noqa: PLC0415 - keeps `run` start-up lean
     from ome_selector.operator.cleanup import run_cleanup  # noqa: PLC0415
     from ome_selector.webhook.registration import default_instance  # noqa: PLC0415
@@ -191,6 +212,7 @@ def _run(args: argparse.Namespace) -> int:
     import kopf  # noqa: PLC0415
 
     from ome_selector.operator.app import Operator, OperatorConfig  # noqa: PLC0415
+    from ome_selector.operator.learning import LearningConfig  # noqa: PLC0415
 
     try:
         leader_election = leader_election_from_args(args)
@@ -216,6 +238,7 @@ def _run(args: argparse.Namespace) -> int:
         health_address=args.health_bind_address,
         webhook=webhook_config_from_args(args),
         leader_election=leader_election,
+        model_metadata=LearningConfig() if args.learn_model_metadata else None,
     )
     asyncio.run(Operator(config).run())
     return 0

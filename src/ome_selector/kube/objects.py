@@ -1,13 +1,14 @@
-"""The ome.io objects and core/v1 Events through kubernetes_asyncio: list, get, patch status, create events.
+"""The ome.io objects and core/v1 Events through kubernetes_asyncio: list, get, patch, create events.
 
 :meth:`Objects.list_objects` is one consistent, paged listing (SPEC §6 live mode; the operator's startup and
 resync): the first list fixes a resourceVersion and every later list (other kinds, other pages) is read at
 exactly that resourceVersion, so the snapshot is one point in time. Any error fails the whole listing:
 callers never act on a partial catalog.
 
-Bodies are plain dicts with ``apiVersion`` and ``kind`` always filled in. Status is written with a JSON merge
-patch; the caller guards it with ``metadata.resourceVersion``, so a concurrent writer's change makes the
-apiserver answer 409 (:class:`ConflictError`) instead of being overwritten.
+Bodies are plain dicts with ``apiVersion`` and ``kind`` always filled in. Status (and a model's learned
+fields, SPEC §10) is written with a JSON merge patch; the caller guards it with ``metadata.resourceVersion``,
+so a concurrent writer's change makes the apiserver answer 409 (:class:`ConflictError`) instead of being
+overwritten.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ome_selector.kube.scope import custom_object_call
 __all__ = [
     "ALL_KINDS",
     "EVENT_MESSAGE_LIMIT",
+    "EVENT_NAMESPACE_OF_CLUSTER_OBJECTS",
     "PAGE_SIZE",
     "ApiError",
     "ConflictError",
@@ -48,6 +50,8 @@ ALL_KINDS: tuple[Kind, ...] = (
 )
 #: The apiserver's limit on an event message (longer ones are cut, not rejected).
 EVENT_MESSAGE_LIMIT = 1024
+#: Where the events of cluster-scoped objects go (client-go's choice).
+EVENT_NAMESPACE_OF_CLUSTER_OBJECTS = "default"
 _MERGE_PATCH = "application/merge-patch+json"
 
 
@@ -149,6 +153,26 @@ class Objects:
             raise
         return _complete(dict(body), kind)
 
+    async def patch(
+        self, kind: Kind, namespace: str | None, name: str, patch: Mapping[str, Any], *, field_manager: str
+    ) -> dict[str, Any]:
+        """A merge patch of the object itself (not its status); the object as stored afterwards.
+
+        Raises :class:`ConflictError` when ``patch`` names an outdated ``metadata.resourceVersion`` and
+        :class:`GoneError` when the object is gone.
+        """
+        call = custom_object_call(self._custom, "patch", kind, namespace)
+        try:
+            body = await call(name, dict(patch), field_manager=field_manager, _content_type=_MERGE_PATCH)
+        except ApiException as error:
+            where = f"{namespace}/{name}" if namespace else name
+            if error.status == 409:
+                raise ConflictError(where) from error
+            if error.status == 404:
+                raise GoneError(where) from error
+            raise
+        return _complete(dict(body), kind)
+
     async def create_event(
         self,
         kind: Kind,
@@ -160,12 +184,17 @@ class Objects:
         component: str,
         instance: str,
     ) -> None:
-        """A new core/v1 Event on ``involved`` (a body of ``kind``), reported as ``component``."""
+        """A new core/v1 Event on ``involved`` (a body of ``kind``), reported as ``component``.
+
+        The event of a cluster-scoped object is recorded in ``default``, as client-go's recorder does
+        (``kubectl describe`` finds it there).
+        """
         metadata = involved.get("metadata", {})
         namespace, name = metadata.get("namespace"), metadata.get("name")
+        event_namespace = namespace or EVENT_NAMESPACE_OF_CLUSTER_OBJECTS
         now = now_rfc3339()
         event = {
-            "metadata": {"generateName": f"{name}.", "namespace": namespace},
+            "metadata": {"generateName": f"{name}.", "namespace": event_namespace},
             "involvedObject": {
                 "apiVersion": API_GROUP_VERSION,
                 "kind": kind.value,
@@ -184,4 +213,4 @@ class Objects:
             "reportingComponent": component,
             "reportingInstance": instance,
         }
-        await self._core.create_namespaced_event(namespace, event, field_manager=component)
+        await self._core.create_namespaced_event(event_namespace, event, field_manager=component)

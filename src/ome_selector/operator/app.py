@@ -34,6 +34,7 @@ from ome_selector.kube.connection import ClusterAccess, kopf_connection
 from ome_selector.kube.leaderelection import ApiLeaseStore, LeaderElector, LeaseTimings, default_identity
 from ome_selector.kube.objects import ALL_KINDS, Objects
 from ome_selector.operator.controller import Controller
+from ome_selector.operator.learning import LearningConfig, ModelMetadataLearner
 from ome_selector.operator.metrics import Metrics
 from ome_selector.operator.writer import ApiWriter
 from ome_selector.webhook.admission import AdmissionHandlers
@@ -69,6 +70,7 @@ class OperatorConfig:
     instance: str = field(default_factory=lambda: os.environ.get("POD_NAME") or socket.gethostname())
     webhook: WebhookConfig | None = None  # None: no admission webhook (issue 7, ome_selector.webhook)
     leader_election: LeaderElectionConfig | None = None  # None: this one process writes (local mode)
+    model_metadata: LearningConfig | None = None  # None: learn no model metadata (SPEC §10, opt-in)
 
 
 class Operator:
@@ -80,6 +82,7 @@ class Operator:
         self.metrics = Metrics()
         self.registry = kopf.OperatorRegistry()
         self.controller: Controller | None = None
+        self.learner: ModelMetadataLearner | None = None
         self._api_client: Any = None
         self._objects: Objects | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -133,6 +136,8 @@ class Operator:
         if controller is None:
             return
         controller.on_watch_event(event["object"], deleted=event["type"] == "DELETED")
+        if self.learner is not None:
+            (self.learner.forget if event["type"] == "DELETED" else self.learner.observe)(event["object"])
         if event["type"] is None:  # Kopf is listing: at start, or after a gap in the watch
             self._listing_seen(str(event["object"].get("kind")))
 
@@ -187,6 +192,16 @@ class Operator:
         controller = Controller(
             writer, self.metrics, report_only=self.config.report_only, workers=self.config.workers
         )
+        if self.config.model_metadata is not None and writer is not None:
+            self.learner = ModelMetadataLearner(
+                objects,
+                self.metrics,
+                self.config.model_metadata,
+                instance=self.config.instance,
+                may_write=writer.may_write,
+            )
+        elif self.config.model_metadata is not None:
+            logger.warning("report-only: model metadata is not learned (that would write)")
         # Decide nothing before every model and runtime is known: one consistent listing first.
         controller.begin_listing()
         snapshot = await objects.list_objects(namespaces=self.config.namespaces)
@@ -196,6 +211,9 @@ class Operator:
         self.controller = controller
         controller.start()
         controller.mark_ready()
+        if self.learner is not None:
+            self.learner.start()
+            self.learner.observe_all(snapshot.bodies)
         logger.info(
             "indexed %d objects at resourceVersion %s; %s",
             len(snapshot.bodies),
@@ -218,6 +236,8 @@ class Operator:
         self.metrics.leader.set(1)
         if self.controller is not None:
             self.controller.evaluate_all()
+        if self.learner is not None:
+            self.learner.learn_all()
 
     def _stopped_leading(self) -> None:
         logger.info("not leading: evaluating for the webhook and metrics only")
@@ -243,6 +263,8 @@ class Operator:
             controller.begin_listing()
             snapshot = await objects.list_objects(namespaces=self.config.namespaces)
             await controller.reconcile(snapshot.bodies)
+            if self.learner is not None:
+                self.learner.observe_all(snapshot.bodies)
             if evaluate:
                 controller.evaluate_all()
             self.resyncs += 1
@@ -250,17 +272,29 @@ class Operator:
                 "resynced %d objects at resourceVersion %s", len(snapshot.bodies), snapshot.resource_version
             )
 
+    def waiting_for(self) -> str | None:
+        """What keeps this replica from being ready (/readyz), or None when it is ready.
+
+        Ready means: the first full listing is indexed and, with a webhook, the server listens and the
+        configuration carries the CA it serves with. A stopping replica is not ready (SPEC §8), so its
+        endpoint leaves the Service before anything stops serving.
+        """
+        if self.stopping:
+            return "stopping"
+        if self.controller is None or not self.controller.ready.is_set():
+            return "starting"
+        if self.webhook is not None and not self.webhook.registered.is_set():
+            return "webhook not registered yet"
+        return None
+
     async def _serve_health(self, host: str, port: int) -> None:
         async def healthz(_: web.Request) -> web.Response:
             ready = self.controller is not None and self.controller.ready.is_set()
             return web.Response(status=200 if ready else 503, text="ok" if ready else "starting")
 
-        async def readyz(request: web.Request) -> web.Response:
-            if self.stopping:
-                return web.Response(status=503, text="stopping")
-            if self.webhook is not None and not self.webhook.registered.is_set():
-                return web.Response(status=503, text="webhook not serving")
-            return await healthz(request)
+        async def readyz(_: web.Request) -> web.Response:
+            waiting = self.waiting_for()
+            return web.Response(status=503 if waiting else 200, text=waiting or "ok")
 
         async def metrics(_: web.Request) -> web.Response:
             return web.Response(
@@ -290,6 +324,8 @@ class Operator:
                 await task
         if self.controller is not None:
             await self.controller.stop()
+        if self.learner is not None:
+            await self.learner.stop()
         if self._health_runner is not None:
             await self._health_runner.cleanup()
         if self._api_client is not None:

@@ -1,4 +1,5 @@
-"""The pure selection core: counts, versions, profiles, matcher, ranking, explain, outcomes and messages.
+"""The pure selection core: counts, versions, profiles, matcher, ranking, explain, outcomes, the memo of
+auto-selection results and messages.
 
 No I/O, no Kubernetes client and no catalog here: :func:`.outcome.evaluate` and :func:`.explain.explain` read
 through :class:`.view.CatalogView`, which :class:`ome_selector.catalog.Catalog` (a layer above) satisfies.

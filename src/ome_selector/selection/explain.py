@@ -10,19 +10,19 @@ that name the model's format, and writes reasons only for the runtimes its messa
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ome_selector.api.resources import InferenceService, Model, Runtime
-from ome_selector.selection.matcher import RuntimeCheck, Step
+from ome_selector.selection.matcher import FormatReasons, RuntimeCheck, Step
 from ome_selector.selection.ranking import rank
 from ome_selector.selection.view import CatalogView
 
 __all__ = ["Explanation", "RuntimeVerdict", "explain", "explanation_document"]
 
 
-@dataclass(frozen=True, slots=True)
-class RuntimeVerdict:
-    """One runtime's verdict for one model.
+class RuntimeVerdict(NamedTuple):
+    """One runtime's verdict for one model: its check, its rank and its reason, and what they tell (a named
+    tuple, like the check: explain builds one per runtime).
 
     ``supports_model``: passes SPEC §3 checks 1–4; ``compatible``: auto-selectable; ``reason``: the §3 reason,
     ``""`` when compatible; ``failed``: the step whose check failed (None when compatible);
@@ -31,40 +31,49 @@ class RuntimeVerdict:
     ``serves_format``: some entry names the model's format (listed in the no-runtime message).
     """
 
-    runtime: Runtime
-    supports_model: bool
-    compatible: bool
-    reason: str
-    score: int
-    priority: int | None
+    check: RuntimeCheck
     rank: int | None
-    range_text: str | None
-    serves_format: bool
-    failed: Step | None
+    reason: str
 
-    @classmethod
-    def of(cls, result: RuntimeCheck, rank: int | None) -> RuntimeVerdict:
-        profile = result.profile
-        return cls(
-            runtime=profile.runtime,
-            supports_model=result.supports_model,
-            compatible=result.auto_selectable,
-            reason=result.reason,
-            score=result.score,
-            priority=result.priority,
-            rank=rank,
-            range_text=profile.range_text,
-            serves_format=profile.serves_format(result.model.format_name),
-            failed=result.failed,
-        )
+    @property
+    def runtime(self) -> Runtime:
+        return self.check.profile.runtime
+
+    @property
+    def supports_model(self) -> bool:
+        return self.check.supports_model
+
+    @property
+    def compatible(self) -> bool:
+        return self.check.auto_selectable
+
+    @property
+    def score(self) -> int:
+        return self.check.score
+
+    @property
+    def priority(self) -> int | None:
+        return self.check.priority
+
+    @property
+    def failed(self) -> Step | None:
+        return self.check.failed
+
+    @property
+    def range_text(self) -> str | None:
+        return self.check.profile.range_text
+
+    @property
+    def serves_format(self) -> bool:
+        return self.check.profile.serves_format(self.check.model.format_name)
 
     @property
     def is_cluster(self) -> bool:
-        return self.runtime.is_cluster
+        return self.check.profile.is_cluster
 
     @property
     def name(self) -> str:
-        return self.runtime.name
+        return self.check.profile.name
 
     @property
     def scope(self) -> str:
@@ -101,10 +110,17 @@ def explain(
     classes, when given), ranked as SPEC §4, in SPEC §6 table order: ranked first in rank order, then the
     others namespaced first, then by name."""
     classes = isvc.accelerator_classes if isvc is not None else ()
-    ranking = rank(catalog.runtime_profiles_visible_from(namespace), catalog.model_profile(model), classes)
-    ranked = tuple(RuntimeVerdict.of(result, position) for position, result in enumerate(ranking.ranked, 1))
-    others = sorted(ranking.others, key=lambda result: (result.profile.is_cluster, result.profile.name))
-    verdicts = ranked + tuple(RuntimeVerdict.of(result, None) for result in others)
+    profile = catalog.model_profile(model)
+    ranking = rank(catalog.runtime_profiles_visible_from(namespace), profile, classes)
+    writer = FormatReasons(profile.spec)  # runtimes share most of their reasons: each is written once
+    ranked = tuple(
+        RuntimeVerdict(result, position, result.reason_within(None, writer))
+        for position, result in enumerate(ranking.ranked, 1)
+    )
+    # The runtimes come namespaced first, each by name: the others keep that order.
+    verdicts = ranked + tuple(
+        RuntimeVerdict(result, None, result.reason_within(None, writer)) for result in ranking.others
+    )
     return Explanation(
         model=model, namespace=namespace, verdicts=verdicts, selected=ranked[0] if ranked else None
     )

@@ -42,6 +42,7 @@ __all__ = [
     "model_not_found",
     "model_pending",
     "model_pending_reason",
+    "no_runtime_entries_held",
     "no_runtime_message",
     "not_a_parameter_count_warning",
     "runtime_disabled",
@@ -164,6 +165,8 @@ def format_not_supported_reason(label: str, entry_reasons: Iterable[str], limit:
     at ``limit`` gets the same result as from the whole reason, without building it).
     """
     text = f"model format '{label}' not in supported formats: "
+    if limit is None:
+        return text + (ENTRY_REASON_SEPARATOR.join(entry_reasons) or NO_SUPPORTED_FORMATS)
     length = len(text)
     parts: list[str] = []
     for reason in entry_reasons:
@@ -369,6 +372,24 @@ def no_runtime_message(
         text = candidate
         count += 1
     return truncate(text + ("; " if count else "") + marker(count), limit)
+
+
+def no_runtime_entries_held(entries: Iterable[str], limit: int = MESSAGE_LIMIT) -> tuple[str, ...]:
+    """The leading ``entries`` that :func:`no_runtime_message` can pull, whatever its head: pulled until their
+    own text ("; "-joined) passes ``limit`` characters, the entry that passes it included.
+
+    Given these in place of all the entries, :func:`no_runtime_message` writes the same text (with its head
+    in front it stops pulling at that entry or sooner), so they can be kept and the message written for any
+    InferenceService.
+    """
+    taken: list[str] = []
+    length = -len("; ")
+    for entry in entries:
+        taken.append(entry)
+        length += len("; ") + len(entry)
+        if length > limit:
+            break
+    return tuple(taken)
 
 
 def truncate(text: str, limit: int = MESSAGE_LIMIT) -> str:

@@ -2,26 +2,39 @@
 
 :func:`evaluate` decides, in this order: model missing, model disabled, model without ``modelFormat.name``
 (pending), then for a named runtime missing / disabled / used with or without an advisory, and otherwise
-auto-selection (selected, or the capped no-runtime message). Each :class:`Outcome` carries the
-``RuntimeReady`` condition fields, the event to record when the condition changes (None when the table gives
-none) and, for a named runtime that does not declare support, the advisory text the webhook shows as a
-warning. The condition status, reason and event of each situation come from one table, :data:`ROWS`.
+auto-selection (selected, or the capped no-runtime message; :func:`auto_selection` ranks only the runtimes
+that can match, and the catalog keeps its result for the next InferenceService of the model). Each
+:class:`Outcome` carries the ``RuntimeReady`` condition fields, the event to record when the condition
+changes (None when the table gives none) and, for a named runtime that does not declare support, the advisory
+text the webhook shows as a warning. The condition status, reason and event of each situation come from one
+table, :data:`ROWS`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
 from ome_selector.api.resources import InferenceService, Model, Runtime
 from ome_selector.selection import messages
-from ome_selector.selection.matcher import check
-from ome_selector.selection.ranking import nearest_misses, rank
+from ome_selector.selection.matcher import FormatReasons, check
+from ome_selector.selection.memo import AutoSelection
+from ome_selector.selection.profiles import ModelProfile
+from ome_selector.selection.ranking import misses_of_format, rank
 from ome_selector.selection.view import CatalogView
 
-__all__ = ["CONDITION_TYPE", "ROWS", "EventSpec", "Outcome", "OutcomeKind", "Row", "evaluate"]
+__all__ = [
+    "CONDITION_TYPE",
+    "ROWS",
+    "EventSpec",
+    "Outcome",
+    "OutcomeKind",
+    "Row",
+    "auto_selection",
+    "evaluate",
+]
 
 #: The one condition the product keeps on an InferenceService (SPEC §5).
 CONDITION_TYPE = "RuntimeReady"
@@ -183,32 +196,63 @@ def _named_runtime(catalog: CatalogView, isvc: InferenceService, model: Model, r
 
 
 def _auto_select(catalog: CatalogView, isvc: InferenceService, model: Model) -> Outcome:
-    namespace = isvc.namespace
-    # Only runtimes with an entry naming the model's format can match it: the index hands exactly those over.
-    candidates = catalog.runtime_profiles_for_format(namespace, model.spec.format_name)
-    ranking = rank(candidates, catalog.model_profile(model), isvc.accelerator_classes)
-    selected = ranking.selected
+    namespace, classes = isvc.namespace, isvc.accelerator_classes
+    profile = catalog.model_profile(model)
+    memo = catalog.auto_selections
+    selection = memo.get(namespace, profile, classes)
+    if selection is None:
+        selection = auto_selection(catalog, profile, namespace, classes)
+        memo.put(namespace, classes, selection)
+    selected = selection.selected
     if selected is not None:
         winner = selected.profile.runtime
         message = messages.runtime_selected(winner.kind.value, winner.name, selected.score)
         return Outcome.of(
             OutcomeKind.RUNTIME_SELECTED, message, model=model, runtime=winner, score=selected.score
         )
-
-    def entries() -> Iterator[str]:
-        # Consumed only as far as the message can hold; each reason is built only as far as that, too.
-        for result in nearest_misses(ranking.others):
-            reason = result.reason_within(messages.MESSAGE_LIMIT)
-            yield messages.runtime_entry(result.profile.namespace, result.profile.name, reason)
-
-    namespaced, cluster = catalog.runtime_counts(namespace)
     message = messages.no_runtime_message(
         model=model.name,
-        namespaced_count=namespaced,
-        cluster_count=cluster,
-        entries=entries(),
-        other_formats=namespaced + cluster - len(candidates),
+        namespaced_count=selection.namespaced_count,
+        cluster_count=selection.cluster_count,
+        entries=selection.listed,
+        other_formats=selection.other_formats,
         isvc=isvc.name,
         namespace=namespace,
     )
     return Outcome.of(OutcomeKind.NO_RUNTIME, message, model=model)
+
+
+def auto_selection(
+    catalog: CatalogView, model: ModelProfile, namespace: str, accelerator_classes: tuple[str, ...] = ()
+) -> AutoSelection:
+    """Auto-selection for ``model`` (with a format) in ``namespace``, computed (:func:`evaluate` keeps it in
+    the catalog's memo).
+
+    Only runtimes with an entry of the model's match key can match it: those are ranked. When none is
+    auto-selectable, the runtimes of the model's format are listed nearest miss first, each checked and its
+    reason written only as far as a message can hold them.
+    """
+    candidates = catalog.runtime_profiles_for_match_key(namespace, model.match_key)
+    ranking = rank(candidates, model, accelerator_classes)
+    if ranking.selected is not None:
+        return AutoSelection(model, ranking.selected)
+    formats = catalog.runtime_profiles_for_format(namespace, model.format_name)
+    writer = FormatReasons(model.spec, messages.MESSAGE_LIMIT)
+    entries = (
+        # Each reason is built only as far as the message can show it, too.
+        messages.runtime_entry(
+            result.profile.namespace,
+            result.profile.name,
+            result.reason_within(messages.MESSAGE_LIMIT, writer),
+        )
+        for result in misses_of_format(formats, ranking, model, accelerator_classes)
+    )
+    namespaced, cluster = catalog.runtime_counts(namespace)
+    return AutoSelection(
+        model,
+        None,
+        listed=messages.no_runtime_entries_held(entries),
+        namespaced_count=namespaced,
+        cluster_count=cluster,
+        other_formats=namespaced + cluster - len(formats),
+    )

@@ -12,12 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
-from ome_selector.api.resources import Model, ModelSpec, Runtime, SupportedModelFormat
+from ome_selector.api.resources import Model, ModelSpec, ObjectKey, Runtime, SupportedModelFormat
 from ome_selector.selection import messages
 from ome_selector.selection.quantity import parse_parameter_count
 from ome_selector.selection.version import Version, parse_version
 
-__all__ = ["CompiledEntry", "MatchKey", "ModelProfile", "RuntimeProfile"]
+__all__ = ["CompiledEntry", "EntryReasonKey", "MatchKey", "ModelProfile", "RuntimeProfile", "Selector"]
 
 #: The fields an entry and a model must have equal for the entry to match (SPEC §3.3, §9): format name,
 #: architecture, quantization, whether a format version is given, the framework name (None without a
@@ -25,23 +25,46 @@ __all__ = ["CompiledEntry", "MatchKey", "ModelProfile", "RuntimeProfile"]
 MatchKey = tuple[str, str | None, str | None, bool, str | None, bool]
 
 
+#: A ``modelFormat`` or ``modelFramework`` of an entry as (name, version, operator).
+Selector = tuple[str, str | None, str]
+#: What the reason of an entry without a diffusion pipeline says, given the model: it depends on the entry's
+#: architecture, quantization, format and framework only.
+EntryReasonKey = tuple[str | None, str | None, Selector | None, Selector | None]
+
+
 @dataclass(frozen=True, slots=True)
 class CompiledEntry:
-    """One ``supportedModelFormats`` entry with its versions parsed (None: absent or not a version)."""
+    """One ``supportedModelFormats`` entry with its versions parsed (None: absent or not a version), its
+    format and framework as :data:`Selector` tuples (None when absent), and its :data:`EntryReasonKey` (None
+    with a diffusion pipeline): the values its reason is written from."""
 
     index: int
     entry: SupportedModelFormat
     format_version: Version | None
     framework_version: Version | None
+    format_selector: Selector | None
+    framework_selector: Selector | None
+    reason_key: EntryReasonKey | None
 
     @classmethod
     def of(cls, index: int, entry: SupportedModelFormat) -> CompiledEntry:
         fmt, framework = entry.model_format, entry.model_framework
+        format_selector = (fmt.name, fmt.version, fmt.operator) if fmt is not None else None
+        framework_selector = (
+            (framework.name, framework.version, framework.operator) if framework is not None else None
+        )
         return cls(
             index=index,
             entry=entry,
             format_version=_parsed(fmt.version if fmt is not None else None),
             framework_version=_parsed(framework.version if framework is not None else None),
+            format_selector=format_selector,
+            framework_selector=framework_selector,
+            reason_key=(
+                (entry.model_architecture, entry.quantization, format_selector, framework_selector)
+                if entry.diffusion_pipeline is None
+                else None
+            ),
         )
 
     @property
@@ -66,6 +89,11 @@ def _parsed(version: str | None) -> Version | None:
     return parse_version(version) if version is not None else None
 
 
+def _all_or_none(keys: tuple[EntryReasonKey | None, ...]) -> tuple[EntryReasonKey, ...] | None:
+    known = tuple(key for key in keys if key is not None)
+    return known if len(known) == len(keys) else None
+
+
 @dataclass(frozen=True, slots=True)
 class RuntimeProfile:
     """A runtime with everything selection needs pre-computed; built once per runtime version."""
@@ -81,6 +109,9 @@ class RuntimeProfile:
     entries_by_key: Mapping[MatchKey, tuple[int, ...]]
     format_names: frozenset[str]
     accelerator_classes: frozenset[str]
+    #: What the runtime's format reason says, given the model: its entries' reason keys (None when an entry
+    #: has a diffusion pipeline). Runtimes with equal keys fail the format check with the same reason.
+    format_reason_key: tuple[EntryReasonKey, ...] | None
 
     @classmethod
     def of(cls, runtime: Runtime) -> RuntimeProfile:
@@ -106,6 +137,7 @@ class RuntimeProfile:
             entries_by_key={key: tuple(indices) for key, indices in by_key.items()},
             format_names=frozenset(key[0] for key in by_key),
             accelerator_classes=frozenset(spec.accelerator_classes),
+            format_reason_key=_all_or_none(tuple(compiled.reason_key for compiled in entries)),
         )
 
     @property
@@ -141,9 +173,10 @@ class RuntimeProfile:
 
 @dataclass(frozen=True, slots=True)
 class ModelProfile:
-    """A model with its parsed size and versions, its format label and its :data:`MatchKey`."""
+    """A model with its key, its parsed size and versions, its format label and its :data:`MatchKey`."""
 
     model: Model
+    key: ObjectKey
     size: Fraction | None
     label: str
     format_name: str
@@ -159,6 +192,7 @@ class ModelProfile:
         framework_version = framework.version if framework is not None else None
         return cls(
             model=model,
+            key=model.key,
             format_name=spec.format_name,
             size=parse_parameter_count(spec.model_parameter_size) if spec.model_parameter_size else None,
             label=messages.format_label(

@@ -14,6 +14,7 @@ import math
 import re
 from decimal import Decimal
 from fractions import Fraction
+from functools import lru_cache
 
 __all__ = [
     "MAX_LENGTH",
@@ -42,6 +43,13 @@ def try_parse_parameter_count(text: str) -> Fraction | None:
     """
     if not isinstance(text, str) or len(text) > MAX_LENGTH:
         return None
+    return _parse(text)
+
+
+# Runtimes repeat a few bounds ("7B", "70B") and each stored runtime reads its own; every cached key is at
+# most MAX_LENGTH characters long.
+@lru_cache(maxsize=4096)
+def _parse(text: str) -> Fraction | None:
     match = _GRAMMAR.fullmatch(text)
     if match is None:
         return None

@@ -4,18 +4,22 @@
 ClusterServingRuntimes, then higher score, then the closer size range (only when the model has a size), then
 the name. Both :func:`~.outcome.evaluate` (the operator and the webhook) and :func:`~.explain.explain` (the
 CLI) rank through it, so the runtime selected and the runtime explain shows first cannot differ.
+
+:func:`nearest_misses` orders the runtimes that are not auto-selectable as the no-runtime message lists them;
+:func:`misses_of_format` gives the same order for every runtime of a format while checking only as many of
+them as are pulled.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from ome_selector.selection.matcher import RuntimeCheck, check
+from ome_selector.selection.matcher import RuntimeCheck, Step, check
 from ome_selector.selection.profiles import ModelProfile, RuntimeProfile
 
-__all__ = ["RankKey", "Ranking", "nearest_misses", "rank", "rank_key"]
+__all__ = ["RankKey", "Ranking", "misses_of_format", "nearest_misses", "rank", "rank_key"]
 
 #: (cluster-scoped?, -score, (infinitely far?, distance), name): smaller ranks first.
 RankKey = tuple[bool, int, tuple[bool, Fraction], str]
@@ -61,7 +65,10 @@ def rank(
     others: list[RuntimeCheck] = []
     for profile in profiles:
         result = check(profile, model, accelerator_classes)
-        (ranked if result.auto_selectable else others).append(result)
+        if result.failed is None:
+            ranked.append(result)
+        else:
+            others.append(result)
     ranked.sort(key=rank_key)
     return Ranking(ranked=tuple(ranked), others=tuple(others))
 
@@ -76,3 +83,37 @@ def _miss_key(result: RuntimeCheck) -> tuple[int, bool, str]:
     failed = result.failed
     step = -failed if failed is not None else 0
     return (step, result.profile.is_cluster, result.profile.name)
+
+
+def misses_of_format(
+    formats: Iterable[RuntimeProfile],
+    candidates: Ranking,
+    model: ModelProfile,
+    accelerator_classes: Sequence[str] = (),
+) -> Iterator[RuntimeCheck]:
+    """The runtimes of ``formats`` that are not auto-selectable, in :func:`nearest_misses` order, each checked
+    only when the one before it has been pulled; for a model with a format (SPEC §3: a pending model is not
+    checked).
+
+    ``formats`` are the runtimes with an entry naming the model's format, namespaced first, each by name;
+    ``candidates`` ranks those of them with an entry of the model's match key. Only those can pass the format
+    check, so only they can fail later (size, auto-select): they come first, from ``candidates``. Every other
+    miss failed at the format check or before it (accelerator, disabled); one pass over ``formats`` yields the
+    format misses in their order and keeps the others for after them.
+    """
+    yield from nearest_misses(
+        result for result in candidates.others if result.failed is not None and result.failed > Step.FORMAT
+    )
+    accelerator: list[RuntimeCheck] = []
+    disabled: list[RuntimeCheck] = []
+    for profile in formats:
+        result = check(profile, model, accelerator_classes)
+        failed = result.failed
+        if failed is Step.FORMAT:
+            yield result
+        elif failed is Step.ACCELERATOR:
+            accelerator.append(result)
+        elif failed is Step.DISABLED:
+            disabled.append(result)
+    yield from accelerator
+    yield from disabled

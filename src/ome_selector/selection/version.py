@@ -14,7 +14,7 @@ near it; SPEC §8 "bounded resources").
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 __all__ = [
@@ -40,7 +40,11 @@ _UINT64_MAX = 2**64 - 1
 
 @dataclass(frozen=True, slots=True)
 class Version:
-    """A parsed version. ``precision`` counts the dot-separated parts written (1 to 3)."""
+    """A parsed version. ``precision`` counts the dot-separated parts written (1 to 3).
+
+    ``order`` is what comparisons compare: numbers, then the pre, build and dev identifiers as strings. Tuples
+    compare exactly so (element by element, then the shorter first), at C speed.
+    """
 
     major: int
     minor: int
@@ -50,6 +54,13 @@ class Version:
     pre: tuple[str, ...] = ()
     build: tuple[str, ...] = ()
     dev: tuple[str, ...] = ()
+    order: tuple[int, int, int, tuple[str, ...], tuple[str, ...], tuple[str, ...]] = field(
+        init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        order = (self.major, self.minor, self.patch, self.pre, self.build, self.dev)
+        object.__setattr__(self, "order", order)  # frozen: set once, here
 
     @property
     def unofficial(self) -> bool:
@@ -117,28 +128,15 @@ def _parse(text: str) -> Version | None:
     return Version(major, minor, patch, prefix, precision, pre, build, dev)
 
 
-def _compare_identifiers(left: tuple[str, ...], right: tuple[str, ...]) -> int:
-    # Go's strings.Compare orders UTF-8 bytes, which is the order of code points, i.e. Python's str order.
-    for a, b in zip(left, right, strict=False):
-        if a != b:
-            return -1 if a < b else 1
-    return (len(left) > len(right)) - (len(left) < len(right))
-
-
 def compare_versions(left: Version, right: Version) -> int:
     """-1, 0 or 1 as ``left`` is below, equal to or above ``right`` (numbers, then pre, build, dev as
-    strings).
+    strings, each list of identifiers element by element and then the shorter first).
 
-    Precision and prefix do not take part: ``1`` = ``1.0`` = ``v1.0.0``.
+    Precision and prefix do not take part: ``1`` = ``1.0`` = ``v1.0.0``. Go's strings.Compare orders UTF-8
+    bytes, which is the order of code points, i.e. Python's str order.
     """
-    for a, b in ((left.major, right.major), (left.minor, right.minor), (left.patch, right.patch)):
-        if a != b:
-            return -1 if a < b else 1
-    for la, lb in ((left.pre, right.pre), (left.build, right.build), (left.dev, right.dev)):
-        result = _compare_identifiers(la, lb)
-        if result:
-            return result
-    return 0
+    a, b = left.order, right.order
+    return (a > b) - (a < b)
 
 
 def version_matches(runtime_version: str, operator: str, model_version: str) -> bool:
@@ -169,7 +167,7 @@ def parsed_versions_match(runtime: Version, operator: str, model: Version) -> bo
     if operator not in KNOWN_OPERATORS:
         return False
     if operator == EQUAL or model.unofficial or runtime.unofficial:
-        return compare_versions(runtime, model) == 0
+        return runtime.order == model.order
     if model.precision != runtime.precision or model.prefix != runtime.prefix:
         return False
     result = compare_versions(runtime, model)

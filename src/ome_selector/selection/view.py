@@ -1,4 +1,5 @@
-"""What selection reads from a catalog: the lookups of SPEC §1 and the runtimes visible from a namespace.
+"""What selection reads from a catalog: the lookups of SPEC §1, the runtimes visible from a namespace (all of
+them, those naming a format, those with an entry of a match key) and the memo of auto-selection results.
 
 :func:`~.outcome.evaluate` and :func:`~.explain.explain` take any :class:`CatalogView`;
 :class:`ome_selector.catalog.Catalog` is the one the product uses. The protocol keeps the selection core below
@@ -11,7 +12,8 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from ome_selector.api.resources import Model
-from ome_selector.selection.profiles import ModelProfile, RuntimeProfile
+from ome_selector.selection.memo import AutoSelectionMemo
+from ome_selector.selection.profiles import MatchKey, ModelProfile, RuntimeProfile
 
 __all__ = ["CatalogView"]
 
@@ -39,6 +41,16 @@ class CatalogView(Protocol):
         """The runtimes visible from ``namespace`` with an entry naming ``format_name``, in the same order."""
         ...
 
+    def runtime_profiles_for_match_key(self, namespace: str, key: MatchKey) -> Sequence[RuntimeProfile]:
+        """The runtimes visible from ``namespace`` with an entry of match key ``key`` (only they can match a
+        model of that key), in the same order."""
+        ...
+
     def runtime_counts(self, namespace: str) -> tuple[int, int]:
         """(ServingRuntimes in ``namespace``, ClusterServingRuntimes)."""
+        ...
+
+    @property
+    def auto_selections(self) -> AutoSelectionMemo:
+        """Auto-selection results, each kept until a runtime visible from its namespace changes."""
         ...

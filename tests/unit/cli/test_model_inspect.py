@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 import yaml
 from hub_standin import Repo, hub_standin
-from model_folders import (
+
+from harness.model_folders import (
     BERT_MINILM_CONFIG,
     QWEN2_5_0_5B,
     bert_minilm_tensors,
     write_json,
     write_safetensors,
 )
-
 from ome_selector.cli.kubectl_ome import run
 
 KUBECTL_OME = Path(sys.executable).parent / "kubectl-ome"
@@ -160,6 +160,8 @@ def test_a_missing_folder_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[
         ["model"],
         ["model", "inspect", ".", "-o", "wide"],
         ["model", "inspect", "a", "b"],
+        ["model", "inspect", ".", "--apply"],
+        ["model", "inspect", ".", "--apply", ""],
     ],
 )
 def test_usage_errors_exit_1(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -167,10 +169,62 @@ def test_usage_errors_exit_1(argv: list[str], capsys: pytest.CaptureFixture[str]
     assert "error:" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "target",
+    ["llama", "model/llama", "basemodel/", "/llama", "clusterbasemodel/a/b", "inferenceservice/x", "bm/x"],
+)
+def test_apply_needs_a_model_kind_and_a_name(
+    minilm: Path, target: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(["model", "inspect", str(minilm), "--apply", target]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    expected = f"expected KIND/NAME with KIND basemodel or clusterbasemodel, got {target!r}"
+    assert f"error: argument --apply: {expected}\n" in err
+
+
+@pytest.mark.parametrize(
+    ("options", "complaint"),
+    [
+        (["-n", "team-a"], "-n is only used with --apply"),
+        (["--context", "c"], "--context is only used with --apply"),
+        (["--kubeconfig", "k", "-n", "x"], "-n, --kubeconfig are only used with --apply"),
+    ],
+)
+def test_cluster_options_only_go_with_apply(
+    minilm: Path, options: list[str], complaint: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(["model", "inspect", str(minilm), *options]) == 1
+    assert capsys.readouterr() == ("", f"error: {complaint}\n")
+
+
+def test_apply_with_an_unreadable_kubeconfig_exits_1(
+    minilm: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = tmp_path / "kubeconfig"
+    broken.write_text("clusters: [}\n")
+    argv = ["model", "inspect", str(minilm), "--apply", "BaseModel/m", "--kubeconfig", str(broken)]
+    assert run(argv) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith("error: cannot read the kubeconfig: ")
+    assert err.count("\n") == 1
+
+
+def test_apply_reads_the_model_files_before_the_cluster(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A folder that cannot be read fails first: no kubeconfig is needed to find that out."""
+    argv = ["model", "inspect", str(tmp_path / "none"), "--apply", "clusterbasemodel/m"]
+    assert run([*argv, "--kubeconfig", str(tmp_path / "absent")]) == 1
+    assert capsys.readouterr().err == f"error: {tmp_path / 'none'}: no such directory\n"
+
+
 def test_help_shows_the_synopsis(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["model", "inspect", "--help"]) == 0
     out = capsys.readouterr().out
     assert "(DIR | hf://ORG/NAME[@REVISION]) [-o table|json|yaml] [-v]" in out
+    assert "[--apply KIND/NAME [-n NAMESPACE] [--kubeconfig PATH] [--context NAME]]" in out
     assert "llama, mistral, qwen2, qwen3" in out
 
 

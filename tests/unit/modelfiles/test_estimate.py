@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from model_folders import (
+
+from harness.model_folders import (
     LLAMA_3_2_1B,
     LLAMA_3_2_3B,
     LLAMA_3_70B,
@@ -20,7 +21,6 @@ from model_folders import (
     QWEN3_8B,
     decoder_tensors,
 )
-
 from ome_selector.modelfiles.estimate import ESTIMATED_MODEL_TYPES, estimate_parameters
 from ome_selector.modelfiles.safetensors import count_parameters
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import httpx2
 import pytest
 from hub_standin import COMMIT, HubStandIn, Repo, hub_standin
-from model_folders import (
+
+from harness.model_folders import (
     BERT_MINILM_CONFIG,
     LLAMA_3_2_3B,
     bert_minilm_tensors,
@@ -23,7 +24,6 @@ from model_folders import (
     write_safetensors,
     write_sharded,
 )
-
 from ome_selector.modelfiles import ModelFileError, NameVersion, WeightFile, inspect_model
 from ome_selector.modelfiles.hub import HubModelRef, _status_reason, parse_hub_uri
 

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from model_folders import (
+
+from harness.model_folders import (
     BERT_MINILM_CONFIG,
     LLAMA_3_2_1B,
     LLAMA_3_2_3B,
@@ -29,7 +30,6 @@ from model_folders import (
     write_safetensors,
     write_sharded,
 )
-
 from ome_selector.modelfiles import ModelFileError, NameVersion, WeightFile, inspect_model, metadata_document
 from ome_selector.modelfiles import local as local_module
 

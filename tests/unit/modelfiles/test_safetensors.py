@@ -8,8 +8,8 @@ import math
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from model_folders import Tensors, bert_minilm_tensors, safetensors_header
 
+from harness.model_folders import Tensors, bert_minilm_tensors, safetensors_header
 from ome_selector.modelfiles.errors import ModelFileError
 from ome_selector.modelfiles.safetensors import (
     MAX_HEADER_BYTES,

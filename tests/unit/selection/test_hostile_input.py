@@ -33,9 +33,10 @@ def has_control(text: str) -> bool:
 
 @contextmanager
 def recording(
-    module: ModuleType, name: str, measure: Callable[..., int] = lambda *a: 1
+    module: ModuleType | type, name: str, measure: Callable[..., int] = lambda *a: 1
 ) -> Iterator[list[int]]:
-    """Replace ``module.name`` by a wrapper that records ``measure(*args)`` for every call."""
+    """Replace ``module.name`` (a function, or a method of a class) by a wrapper that records
+    ``measure(*args)`` for every call."""
     original = getattr(module, name)
     calls: list[int] = []
 
@@ -224,7 +225,7 @@ def test_evaluating_huge_values_looks_at_a_bounded_part_of_them() -> None:
     service = isvc(model_name="m", name="s" * HUGE)
     with (
         recording(messages, "escape_controls", len) as escaped,
-        recording(matcher, "entry_mismatch_reason") as reasons,
+        recording(matcher.FormatReasons, "entry") as reasons,
     ):
         outcome = evaluate(c, service)
         named = evaluate(c, isvc(model_name="m", runtime_name="named"))

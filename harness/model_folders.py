@@ -1,4 +1,5 @@
-"""Model folders for tests: real safetensors headers over sparse data, and real architectures' shapes.
+"""Model folders for tests, benchmarks and the demo: real safetensors headers over sparse data, and real
+architectures' shapes.
 
 A file gets its 8-byte length, its JSON header, then is truncated (extended) to the size the offsets imply, so
 a 1B-parameter model costs a few kilobytes of disk. Shapes and configs are those of the published models.

@@ -1,0 +1,80 @@
+# Shared by the `make e2e` scripts (sourced, not run): paths, logging and the host checks.
+# shellcheck shell=bash disable=SC2034 # the variables are for the scripts that source this file
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# Everything a cluster run creates lives here and is removed by `make e2e-down`.
+STATE=${E2E_STATE:-$REPO/.e2e}
+# Build results that survive a run: the node binaries (hack/ensure-binaries.sh node) and the images.
+CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/ome-selector"
+IMAGE_CACHE="$CACHE_ROOT/e2e-images"
+
+# The shared end-to-end scenario, run as `python -m $SCENARIO_MODULE`; harness/ is importable from the checkout.
+SCENARIO_MODULE=${SCENARIO_MODULE:-harness.scenario}
+export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
+
+# Debian packages the node and the image build need (apt-get installs the missing ones).
+E2E_PACKAGES=(containerd runc containernetworking-plugins buildah debootstrap iptables nftables)
+
+log() { printf 'e2e: %s\n' "$*" >&2; }
+# A condition this host cannot meet: one line, non-zero exit.
+unsupported() { printf 'e2e: cannot run here: %s\n' "$*" >&2; exit 3; }
+die() { printf 'e2e: %s\n' "$*" >&2; exit 1; }
+
+# The last line of `make e2e` and `make e2e-kind`, from the `pass|fail <check>` lines of a results file.
+summary() {
+  local passed failed
+  passed=$(grep -c '^pass ' "$1" || true)
+  failed=$(grep -c '^fail ' "$1" || true)
+  echo "e2e: $passed passed, $failed failed"
+}
+
+# Seconds since an earlier `date +%s.%N`, one decimal.
+since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
+
+require_host() {
+  [[ $(uname -s) == Linux ]] || unsupported "needs Linux (this is $(uname -s))"
+  [[ $(id -u) == 0 ]] || unsupported "needs root (containerd, kubelet and the pod network run on this host)"
+  unshare --net --mount --pid --fork --mount-proc true 2>/dev/null \
+    || unsupported "cannot create network, mount and PID namespaces (unshare failed)"
+  grep -qw overlay /proc/filesystems || unsupported "the kernel has no overlay filesystem (containerd's snapshotter)"
+  grep -q ' cgroup2\? ' /proc/mounts || unsupported "no cgroup filesystem is mounted"
+}
+
+ensure_packages() {
+  local missing=() p
+  for p in "${E2E_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+  done
+  ((${#missing[@]})) || return 0
+  command -v apt-get >/dev/null || unsupported "needs Debian packages ${missing[*]} and there is no apt-get"
+  log "installing ${missing[*]} with apt-get"
+  apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+}
+
+# cgroup layout: v2 (unified), v1, or hybrid (v1 controllers plus an empty cgroup2 mount).
+cgroup_layout() {
+  if [[ $(stat -fc %T /sys/fs/cgroup) == cgroup2fs ]]; then
+    echo v2
+  elif grep -q ' cgroup2 ' /proc/mounts; then
+    echo hybrid
+  else
+    echo v1
+  fi
+}
+
+# CAP_SYS_RESOURCE (bit 24) in the bounding set: without it no process may lower its oom_score_adj.
+has_sys_resource() {
+  local bnd
+  bnd=$(awk '/^CapBnd:/ { print $2 }' /proc/self/status)
+  (( (16#$bnd >> 24) & 1 ))
+}
+
+# The CA bundle the host configures for pip, if any (the image build needs it for PyPI behind a TLS proxy).
+pip_ca_bundle() {
+  local candidate
+  for candidate in "${PIP_CERT:-}" "${REQUESTS_CA_BUNDLE:-}" "${SSL_CERT_FILE:-}"; do
+    if [[ -n $candidate && -f $candidate ]]; then echo "$candidate"; return 0; fi
+  done
+  return 1
+}

@@ -1,0 +1,325 @@
+#!/usr/bin/env bash
+# The end-to-end checks of an installed ome-selector, against any cluster that runs the image: `make e2e` (a
+# node on this machine, hack/e2e/run.sh) and `make e2e-kind` (hack/e2e-kind.sh) both call it.
+#
+#   hack/e2e/suite.sh install    helm install, as a user would (`make e2e-up` stops here)
+#   hack/e2e/suite.sh run        install, then every check below, then the documented uninstall
+#   hack/e2e/suite.sh diagnose   the operator's logs, events and `kubectl get -A` (printed when a check fails)
+#
+# Environment: KUBECONFIG (required), IMAGE (`repository:tag`, present on the node), KUBECTL, HELM, PYTHON (a
+# Python with this project installed), E2E_RESULTS (a file: one `pass|fail <check>` line per check is appended;
+# the caller prints the summary). Output: `ok: <check>` or `FAIL: <check>` and what went wrong.
+set -euo pipefail
+shopt -s inherit_errexit
+# shellcheck source=hack/e2e/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+: "${KUBECONFIG:?KUBECONFIG must name the cluster}"
+export KUBECONFIG
+IMAGE=${IMAGE:-ome-selector:dev}
+KUBECTL=${KUBECTL:-kubectl}
+HELM=${HELM:-helm}
+PYTHON=${PYTHON:-$REPO/.venv/bin/python}
+E2E_RESULTS=${E2E_RESULTS:-/dev/null}
+RELEASE=ome-selector
+NAMESPACE=ome-selector
+SCENARIO_NAMESPACE=ome-selector-e2e
+CRDS=(basemodels.ome.io clusterbasemodels.ome.io servingruntimes.ome.io clusterservingruntimes.ome.io
+  inferenceservices.ome.io)
+
+k() { "$KUBECTL" "$@"; }
+note() { printf '> %s\n' "$*"; }
+
+failed=0
+# check DESCRIPTION COMMAND...: one check, run with errexit in a subshell (so never from `if` or `||`, where bash
+# would ignore errexit inside it); its `> ` lines are shown, all of its output when it fails. Counts failures.
+check() {
+  local what="$1" began log rc; shift
+  began=$(date +%s.%N)
+  log=$(mktemp)
+  set +e
+  (set -e; "$@") >"$log" 2>&1
+  rc=$?
+  set -e
+  if ((rc == 0)); then
+    printf 'ok: %s (%ss)\n' "$what" "$(since "$began")"
+    sed -n 's/^> /     /p' "$log"
+    echo "pass $what" >>"$E2E_RESULTS"
+  else
+    printf 'FAIL: %s (%ss)\n' "$what" "$(since "$began")"
+    sed 's/^/     /' "$log"
+    echo "fail $what" >>"$E2E_RESULTS"
+    failed=$((failed + 1))
+  fi
+  rm -f "$log"
+}
+
+# --- install ----------------------------------------------------------------------------------------------------
+
+install_args=(
+  "$RELEASE" "$REPO/charts/ome-selector" --namespace "$NAMESPACE"
+  --set "image.repository=${IMAGE%:*}" --set "image.tag=${IMAGE##*:}" --set image.pullPolicy=Never
+  --wait --timeout 180s
+)
+
+helm_install() {
+  "$HELM" install --create-namespace "${install_args[@]}" >/dev/null
+  note "$(k -n "$NAMESPACE" get pods -l "app.kubernetes.io/instance=$RELEASE" --no-headers)"
+}
+
+ca_bundle() { k get validatingwebhookconfiguration "$RELEASE" -o jsonpath='{.webhooks[*].clientConfig.caBundle}'; }
+
+# Every webhook of the chart's configuration carries the CA the operator keeps in its Secret.
+ca_bundle_set() {
+  local stored bundle b
+  stored=$(k -n "$NAMESPACE" get secret "$RELEASE-webhook-tls" -o jsonpath='{.data.ca\.crt}')
+  [[ -n $stored ]] || { echo "Secret $RELEASE-webhook-tls has no ca.crt"; return 1; }
+  bundle=$(ca_bundle)
+  for b in $bundle; do [[ $b == "$stored" ]] || { echo "a caBundle differs from the Secret's CA"; return 1; }; done
+  (($(wc -w <<<"$bundle") == 5)) || { echo "caBundle set on $(wc -w <<<"$bundle") of 5 webhooks"; return 1; }
+  note "caBundle of all 5 webhooks = ca.crt of Secret $RELEASE-webhook-tls"
+}
+
+# --- samples ----------------------------------------------------------------------------------------------------
+
+# `namespace/name status reason` per InferenceService, from samples/README.md's table of outcomes.
+expected_outcomes() {
+  awk -F'|' '$2 ~ /^ `[a-z0-9-]+\/[a-z0-9-]+` $/ && $4 ~ /^ (True|False|Unknown) $/ {
+    gsub(/[ `]/, "", $2); gsub(/ /, "", $4); gsub(/[ `]/, "", $5); print $2, $4, $5 }' "$REPO/samples/README.md" | sort
+}
+
+observed_outcomes() {
+  k get isvc -A -o jsonpath='{range .items[*]}{.metadata.namespace}/{.metadata.name} {.status.conditions[?(@.type=="RuntimeReady")].status} {.status.conditions[?(@.type=="RuntimeReady")].reason}{"\n"}{end}' \
+    | awk 'NF == 3' | sort
+}
+
+apply_samples() {
+  local expected created
+  expected=$(grep -c '^kind: InferenceService$' "$REPO/samples/30-inference-services.yaml")
+  k apply -f "$REPO/samples/"
+  created=$(k get isvc -A --no-headers | wc -l)
+  ((created == expected)) || { echo "$created of $expected InferenceServices were created"; return 1; }
+  note "all $expected InferenceServices created by one apply"
+}
+
+samples_outcomes() {
+  local want got deadline
+  want=$(expected_outcomes)
+  (($(wc -l <<<"$want") == 15)) || { echo "samples/README.md's table gave: $want"; return 1; }
+  deadline=$(($(date +%s) + 60))
+  until got=$(observed_outcomes) && [[ $got == "$want" ]]; do
+    if (($(date +%s) >= deadline)); then
+      echo "RuntimeReady after 60s differs from samples/README.md (< expected, > observed):"
+      diff <(echo "$want") <(echo "$got") | grep '^[<>]' || true
+      return 1
+    fi
+    sleep 1
+  done
+  note "$(wc -l <<<"$want") RuntimeReady conditions as samples/README.md lists them"
+}
+
+# What `kubectl get isvc -o wide` shows: the printer columns, and the message that names the chosen runtime.
+get_wide() {
+  local out header row
+  out=$(k get isvc -n ome-demo -o wide)
+  header=$(head -n1 <<<"$out" | tr -s ' ')
+  [[ $header == "NAME MODEL RUNTIME RUNTIMEREADY REASON AGE MESSAGE" ]] || { echo "header: $header"; return 1; }
+  row=$(grep '^llama-3b-auto ' <<<"$out" | tr -s ' ')
+  [[ $row =~ ^llama-3b-auto\ llama-3-2-3b-instruct\ True\ RuntimeSelected\ [0-9a-z]+\ selected\ ClusterServingRuntime\ sglang-llama-3-2-compact\  ]] \
+    || { echo "row: $row"; return 1; }
+  row=$(grep '^llama-3b-missing-runtime ' <<<"$out" | tr -s ' ')
+  [[ $row =~ ^llama-3b-missing-runtime\ llama-3-2-3b-instruct\ vllm-llama-3-2-turbo\ False\ RuntimeNotFound\  ]] \
+    || { echo "row: $row"; return 1; }
+  grep -q 'kubectl ome runtime explain --isvc qwen3-32b-auto -n ome-demo' <<<"$out" \
+    || { echo "qwen3-32b-auto's message does not point at kubectl ome runtime explain:"; echo "$out"; return 1; }
+  note "$(grep '^llama-3b-auto ' <<<"$out" | tr -s ' ' | cut -c1-150)"
+}
+
+# `kubectl describe` of a named runtime that does not declare support: the condition and the advisory event.
+describe_advisory() {
+  local out
+  out=$(k describe isvc -n ome-demo llama-3b-on-1b-runtime)
+  grep -qE '^ +Reason: +RuntimeSpecified$' <<<"$out" || { echo "no RuntimeSpecified condition:"; echo "$out"; return 1; }
+  grep -qE '^ +Type: +RuntimeReady$' <<<"$out" || { echo "no RuntimeReady condition:"; echo "$out"; return 1; }
+  grep -qE '^ +Warning +RuntimeCompatibilityAdvisory .*model size 3\.21B is outside supported range \[500M, 2B\]' <<<"$out" \
+    || { echo "no RuntimeCompatibilityAdvisory event with the size reason:"; echo "$out"; return 1; }
+  note "$(grep -E 'RuntimeCompatibilityAdvisory' <<<"$out" | tr -s ' ' | cut -c1-150)"
+}
+
+scenario() {
+  "$PYTHON" -m "$SCENARIO_MODULE" --kubeconfig "$KUBECONFIG" --namespace "$SCENARIO_NAMESPACE" \
+    --kubectl "$(command -v "$KUBECTL")" --timeout 120 | sed 's/^ok: /> /'
+}
+
+# --- always available (SPEC §8) ---------------------------------------------------------------------------------
+
+HA_NAMESPACE=ome-selector-ha
+availability() { "$PYTHON" -m harness.availability "$@" --kubeconfig "$KUBECONFIG" --namespace "$HA_NAMESPACE"; }
+lease_holder() { k -n "$NAMESPACE" get lease "$RELEASE" -o jsonpath='{.spec.holderIdentity}'; }
+operator_pods() { k -n "$NAMESPACE" get pods -l "app.kubernetes.io/instance=$RELEASE" --field-selector=status.phase=Running -o name; }
+
+# Two ready replicas; the Lease is held by one of them.
+two_replicas_one_leader() {
+  local ready holder pods deadline
+  deadline=$(($(date +%s) + 60))
+  # A replica that just left (a rollout, a deletion) may hold the Lease until it expires: wait for a live holder.
+  until ready=$(k -n "$NAMESPACE" get deployment "$RELEASE" -o jsonpath='{.status.readyReplicas}') && ((ready == 2)) \
+    && holder=$(lease_holder) && pods=$(operator_pods) && grep -qx "pod/$holder" <<<"$pods"; do
+    if (($(date +%s) >= deadline)); then
+      echo "after 60 s: ${ready:-0} ready replicas, Lease holder '${holder:-}', pods:"; operator_pods
+      return 1
+    fi
+    sleep 1
+  done
+  note "2 replicas ready; Lease $NAMESPACE/$RELEASE held by $holder"
+}
+
+# Admissions every 100 ms while ACTION runs: none may fail, and no InferenceService gets an event twice.
+churn_during() {
+  local seconds=$1 churn_out churn_pid rc; shift
+  churn_out=$(mktemp)
+  availability churn --seconds "$seconds" --interval 0.1 >"$churn_out" 2>&1 &
+  churn_pid=$!
+  sleep 3
+  "$@"
+  rc=0; wait "$churn_pid" || rc=$?
+  note "admissions: $(cat "$churn_out")"
+  ((rc == 0)) || { echo "admissions failed during: $*"; cat "$churn_out"; rm -f "$churn_out"; return 1; }
+  rm -f "$churn_out"
+}
+
+restart_rollout() {
+  k -n "$NAMESPACE" rollout restart "deployment/$RELEASE" >/dev/null
+  k -n "$NAMESPACE" rollout status "deployment/$RELEASE" --timeout 180s >/dev/null
+}
+
+delete_leader_pod() {
+  local holder
+  holder=$(lease_holder)
+  k -n "$NAMESPACE" delete pod "$holder" --wait=true >/dev/null
+  k -n "$NAMESPACE" rollout status "deployment/$RELEASE" --timeout 180s >/dev/null
+  note "deleted leader $holder; Lease now held by $(lease_holder)"
+}
+
+rollout_without_failed_admissions() {
+  availability prepare >/dev/null
+  churn_during 40 restart_rollout
+  two_replicas_one_leader
+  availability verify --timeout 120 | sed 's/^/> events: /'
+}
+
+leader_deletion_without_failed_admissions() {
+  churn_during 25 delete_leader_pod
+  availability verify --timeout 120 | sed 's/^/> events: /'
+}
+
+# The PodDisruptionBudget (minAvailable 1): of two ready replicas one may be evicted, then no other until it is back.
+eviction_respects_the_budget() {
+  local pods first second out
+  mapfile -t pods < <(operator_pods)
+  ((${#pods[@]} == 2)) || { echo "expected 2 running replicas, got ${#pods[@]}"; return 1; }
+  first=${pods[0]#pod/}; second=${pods[1]#pod/}
+  evict "$first" || { echo "the first eviction was refused"; return 1; }
+  if out=$(evict "$second" 2>&1); then echo "the second eviction was allowed: $out"; return 1; fi
+  grep -q "disruption budget" <<<"$out" || { echo "refused for another reason: $out"; return 1; }
+  note "evicted $first; $second refused: $(grep -o "Cannot evict pod as it would violate the pod's disruption budget" <<<"$out" | head -1)"
+  k -n "$NAMESPACE" rollout status "deployment/$RELEASE" --timeout 180s >/dev/null
+}
+
+evict() {
+  k create --raw "/api/v1/namespaces/$NAMESPACE/pods/$1/eviction" -f - <<JSON
+{"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "$1", "namespace": "$NAMESPACE"}}
+JSON
+}
+
+# --- upgrade and uninstall --------------------------------------------------------------------------------------
+
+upgrade_keeps_ca() {
+  local before after
+  before=$(ca_bundle)
+  "$HELM" upgrade "${install_args[@]}" --set webhook.strictSizes=true >/dev/null
+  k -n "$NAMESPACE" rollout status "deployment/$RELEASE" --timeout 180s
+  after=$(ca_bundle)
+  [[ -n $before && $after == "$before" ]] || { echo "the webhook CA changed across helm upgrade"; return 1; }
+  note "caBundle unchanged; new pod $(k -n "$NAMESPACE" get pods -l "app.kubernetes.io/instance=$RELEASE" -o name)"
+}
+
+# The upgraded operator serves the webhook with --strict-sizes: a size that does not parse is denied (the size
+# webhooks fail open, so only a reachable, trusted webhook can deny).
+strict_sizes_denial() {
+  local out
+  if out=$(k create --dry-run=server -f - 2>&1 <<'EOF'
+apiVersion: ome.io/v1beta1
+kind: ClusterBaseModel
+metadata: {name: e2e-unparseable-size}
+spec:
+  modelFormat: {name: safetensors, version: "1.0.0"}
+  modelArchitecture: LlamaForCausalLM
+  modelParameterSize: "three billion"
+EOF
+  ); then
+    echo "admitted: $out"; return 1
+  fi
+  grep -q 'admission webhook "clusterbasemodels.ome-selector.ome.io" denied the request' <<<"$out" \
+    || { echo "unexpected error: $out"; return 1; }
+  note "$(cut -c1-160 <<<"$out")"
+}
+
+# README "Uninstall": stop the operator, `ome-selector cleanup`, `helm uninstall`; the CRDs stay.
+uninstall_documented() {
+  local cli left
+  cli="$(dirname "$PYTHON")/ome-selector"
+  k -n "$NAMESPACE" scale "deployment/$RELEASE" --replicas=0
+  k -n "$NAMESPACE" wait --for=delete pod -l "app.kubernetes.io/instance=$RELEASE" --timeout 120s
+  local listed
+  listed=$("$cli" --kubeconfig "$KUBECONFIG" cleanup --dry-run)
+  [[ -n $listed ]] || { echo "cleanup --dry-run listed nothing"; return 1; }
+  "$cli" --kubeconfig "$KUBECONFIG" cleanup
+  left=$(k get isvc -A -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="RuntimeReady")].type}{end}')
+  [[ -z $left ]] || { echo "RuntimeReady conditions left after cleanup"; return 1; }
+  "$HELM" uninstall "$RELEASE" --namespace "$NAMESPACE" --wait
+  k get crd "${CRDS[@]}" >/dev/null || { echo "helm uninstall deleted CRDs"; return 1; }
+  note "RuntimeReady removed from $(k get isvc -A --no-headers | wc -l) InferenceServices; release gone; 5 CRDs kept"
+}
+
+diagnose() {
+  echo "== diagnostics"
+  echo "-- operator log"
+  k -n "$NAMESPACE" logs "deployment/$RELEASE" --tail=100 --all-containers | cut -c1-600 || true
+  k -n "$NAMESPACE" logs "deployment/$RELEASE" --tail=30 --previous 2>/dev/null | cut -c1-600 || true
+  echo "-- events"
+  k get events -A --sort-by=.lastTimestamp || true
+  echo "-- kubectl get -A"
+  k get all,validatingwebhookconfigurations,secrets,inferenceservices,basemodels,clusterbasemodels,servingruntimes,clusterservingruntimes -A -o wide || true
+}
+
+run() {
+  check "helm install --wait (image $IMAGE)" helm_install
+  if ((failed)); then diagnose; return 1; fi
+  # Right after `helm install --wait`, as a user would: every webhook-checked object must be admitted.
+  check "kubectl apply -f samples/ right after the install" apply_samples
+  check "the operator set the webhook caBundle" ca_bundle_set
+  check "every sample InferenceService gets its SPEC §5 condition" samples_outcomes
+  check "kubectl get isvc -o wide" get_wide
+  check "kubectl describe isvc shows the condition and the advisory event" describe_advisory
+  check "the shared scenario ($SCENARIO_MODULE)" scenario
+  check "two ready replicas, one Lease holder" two_replicas_one_leader
+  check "kubectl rollout restart: 0 failed admissions, 0 duplicate events" rollout_without_failed_admissions
+  check "leader pod deleted: 0 failed admissions, 0 duplicate events" leader_deletion_without_failed_admissions
+  check "an eviction that would break the PodDisruptionBudget is refused" eviction_respects_the_budget
+  check "helm upgrade keeps the webhook CA" upgrade_keeps_ca
+  check "the upgraded operator denies an unparseable size (strictSizes)" strict_sizes_denial
+  ((failed == 0)) || diagnose
+  check "uninstall as documented (cleanup, helm uninstall, CRDs kept)" uninstall_documented
+  ((failed == 0))
+}
+
+case "${1:-}" in
+  install)
+    check "helm install --wait (image $IMAGE)" helm_install
+    if ((failed)); then diagnose; exit 1; fi
+    ;;
+  run) run ;;
+  diagnose) diagnose ;;
+  *) die "usage: $0 install|run|diagnose" ;;
+esac

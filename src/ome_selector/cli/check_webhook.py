@@ -1,0 +1,89 @@
+"""`ome-selector check-webhook`: wait until the API server really reaches the InferenceService webhook.
+
+A pod's readiness does not mean the API server can call it yet: the Service's route to a new endpoint is
+programmed on every node a moment later. Right after a fresh install there is no older endpoint to fall back
+on, so for that moment every InferenceService write fails closed. The chart runs this as a post-install and
+post-upgrade hook (as cert-manager's startup API check does), so `helm install --wait` returns only once the
+webhook answers through the API server.
+
+The probe is a server-side dry run (nothing is stored) of an InferenceService with ``spec.engine`` naming a
+model that does not exist: only a reachable webhook can deny it with our webhook's name in the message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from ome_selector.api.resources import API_GROUP, API_VERSION, Kind
+from ome_selector.kube.connection import ClusterAccess
+from ome_selector.webhook.registration import webhook_name
+
+PROBE_NAME = "ome-selector-webhook-check"
+
+
+def _probe(namespace: str) -> dict[str, object]:
+    return {
+        "apiVersion": f"{API_GROUP}/{API_VERSION}",
+        "kind": Kind.INFERENCE_SERVICE.value,
+        "metadata": {"name": PROBE_NAME, "namespace": namespace},
+        "spec": {"model": {"name": PROBE_NAME}, "engine": {}},
+    }
+
+
+async def check_webhook(access: ClusterAccess, namespace: str, timeout: float, interval: float = 1.0) -> int:
+    """0 once our webhook answered; 1 when it never did within ``timeout`` or access is denied."""
+    expected = f'admission webhook "{webhook_name(Kind.INFERENCE_SERVICE)}" denied the request'
+    deadline = time.monotonic() + timeout
+    last = "no answer yet"
+    async with await access.api_client() as api_client:
+        api = client.CustomObjectsApi(api_client)
+        while True:
+            try:
+                await api.create_namespaced_custom_object(
+                    API_GROUP,
+                    API_VERSION,
+                    namespace,
+                    Kind.INFERENCE_SERVICE.plural,
+                    _probe(namespace),
+                    dry_run="All",
+                )
+            except ApiException as error:
+                body = _message(error.body)
+                if expected in body:
+                    print(f"the webhook answers through the API server (namespace {namespace})")
+                    return 0
+                if error.status in (401, 403) and "admission webhook" not in body:
+                    print(
+                        f"check-webhook: not allowed to probe: {error.status} {error.reason}", file=sys.stderr
+                    )
+                    return 1
+                last = f"{error.status} {error.reason}: {body[:300]}"
+            except (TimeoutError, OSError) as error:
+                last = str(error)
+            else:
+                # Admitted: the webhook does not judge this namespace (its namespaceSelector leaves it out).
+                print(f"the webhook does not judge namespace {namespace}; nothing to wait for")
+                return 0
+            if time.monotonic() >= deadline:
+                print(
+                    f"check-webhook: the webhook did not answer within {timeout:.0f} s: {last}",
+                    file=sys.stderr,
+                )
+                return 1
+            await asyncio.sleep(interval)
+
+
+def _message(body: object) -> str:
+    """The Status message of an error body (JSON, as bytes or text), else the body as text."""
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body or "")
+    try:
+        status = json.loads(text)
+    except ValueError:
+        return text
+    return str(status.get("message", text)) if isinstance(status, dict) else text

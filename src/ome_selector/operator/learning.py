@@ -1,0 +1,452 @@
+"""Learning models' metadata from their files on the Hub (SPEC §10; opt-in: ``--learn-model-metadata``).
+
+A BaseModel or ClusterBaseModel is a candidate when its ``spec.storage.storageUri`` is ``hf://…``, its spec
+lacks a learnable field (:func:`~ome_selector.modelfiles.missing_fields`), it does not carry the annotation
+``ome-selector.ome.io/skip-metadata: "true"`` and it is not being deleted. For each candidate the learner:
+
+1. reads the model's files through the Hub client in a thread (it blocks; the event loop never waits on it),
+   at most :attr:`LearningConfig.concurrency` models at a time, and keeps what it learned per storage URI,
+   so a model's files are read once per URI and operator lifetime;
+2. reads the model again and sends a merge patch of only the learned fields its spec lacks
+   (:func:`~ome_selector.modelfiles.fill_patch`), field manager ``ome-selector``, guarded by the
+   resourceVersion it read; after a 409 it reads and recomputes, so nothing anyone set is overwritten;
+3. records a Normal event ``ModelMetadataLearned`` naming what it set.
+
+A failure (the Hub refuses, a file is malformed, the API errs) is a Warning event ``ModelMetadataUnavailable``
+with the reason, and the model is tried again after :class:`RetrySchedule`'s delay: 30 s, 2 min, then every
+10 min. Only a writing replica learns: every read and write is behind the leader election's fence, and a new
+leader looks at every candidate again. The size it writes reaches the controller through the watch like any
+other change (SPEC §5).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from prometheus_client import Counter
+
+from ome_selector.api.resources import Kind, ObjectKey
+from ome_selector.kube.objects import ApiError, ConflictError, GoneError, Objects
+from ome_selector.modelfiles import (
+    ModelFileError,
+    ModelMetadata,
+    describe_fill,
+    fill_patch,
+    inspect_model,
+    missing_fields,
+)
+from ome_selector.operator.metrics import Metrics
+from ome_selector.operator.workqueue import WorkQueue
+from ome_selector.operator.writer import COMPONENT, NotLeaderError
+
+__all__ = [
+    "DEFAULT_RETRY_DELAYS",
+    "LEARNED",
+    "RESULTS",
+    "SKIP_ANNOTATION",
+    "UNAVAILABLE",
+    "Candidate",
+    "LearningConfig",
+    "ModelMetadataLearner",
+    "RetrySchedule",
+    "candidate",
+]
+
+logger = logging.getLogger(__name__)
+
+SKIP_ANNOTATION = "ome-selector.ome.io/skip-metadata"
+HUB_SCHEME = "hf://"
+LEARNED = "ModelMetadataLearned"
+UNAVAILABLE = "ModelMetadataUnavailable"
+#: The ``result`` label of ``ome_selector_model_metadata_total``: fields were set; the files were read but
+#: gave nothing the model lacks; the attempt failed.
+RESULTS = ("learned", "unchanged", "failed")
+#: Seconds before the next attempt after the 1st, 2nd and every later consecutive failure.
+DEFAULT_RETRY_DELAYS = (30.0, 120.0, 600.0)
+MAX_CONFLICTS = 5
+
+
+@dataclass(frozen=True)
+class LearningConfig:
+    """How the operator learns model metadata; the token is the Hub client's (``HF_TOKEN``)."""
+
+    #: The Hub's URL; None: ``HF_ENDPOINT``, else huggingface.co.
+    endpoint: str | None = None
+    #: Models read at the same time (each reads its shards' headers 8 at a time).
+    concurrency: int = 2
+    retry_delays: tuple[float, ...] = DEFAULT_RETRY_DELAYS
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        if not self.retry_delays or min(self.retry_delays) <= 0:
+            raise ValueError("retry delays must be positive, at least one")
+
+
+@dataclass
+class RetrySchedule:
+    """When each model may be tried again: ``delays[n-1]`` after its n-th consecutive failure, the last delay
+    for every failure after that. Times are the caller's monotonic clock, so a test can pass any numbers."""
+
+    delays: Sequence[float] = DEFAULT_RETRY_DELAYS
+    _failures: dict[ObjectKey, int] = field(default_factory=dict, init=False)
+    _due: dict[ObjectKey, float] = field(default_factory=dict, init=False)
+
+    def failed(self, key: ObjectKey, now: float) -> float:
+        """Record a failure at ``now``; the delay until the next attempt."""
+        failures = self._failures.get(key, 0) + 1
+        self._failures[key] = failures
+        delay = float(self.delays[min(failures, len(self.delays)) - 1])
+        self._due[key] = now + delay
+        return delay
+
+    def succeeded(self, key: ObjectKey) -> None:
+        self.forget(key)
+
+    def forget(self, key: ObjectKey) -> None:
+        self._failures.pop(key, None)
+        self._due.pop(key, None)
+
+    def due(self, key: ObjectKey) -> float:
+        """The earliest time of the next attempt (0 without a failure)."""
+        return self._due.get(key, 0.0)
+
+    def failures(self, key: ObjectKey) -> int:
+        return self._failures.get(key, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A model whose metadata may be learned: what an event about it needs, and where its files are."""
+
+    key: ObjectKey
+    storage_uri: str
+    uid: str | None
+    resource_version: str | None
+    missing: tuple[str, ...]
+
+    @property
+    def involved(self) -> dict[str, Any]:
+        """The body fields an event names its object by."""
+        return {
+            "metadata": {
+                "name": self.key.name,
+                "namespace": self.key.namespace,
+                "uid": self.uid,
+                "resourceVersion": self.resource_version,
+            }
+        }
+
+
+def model_key(body: Mapping[str, Any]) -> ObjectKey | None:
+    """The key of a BaseModel or ClusterBaseModel body; None for any other body."""
+    try:
+        kind = Kind(str(body.get("kind")))
+    except ValueError:
+        return None
+    metadata = body.get("metadata") or {}
+    name = metadata.get("name")
+    if not kind.is_model or not isinstance(name, str):
+        return None
+    namespace = metadata.get("namespace") if kind.namespaced else None
+    return ObjectKey(kind, namespace if isinstance(namespace, str) else None, name)
+
+
+def _storage_uri(spec: Any) -> str | None:
+    storage = spec.get("storage") if isinstance(spec, Mapping) else None
+    uri = storage.get("storageUri") if isinstance(storage, Mapping) else None
+    return uri if isinstance(uri, str) and uri.startswith(HUB_SCHEME) else None
+
+
+def _skipped(metadata: Mapping[str, Any]) -> bool:
+    annotations = metadata.get("annotations")
+    value = annotations.get(SKIP_ANNOTATION) if isinstance(annotations, Mapping) else None
+    return isinstance(value, str) and value.strip().lower() == "true"
+
+
+def candidate(body: Mapping[str, Any]) -> Candidate | None:
+    """The model ``body`` as a learning candidate, or None when it is not one (see the module's rules)."""
+    key = model_key(body)
+    if key is None:
+        return None
+    metadata = body.get("metadata") or {}
+    spec = body.get("spec")
+    uri = _storage_uri(spec)
+    if uri is None or _skipped(metadata) or metadata.get("deletionTimestamp"):
+        return None
+    missing = missing_fields(spec)
+    if not missing:
+        return None
+    return Candidate(key, uri, metadata.get("uid"), metadata.get("resourceVersion"), missing)
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 60 and seconds % 60 == 0:
+        return f"{seconds / 60:g}m"
+    return f"{seconds:g}s"
+
+
+def _read_hub(uri: str, endpoint: str | None) -> ModelMetadata:
+    """What the model's files at ``uri`` say (blocking: HTTP range requests through the Hub client)."""
+    return inspect_model(uri, endpoint=endpoint).metadata
+
+
+class _NoLongerCandidateError(Exception):
+    """The model changed while its files were read: deleted, opted out, complete, or other files."""
+
+
+class ModelMetadataLearner:
+    """Fed every model body the operator sees; learns and writes what candidates lack (module docstring)."""
+
+    def __init__(
+        self,
+        objects: Objects,
+        metrics: Metrics,
+        config: LearningConfig,
+        *,
+        instance: str,
+        may_write: Callable[[], bool],
+        read: Callable[[str], ModelMetadata] | None = None,
+    ) -> None:
+        self._objects = objects
+        self._metrics = metrics
+        self._instance = instance
+        self.may_write = may_write
+        self._read = read or functools.partial(_read_hub, endpoint=config.endpoint)
+        self.results = Counter(
+            "ome_selector_model_metadata",
+            "Attempts to learn a model's metadata from its files, by result",
+            ["result"],
+            registry=metrics.registry,
+        )
+        for result in RESULTS:
+            self.results.labels(result)
+        self.schedule = RetrySchedule(config.retry_delays)
+        self._candidates: dict[ObjectKey, Candidate] = {}
+        #: What each model's files said, by the storage URI they were read from.
+        self._learned: dict[ObjectKey, tuple[str, ModelMetadata]] = {}
+        self._timers: dict[ObjectKey, asyncio.TimerHandle] = {}
+        self.queue: WorkQueue[ObjectKey] = WorkQueue(self._attempt, workers=config.concurrency)
+        self._executor = ThreadPoolExecutor(
+            max_workers=config.concurrency, thread_name_prefix="model-metadata"
+        )
+
+    # --- fed by the operator -----------------------------------------------------------------------------
+
+    def observe(self, body: Mapping[str, Any]) -> None:
+        """A model was listed, added or changed (other kinds are ignored)."""
+        key = model_key(body)
+        if key is None:
+            return
+        found = candidate(body)
+        if found is None:
+            self._drop(key)
+            return
+        previous = self._candidates.get(key)
+        if previous is not None and previous.storage_uri != found.storage_uri:
+            self._drop(key)  # other files: a fresh start, no backoff carried over
+        learned = self._learned.get(key)
+        if learned is not None and learned[0] != found.storage_uri:
+            del self._learned[key]
+        elif learned is not None and not fill_patch(body.get("spec"), learned[1]):
+            self._candidates.pop(key, None)  # its files were read and give nothing more that it lacks
+            return
+        self._candidates[key] = found
+        self._request(key)
+
+    def forget(self, body: Mapping[str, Any]) -> None:
+        """A model was deleted."""
+        key = model_key(body)
+        if key is not None:
+            self._drop(key)
+            self._learned.pop(key, None)
+
+    def observe_all(self, bodies: Iterable[Mapping[str, Any]]) -> None:
+        """A full listing (startup, resync): observe every model, forget the ones no longer there."""
+        listed: set[ObjectKey] = set()
+        for body in bodies:
+            key = model_key(body)
+            if key is not None:
+                listed.add(key)
+                self.observe(body)
+        for key in [k for k in {*self._candidates, *self._learned} if k not in listed]:
+            self._drop(key)
+            self._learned.pop(key, None)
+
+    def learn_all(self) -> None:
+        """Look at every candidate again, e.g. on becoming the leader."""
+        for key in list(self._candidates):
+            self._request(key)
+
+    # --- lifecycle ---------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.queue.start()
+
+    async def stop(self) -> None:
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+        await self.queue.stop()
+        # A read in flight finishes in its thread (the Hub client's timeout bounds it); nothing waits for it.
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    async def wait_idle(self) -> None:
+        """Until no attempt is queued or running (retries waiting for their time do not count)."""
+        await self.queue.wait_idle()
+
+    # --- scheduling --------------------------------------------------------------------------------------
+
+    def _drop(self, key: ObjectKey) -> None:
+        self._candidates.pop(key, None)
+        self.schedule.forget(key)
+        timer = self._timers.pop(key, None)
+        if timer is not None:
+            timer.cancel()
+
+    def _request(self, key: ObjectKey) -> None:
+        """Queue an attempt now, or when the retry schedule allows one; a follower attempts nothing."""
+        if not self.may_write() or key in self._timers:
+            return
+        loop = asyncio.get_running_loop()
+        wait = self.schedule.due(key) - loop.time()
+        if wait > 0:
+            self._timers[key] = loop.call_later(wait, self._retry, key)
+        else:
+            self.queue.add(key)
+
+    def _retry(self, key: ObjectKey) -> None:
+        self._timers.pop(key, None)
+        if key in self._candidates:
+            self._request(key)
+
+    # --- one attempt -------------------------------------------------------------------------------------
+
+    async def _attempt(self, key: ObjectKey) -> None:
+        found = self._candidates.get(key)
+        loop = asyncio.get_running_loop()
+        if found is None or not self.may_write():
+            return
+        if self.schedule.due(key) > loop.time():
+            self._request(key)
+            return
+        uri = found.storage_uri
+        learned = self._learned.get(key)
+        if learned is not None and learned[0] == uri:
+            metadata = learned[1]
+        else:
+            try:
+                metadata = await loop.run_in_executor(self._executor, self._read, uri)
+            except ModelFileError as error:
+                await self._failed(found, str(error), event=True)
+                return
+            except Exception as error:  # whatever the Hub client raises, the operator carries on
+                await self._failed(found, f"{type(error).__name__}: {error}", event=True)
+                return
+            self._learned[key] = (uri, replace(metadata, files=()))
+        try:
+            fields, stored = await self._write(found, metadata)
+        except (_NoLongerCandidateError, NotLeaderError):
+            return  # the watch brings the model's new state, or the new leader takes over
+        except ApiError as error:
+            self._metrics.api_errors.labels("patch").inc()
+            await self._failed(found, f"the API answered {error.status} {error.reason}", event=False)
+            return
+        except ConflictError:
+            await self._failed(found, f"it changed {MAX_CONFLICTS} times while it was patched", event=False)
+            return
+        self.schedule.succeeded(key)
+        self._candidates.pop(key, None)
+        if not fields:
+            self.results.labels("unchanged").inc()
+            logger.info("%s: its files at %s give nothing it lacks", key, uri)
+            return
+        self.results.labels("learned").inc()
+        learned_text = ", ".join(describe_fill(fields, metadata))
+        logger.info("%s: learned from %s: %s", key, uri, learned_text)
+        await self._record_event(
+            key.kind, stored, type_="Normal", reason=LEARNED, message=f"Learned from {uri}: {learned_text}"
+        )
+
+    async def _write(
+        self, found: Candidate, metadata: ModelMetadata
+    ) -> tuple[dict[str, Any], Mapping[str, Any]]:
+        """Patch what the model lacks, read fresh; the fields set (empty: none) and the stored body."""
+        key = found.key
+        for _ in range(MAX_CONFLICTS):
+            try:
+                body = await self._objects.get(key.kind, key.namespace, key.name)
+            except ApiError:
+                self._metrics.api_errors.labels("read").inc()
+                raise
+            now = candidate(body) if body is not None else None
+            if now is None or now.storage_uri != found.storage_uri:
+                raise _NoLongerCandidateError(str(key))
+            fields = fill_patch(body.get("spec") if body else None, metadata)
+            if not fields:
+                return fields, now.involved
+            if not self.may_write():
+                raise NotLeaderError(str(key))
+            guard = {"resourceVersion": now.resource_version}
+            try:
+                stored = await self._objects.patch(
+                    key.kind,
+                    key.namespace,
+                    key.name,
+                    {"metadata": guard, "spec": fields},
+                    field_manager=COMPONENT,
+                )
+            except ConflictError:
+                continue  # changed since it was read: read again, recompute
+            except GoneError as error:
+                raise _NoLongerCandidateError(str(key)) from error
+            self._metrics.writes.labels("patch").inc()
+            return fields, stored
+        raise ConflictError(str(key))
+
+    async def _failed(self, found: Candidate, reason: str, *, event: bool) -> None:
+        key = found.key
+        loop = asyncio.get_running_loop()
+        delay = self.schedule.failed(key, loop.time())
+        self.results.labels("failed").inc()
+        logger.warning(
+            "%s: cannot learn its metadata (attempt %d): %s; next attempt in %s",
+            key,
+            self.schedule.failures(key),
+            reason,
+            _duration(delay),
+        )
+        self._request(key)
+        if event:
+            message = f"Cannot read the model's files: {reason}; next attempt in {_duration(delay)}"
+            await self._record_event(
+                key.kind, found.involved, type_="Warning", reason=UNAVAILABLE, message=message
+            )
+
+    async def _record_event(
+        self, kind: Kind, involved: Mapping[str, Any], *, type_: str, reason: str, message: str
+    ) -> None:
+        if not self.may_write():
+            return
+        try:
+            await self._objects.create_event(
+                kind,
+                involved,
+                type_=type_,
+                reason=reason,
+                message=message,
+                component=COMPONENT,
+                instance=self._instance,
+            )
+        except ApiError as error:
+            # What was set is on the model; a lost event must not undo or repeat the attempt.
+            self._metrics.api_errors.labels("create_event").inc()
+            logger.warning("could not record event %s: %s %s", reason, error.status, error.reason)
+            return
+        self._metrics.writes.labels("create_event").inc()
