@@ -18,6 +18,7 @@ import copy
 import http.client
 import json
 import random
+import socket
 import ssl
 import string
 import tempfile
@@ -324,6 +325,19 @@ class WebhookClient:
     def close(self) -> None:
         if self._connection is not None:
             self._connection.close()
+
+    def raw(self, data: bytes, *, wait: float = 5.0) -> bytes:
+        """Send ``data`` as is over a TLS connection of its own (no HTTP framing) and return what comes back
+        before the server closes it or ``wait`` seconds pass."""
+        with (
+            socket.create_connection((self._host, self._port), timeout=wait) as plain,
+            self._context.wrap_socket(plain, server_hostname=self._host) as tls,
+        ):
+            tls.sendall(data)
+            try:
+                return tls.recv(65536)
+            except TimeoutError:
+                return b""
 
 
 def client_for(configuration: Any) -> WebhookClient:

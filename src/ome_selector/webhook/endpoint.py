@@ -5,6 +5,10 @@ deep nesting or a body that is not an object become HTTP 500 with a traceback), 
 with :func:`~.review.read_review` (SPEC §7: 400 with a one-line reason, 413 over 1 MiB) and hands Kopf's
 dispatcher only a well-formed review. Like Kopf's server it serves ``POST /<webhook id>`` with the given
 certificate files, and restarts its listener — on the same port — when the files change (a rotated Secret).
+
+Malformed requests are logged as one line at most once a minute, with how many came since: those refused
+here, and those aiohttp itself refuses before any handler runs (a bad request line, headers over 8 KiB, a
+client gone mid-body), which it would otherwise log each with a traceback.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Any
 
 import kopf
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from ome_selector.webhook.review import MAX_BODY_BYTES, MalformedReviewError, Review, read_review
 from ome_selector.webhook.tls import TlsFiles
@@ -53,15 +58,22 @@ class ReviewEndpoint:
         self, answer: Answer, on_malformed: OnMalformed
     ) -> AsyncIterator[kopf.WebhookClientConfig]:
         """Serve until cancelled; yield the client config each time the listener (re)starts."""
-        malformed = _Throttled(MALFORMED_LOG_INTERVAL)
+        malformed = _MALFORMED
+        _quiet_aiohttp_request_errors()
 
         async def handle(request: web.Request) -> web.Response:
             try:
                 webhook = request.match_info["id"]
                 if webhook not in self.webhook_ids:
                     raise MalformedReviewError("no webhook at this path", 404)
+                if (request.content_length or 0) > MAX_BODY_BYTES:  # said up front: no need to read it
+                    raise MalformedReviewError(f"request body is larger than {MAX_BODY_BYTES} bytes", 413)
                 try:
                     body = await request.read()
+                except ConnectionError:
+                    raise MalformedReviewError(
+                        "the client closed the connection before the body ended"
+                    ) from None
                 except web.HTTPRequestEntityTooLarge:
                     raise MalformedReviewError(
                         f"request body is larger than {MAX_BODY_BYTES} bytes", 413
@@ -121,6 +133,30 @@ class _Throttled:
             return
         logger.warning("refused %d malformed admission request(s); the latest: %s", self._count, reason)
         self._last, self._count = now, 0
+
+
+_MALFORMED = _Throttled(MALFORMED_LOG_INTERVAL)
+
+
+class _OneLineRequestErrors(logging.Filter):
+    """aiohttp logs a request it cannot parse, or one whose client vanished, with a traceback each: counted
+    into the once-a-minute line instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, HttpProcessingError):
+            _MALFORMED.note(f"HTTP {error.code} {type(error).__name__} (a request aiohttp cannot read)")
+            return False
+        if isinstance(error, ConnectionError):
+            _MALFORMED.note("the client closed the connection before the request ended")
+            return False
+        return True
+
+
+def _quiet_aiohttp_request_errors() -> None:
+    server = logging.getLogger("aiohttp.server")
+    if not any(isinstance(f, _OneLineRequestErrors) for f in server.filters):
+        server.addFilter(_OneLineRequestErrors())
 
 
 def _bound_port(runner: web.AppRunner) -> int:
