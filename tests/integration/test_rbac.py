@@ -476,9 +476,9 @@ def test_a_deleted_webhook_secret_keeps_readiness_false_until_helm_recreates_it(
 
         missing = f"the webhook certificate Secret {namespace}/{secret['metadata']['name']} is missing"
         eventually(lambda: any(missing in r.getMessage() for r in env.caplog.records), what="the error")
-        assert readiness() == (503, "webhook not serving")
+        assert readiness() == (503, "webhook not registered yet")
         time.sleep(6)  # a retry or more: still unready, and said once, not at every retry
-        assert readiness() == (503, "webhook not serving")
+        assert readiness() == (503, "webhook not registered yet")
         said = [r for r in env.caplog.records if missing in r.getMessage()]
         assert len(said) == 1
         assert said[0].getMessage().endswith("`helm upgrade` recreates it; retrying every 5 s")
