@@ -1,20 +1,28 @@
 # syntax=docker/dockerfile:1
-# ome-selector operator image: `make image` (IMAGE=ome-selector:dev). Two stages: the first builds the project's
-# wheel and installs it with its pinned dependencies (constraints.txt) into a virtual environment; the second is a
-# clean slim Python with only that environment, run as a non-root user. No compilers or build tools are in it.
-ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+# ome-selector operator image: `make image` (IMAGE=ome-selector:dev). Two stages: the first installs the pinned
+# dependencies into a virtual environment, every file checked against its hash in requirements.lock (generated
+# from constraints.txt; CONTRIBUTING.md says how), then the project itself, built offline with the locked
+# setuptools; the second is a clean slim Python with only that environment, run as a non-root user. No
+# compilers or build tools are in it.
+#
+# The base is pinned by digest: python:3.11-slim-bookworm as published on 2026-08-24 (the digest is recorded
+# from a public record of that date, not pulled here). Refresh it with
+#   docker buildx imagetools inspect python:3.11-slim-bookworm --format '{{json .Manifest.Digest}}'
+# (or `crane digest python:3.11-slim-bookworm`) and keep the tag in front of the digest for readers;
+# `--build-arg PYTHON_IMAGE=<image>` overrides it for one build.
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm@sha256:2e32f7d302adc1c37428355c1e646897c0c53f4fd60b6a551245fb90ee129f91
 
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1 \
     PYTHONDONTWRITEBYTECODE=1
 WORKDIR /src
-COPY pyproject.toml constraints.txt README.md ./
+COPY pyproject.toml requirements.lock README.md ./
 COPY src ./src
-RUN pip wheel --no-deps --wheel-dir /wheels . \
- && python -m venv /opt/ome-selector \
- && /opt/ome-selector/bin/pip install --constraint constraints.txt /wheels/ome_selector-*.whl \
- && /opt/ome-selector/bin/pip uninstall --yes pip setuptools \
+RUN python -m venv /opt/ome-selector \
+ && /opt/ome-selector/bin/pip install --require-hashes --requirement requirements.lock \
+ && /opt/ome-selector/bin/pip install --no-deps --no-build-isolation --no-index . \
+ && /opt/ome-selector/bin/pip uninstall --yes pip setuptools wheel \
  && find /opt/ome-selector -name '__pycache__' -type d -prune -exec rm -rf {} +
 
 FROM ${PYTHON_IMAGE}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import subprocess
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -205,6 +206,53 @@ def test_warnings_for_pending_models_sizes_and_operators(
         'spec.modelParameterSize "7 B" is not a parameter count and reads as 0; '
         "write a number with an optional M, B or T suffix, such as 4B"
     ]
+
+
+@pytest.mark.usefixtures("webhook")
+def test_control_characters_reach_the_client_escaped_in_warnings_and_denials(
+    kubectl: Kubectl, namespace: str
+) -> None:
+    # A raw newline cannot travel in a Warning header (the apiserver drops the warning); escaped, it does.
+    model = kubectl.create(objects.model("newline", namespace=namespace, size="4B\n"))
+    assert model.returncode == 0, model.stderr
+    assert warnings_of(model) == [
+        'spec.modelParameterSize "4B\\n" is not a parameter count and reads as 0; '
+        "write a number with an optional M, B or T suffix, such as 4B"
+    ]
+    runtime = kubectl.create(objects.runtime("escape", namespace=namespace, size_range=("\x1b[31m1B", None)))
+    assert warnings_of(runtime) == [
+        'spec.modelSizeRange.min "\\x1b[31m1B" is not a parameter count and reads as 0; '
+        "write a number with an optional M, B or T suffix, such as 4B"
+    ]
+    denied = kubectl.create(isvc("tab", namespace, "gh\tost"))
+    assert denied.returncode == 1
+    assert denied.stderr.endswith(
+        denial(f'model "gh\\tost" not found: no BaseModel in namespace {namespace} and no ClusterBaseModel')
+    )
+
+
+def test_a_runtime_too_large_to_read_is_admitted_with_a_warning_and_treated_as_absent(
+    webhook: OperatorThread, kubectl: Kubectl, namespace: str, api_client: Any
+) -> None:
+    # Valid to the apiserver (it bounds only bytes), but tens of thousands of entries would hold the event
+    # loop for a second at every read (SPEC §8 bounded resources): more than 1,000 are not read at all.
+    huge = objects.runtime("huge", namespace=namespace)
+    huge["spec"]["supportedModelFormats"] = [{"modelFormat": {"name": "safetensors"}}] * 2000
+    created = kubectl.create(huge)
+    assert created.returncode == 0, created.stderr
+    assert warnings_of(created) == [
+        "ome-selector does not read this ServingRuntime: spec.supportedModelFormats has 2000 entries, "
+        "more than the 1000 ome-selector reads; it treats it as absent"
+    ]
+    create_isvc = objects.inference_service("named", namespace=namespace, model_name="m", runtime_name="huge")
+    kubectl.create(objects.model("m", namespace=namespace), create_isvc)
+    condition = eventually(
+        lambda: (
+            (c := runtime_ready(api_client, "named", namespace)) and c["reason"] == "RuntimeNotFound" and c
+        ),
+        what="the InferenceService naming the runtime RuntimeNotFound",
+    )
+    assert condition["message"] == f"runtime huge not found in namespace {namespace} or at cluster scope"
 
 
 def test_strict_sizes_deny_new_values_but_not_unchanged_ones(
@@ -462,14 +510,16 @@ async def _set(event: Any) -> None:
     event.set()
 
 
-def test_configuration_is_per_run_configurable_and_removed_on_stop(
+def test_configuration_is_named_by_instance_configurable_and_removed_on_stop(
     running_operator: Any, kubectl: Kubectl, namespace: str, api_client: Any
 ) -> None:
     admission: Any = client.AdmissionregistrationV1Api(api_client)
     selector = {"matchLabels": {"ome-selector-test": namespace}}
+    instance = f"conf{uuid.uuid4().hex[:8]}"
     config = WebhookConfig(
         bind_address=LOCAL,
         managed_name="ome-selector-test",
+        instance=instance,
         failure_policy="Ignore",
         timeout_seconds=4,
         namespace_selector=selector,
@@ -477,8 +527,7 @@ def test_configuration_is_per_run_configurable_and_removed_on_stop(
     first = running_operator(webhook=config)
     assert first.operator.webhook is not None
     name = first.operator.webhook.configuration_name
-    assert name is not None
-    assert name.startswith("ome-selector-test-")
+    assert name == f"ome-selector-test-local-{instance}"
     stored = admission.read_validating_webhook_configuration(name)
     assert stored.webhooks[0].name == ISVC_WEBHOOK
     for hook in stored.webhooks:
@@ -502,9 +551,14 @@ def test_configuration_is_per_run_configurable_and_removed_on_stop(
     first.stop()
     gone = [c.metadata.name for c in admission.list_validating_webhook_configuration().items]
     assert name not in gone
-    second = running_operator(webhook=config)
+    second = running_operator(webhook=config)  # the same instance: the same name, found again
     assert second.operator.webhook is not None
-    assert second.operator.webhook.configuration_name not in (None, name)
+    assert second.operator.webhook.configuration_name == name
+    assert admission.read_validating_webhook_configuration(name).metadata.labels == {
+        "app.kubernetes.io/name": "ome-selector",
+        "app.kubernetes.io/managed-by": "ome-selector",
+        "ome-selector.ome.io/local": "true",
+    }
 
 
 def test_latency_is_recorded_by_kind_and_answer(

@@ -1,17 +1,18 @@
 """The image, without a Docker engine: the Dockerfile's promises, and its payload run as the image runs it.
 
-The payload is what the Dockerfile's first stage builds: the project's wheel (`pip wheel . --no-deps`, the
-`wheel` fixture of conftest.py) installed with the pinned constraints into a clean virtual environment. Here
+The payload is what the Dockerfile's first stage builds: the locked dependencies installed with
+`--require-hashes` from requirements.lock into a clean virtual environment, then the project's wheel (the
+`wheel` fixture of conftest.py) without dependencies. Here
 that environment runs `ome-selector run --help` and `kubectl-ome --help` as uid/gid 65532 with no groups, a
 read-only view of the environment and PYTHONDONTWRITEBYTECODE=1, as the container does. The dependencies are
-installed once per (constraints, pyproject, interpreter) and cached; the wheel is reinstalled every run.
+installed once per (lock, interpreter) and cached; the wheel is reinstalled every run. requirements.lock must
+agree with constraints.txt (CONTRIBUTING.md: regenerated right after it).
 """
 
 from __future__ import annotations
 
 import fcntl
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -26,6 +27,9 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = REPO_ROOT / "Dockerfile"
+LOCK = REPO_ROOT / "requirements.lock"
+CONSTRAINTS = REPO_ROOT / "constraints.txt"
+BUILD_TOOLS = {"setuptools", "wheel"}
 NONROOT = ("--reuid=65532", "--regid=65532", "--clear-groups")
 
 
@@ -49,11 +53,15 @@ def _stages() -> list[list[str]]:
 
 def test_dockerfile_is_multi_stage_slim_non_root_with_the_run_entrypoint() -> None:
     text = DOCKERFILE.read_text()
-    assert re.search(r"^ARG PYTHON_IMAGE=python:3\.11-slim", text, re.MULTILINE)
+    # The base by digest (the tag before it for readers); a build may still override the whole reference.
+    assert re.search(r"^ARG PYTHON_IMAGE=python:3\.11-slim-bookworm@sha256:[0-9a-f]{64}$", text, re.MULTILINE)
     build, final = _stages()
     assert build[0] == "FROM ${PYTHON_IMAGE} AS build"
-    assert any("pip wheel --no-deps" in line for line in build)
-    assert any("--constraint constraints.txt" in line for line in build)
+    run = " ".join(line for line in build if line.startswith("RUN "))
+    # Every dependency checked against its hash; the project built offline with the locked setuptools.
+    assert "pip install --require-hashes --requirement requirements.lock" in run
+    assert "pip install --no-deps --no-build-isolation --no-index ." in run
+    assert "--constraint" not in run
     assert final[0] == "FROM ${PYTHON_IMAGE}"
     assert "COPY --from=build /opt/ome-selector /opt/ome-selector" in final
     # Nothing is built or installed in the final stage: no compilers, no package manager runs, no pip.
@@ -83,6 +91,48 @@ def test_dockerignore_sends_only_what_the_build_copies() -> None:
         for source in line.split()[1:-1]
     }
     assert copied == allowed
+
+
+# --- the lock -----------------------------------------------------------------------------------------------
+
+
+def _name(text: str) -> str:
+    return re.sub(r"[-_.]+", "-", text).lower()
+
+
+def _pins(lines: list[str]) -> dict[str, tuple[str, str]]:
+    """name → (version, environment marker) of ``name==version[ ; marker]`` lines."""
+    pins = {}
+    for line in lines:
+        found = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+?)(?: ; ([^\\]+?))?\s*\\?$", line)
+        if found:
+            pins[_name(found[1])] = (found[2], (found[3] or "").strip())
+    return pins
+
+
+def test_the_lock_pins_what_constraints_pin_each_with_hashes() -> None:
+    lines = LOCK.read_text().splitlines()
+    locked = _pins(lines)
+    constrained = _pins(CONSTRAINTS.read_text().splitlines())
+    runtime = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    for requirement in runtime:
+        assert _name(re.split(r"[<>=!~ ;\[]", requirement)[0]) in locked, requirement
+    for name, (version, marker) in locked.items():
+        if name in constrained:
+            assert constrained[name][0] == version, (
+                f"{name}: lock {version}, constraints {constrained[name][0]}"
+            )
+        else:  # the build tools, and what only other platforms install
+            assert name in BUILD_TOOLS or marker, name
+    # Every requirement carries at least one sha256 of its files (pip --require-hashes refuses it otherwise).
+    text = LOCK.read_text()
+    blocks = re.split(r"\n(?=[A-Za-z])", text.split("\n", 2)[2])
+    assert len(blocks) == len(locked)
+    assert all("--hash=sha256:" in block for block in blocks)
+    # Regenerated with the command CONTRIBUTING.md documents.
+    command = lines[1].lstrip("# ").strip()
+    assert command.startswith("printf 'setuptools>=75\\nwheel\\n' | uv pip compile pyproject.toml -")
+    assert command in (REPO_ROOT / "CONTRIBUTING.md").read_text().replace("\\\n  ", "")
 
 
 # --- the payload -------------------------------------------------------------------------------------------
@@ -138,9 +188,7 @@ def _readable_by_nonroot(directory: Path) -> bool:
 def _cache_root(python: Path) -> Path:
     """Keyed by the constraints, the runtime dependencies and the interpreter; in the user cache if the
     non-root user can read it there (a home directory is often private), else in /var/tmp."""
-    digest = hashlib.sha256((REPO_ROOT / "constraints.txt").read_bytes())
-    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
-    digest.update(json.dumps(project["dependencies"]).encode())
+    digest = hashlib.sha256(LOCK.read_bytes())
     digest.update(str(python.resolve()).encode())
     name = f"payload-venv-{digest.hexdigest()[:16]}"
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ome-selector"
@@ -182,7 +230,7 @@ def payload(wheel: Path) -> Iterator[Path]:
             assert created.returncode == 0, created.stderr
             installed = _run(
                 venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                "--constraint", REPO_ROOT / "constraints.txt", wheel,
+                "--require-hashes", "--requirement", LOCK,
             )  # fmt: skip
             if installed.returncode != 0:
                 shutil.rmtree(venv, ignore_errors=True)
