@@ -111,7 +111,7 @@ project_key() {
     cat "$REPO/Dockerfile" "$REPO/.dockerignore"
     tar -C "$REPO" --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner \
       --exclude=__pycache__ --exclude='*.pyc' --exclude='*.egg-info' \
-      -cf - pyproject.toml constraints.txt README.md manifests/crds src
+      -cf - pyproject.toml requirements.lock README.md src
   } | sha
 }
 

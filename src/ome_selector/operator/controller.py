@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ome_selector.api.bounds import oversized
-from ome_selector.api.loading import LoadError, load_resource
+from ome_selector.api.loading import LoadError, key_of, load_resource
 from ome_selector.api.resources import API_GROUP_VERSION, InferenceService, Kind, ObjectKey, Resource
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.kube.objects import ConflictError, GoneError
@@ -84,7 +84,7 @@ class Controller:
 
     def on_watch_event(self, body: Mapping[str, Any], *, deleted: bool) -> None:
         """A watch event (Kopf's listing included): newer than any listing still in flight."""
-        key = _key_of(body)
+        key = key_of(body)
         if key is not None and self._touched is not None:
             self._touched.add(key)
         if deleted:
@@ -95,7 +95,7 @@ class Controller:
     def observe(self, body: Mapping[str, Any]) -> None:
         """An object was listed, added or modified: update the catalog and queue what it may affect."""
         read = _generation_of(body)
-        key = _key_of(body)
+        key = key_of(body)
         if (
             read is not None
             and key is not None
@@ -121,7 +121,7 @@ class Controller:
 
     def forget(self, body: Mapping[str, Any]) -> None:
         """An object was deleted."""
-        key = _key_of(body)
+        key = key_of(body)
         if key is None:
             return
         previous = self.catalog.remove(key)
@@ -146,7 +146,7 @@ class Controller:
         turn = time.monotonic()
         try:
             for body in bodies:
-                key = _key_of(body)
+                key = key_of(body)
                 if key is None:
                     continue
                 listed.add(key)
@@ -272,7 +272,7 @@ class Controller:
                 raise LoadError("", too_large)
             resource = load_resource(body)
         except LoadError as error:
-            key = _key_of(body)
+            key = key_of(body)
             # The apiserver validated this object against whatever CRD is installed (possibly OME's own);
             # one that our model rejects, or that is too large to read, is treated as absent, and said once
             # per distinct error.
@@ -314,18 +314,6 @@ def _generation_of(body: Mapping[str, Any]) -> tuple[str, int] | None:
     if not isinstance(uid, str) or not isinstance(generation, int):
         return None
     return uid, generation
-
-
-def _key_of(body: Mapping[str, Any]) -> ObjectKey | None:
-    metadata = body.get("metadata") or {}
-    try:
-        kind = Kind(str(body.get("kind")))
-    except ValueError:
-        return None
-    name = metadata.get("name")
-    if not isinstance(name, str):
-        return None
-    return ObjectKey(kind, metadata.get("namespace") if kind.namespaced else None, name)
 
 
 def _body_of(key: ObjectKey) -> dict[str, Any]:

@@ -24,8 +24,8 @@ from typing import Any
 import kopf
 
 from ome_selector.api.bounds import oversized
-from ome_selector.api.loading import LoadError, load_resource
-from ome_selector.api.resources import API_GROUP, API_VERSION, Kind, ObjectKey, Resource
+from ome_selector.api.loading import LoadError, key_of, load_resource
+from ome_selector.api.resources import API_GROUP, API_VERSION, Kind, Resource
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.kube.objects import Objects
 from ome_selector.webhook.config import WebhookConfig
@@ -113,14 +113,11 @@ def _known(catalog: Catalog | None, body: Mapping[str, Any]) -> Resource | None:
     """The object of ``catalog`` with the key and resourceVersion of ``body``, if there is one."""
     if catalog is None:
         return None
-    metadata = body.get("metadata") or {}
-    try:
-        kind = Kind(str(body.get("kind")))
-    except ValueError:
+    key = key_of(body)
+    if key is None:
         return None
-    key = ObjectKey(kind, metadata.get("namespace") if kind.namespaced else None, str(metadata.get("name")))
     stored = catalog.get(key)
-    version = metadata.get("resourceVersion")
+    version = (body.get("metadata") or {}).get("resourceVersion")
     if stored is None or version is None or stored.resource_version != version:
         return None
     return stored

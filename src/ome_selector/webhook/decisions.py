@@ -28,7 +28,7 @@ from enum import StrEnum
 from typing import Any
 
 from ome_selector.api.bounds import oversized
-from ome_selector.api.loading import LoadError, load_resource
+from ome_selector.api.loading import LoadError, field_path, load_resource
 from ome_selector.api.resources import KNOWN_OPERATORS, InferenceService, Kind
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.selection import messages
@@ -219,7 +219,7 @@ def size_problems(kind: Kind, body: Mapping[str, Any]) -> list[ValueProblem]:
 
 def _not_a_count(path: _Path, value: str) -> ValueProblem:
     return ValueProblem(
-        lambda: messages.not_a_parameter_count_warning(_path_text(path), value, suggestion_for(value)),
+        lambda: messages.not_a_parameter_count_warning(field_path(*path), value, suggestion_for(value)),
         (path,),
     )
 
@@ -272,7 +272,7 @@ def _runtime_problems(spec: Mapping[str, Any]) -> list[ValueProblem]:
 
 
 def _unknown_operator(path: _Path, operator: str) -> ValueProblem:
-    return ValueProblem(lambda: messages.unknown_operator_warning(_path_text(path), operator), (path,))
+    return ValueProblem(lambda: messages.unknown_operator_warning(field_path(*path), operator), (path,))
 
 
 def _warnings(problems: Sequence[ValueProblem]) -> tuple[str, ...]:
@@ -323,13 +323,6 @@ def _not_read(kind: Kind, reason: str) -> str:
 
 
 # --- field paths -------------------------------------------------------------------------------------------
-
-
-def _path_text(path: _Path) -> str:
-    text = ""
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
-    return text
 
 
 _MISSING = object()
