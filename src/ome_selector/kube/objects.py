@@ -141,27 +141,25 @@ class Objects:
         Raises :class:`ConflictError` when ``patch`` names an outdated ``metadata.resourceVersion`` and
         :class:`GoneError` when the object is gone.
         """
-        call = custom_object_call(self._custom, "patch", kind, namespace, status=True)
-        try:
-            body = await call(name, dict(patch), field_manager=field_manager, _content_type=_MERGE_PATCH)
-        except ApiException as error:
-            where = f"{namespace}/{name}" if namespace else name
-            if error.status == 409:
-                raise ConflictError(where) from error
-            if error.status == 404:
-                raise GoneError(where) from error
-            raise
-        return _complete(dict(body), kind)
+        return await self.patch(kind, namespace, name, patch, field_manager=field_manager, status=True)
 
     async def patch(
-        self, kind: Kind, namespace: str | None, name: str, patch: Mapping[str, Any], *, field_manager: str
+        self,
+        kind: Kind,
+        namespace: str | None,
+        name: str,
+        patch: Mapping[str, Any],
+        *,
+        field_manager: str,
+        status: bool = False,
     ) -> dict[str, Any]:
-        """A merge patch of the object itself (not its status); the object as stored afterwards.
+        """A merge patch of the object (or, with ``status``, of its status subresource); the object as stored
+        afterwards.
 
         Raises :class:`ConflictError` when ``patch`` names an outdated ``metadata.resourceVersion`` and
         :class:`GoneError` when the object is gone.
         """
-        call = custom_object_call(self._custom, "patch", kind, namespace)
+        call = custom_object_call(self._custom, "patch", kind, namespace, status=status)
         try:
             body = await call(name, dict(patch), field_manager=field_manager, _content_type=_MERGE_PATCH)
         except ApiException as error:
