@@ -25,7 +25,6 @@ models and InferenceServices, lint reads it only through
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -104,21 +103,13 @@ class Finding:
         return (self.code.value, tuple(object_order(key) for key in self.objects), self.message)
 
 
-# Characters that would end a line of output (str.splitlines breaks on all of them), escaped in messages.
-_LINE_BREAKING = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 #: A quoted value longer than this is cut (values this long are never parameter counts, SPEC §2).
 _VALUE_LIMIT = 64
 
 
-def _escape(match: re.Match[str]) -> str:
-    char = match.group()
-    return _ESCAPES.get(char, f"\\u{ord(char):04x}")
-
-
 def _finding(code: Code, objects: Iterable[ObjectKey], message: str) -> Finding:
     keys = tuple(sorted(set(objects), key=object_order))
-    return Finding(code, keys, _LINE_BREAKING.sub(_escape, message))
+    return Finding(code, keys, messages.escape_controls(message))
 
 
 def _quoted(value: str) -> str:

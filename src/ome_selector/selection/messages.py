@@ -71,17 +71,28 @@ ELLIPSIS = "…"
 # ------------------------------------------------------------------------------------------
 
 _NAMED_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
-#: Every control character (Unicode category Cc: C0, DEL and C1) and how it is written.
+#: Characters a text never carries as they are: the control characters (Unicode category Cc: C0, DEL, C1),
+#: the line and paragraph separators (a terminal or str.splitlines breaks the line there), and the
+#: bidirectional formatting characters, which reorder what a reader sees ("Trojan Source", CVE-2021-42574).
+_ESCAPED = [code for code in range(0x100) if unicodedata.category(chr(code)) == "Cc"] + [
+    0x061C,  # arabic letter mark
+    0x200E,  # left-to-right mark
+    0x200F,  # right-to-left mark
+    *range(0x202A, 0x202F),  # embeddings and overrides (LRE, RLE, PDF, LRO, RLO)
+    *range(0x2066, 0x206A),  # isolates (LRI, RLI, FSI, PDI)
+    0x2028,  # line separator
+    0x2029,  # paragraph separator
+]
+#: How each is written: ``\n``, ``\x1b``, ``\u202e``.
 _CONTROL_ESCAPES = {
-    code: _NAMED_ESCAPES.get(chr(code), f"\\x{code:02x}")
-    for code in range(0x100)
-    if unicodedata.category(chr(code)) == "Cc"
+    code: _NAMED_ESCAPES.get(chr(code), f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+    for code in _ESCAPED
 }
 
 
 def escape_controls(value: str) -> str:
-    """``value`` with each control character written as an escape (``\\n``, ``\\t``, ``\\x1b`` ...)."""
-    # isprintable() is false for every control character and true for most text: the fast path.
+    """``value`` with each control character written as an escape (``\\n``, ``\\x1b``, ``\\u202e`` ...)."""
+    # isprintable() is false for every escaped character and true for most text: the fast path.
     if value.isprintable():
         return value
     return value.translate(_CONTROL_ESCAPES)

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from selection_builders import NS, catalog, entry, isvc, model, no_runtime_message_from, runtime
@@ -26,9 +27,17 @@ from ome_selector.selection.outcome import OutcomeKind, evaluate
 from ome_selector.selection.profiles import ModelProfile, RuntimeProfile
 from ome_selector.selection.version import MAX_VERSION_LENGTH, parse_version, version_matches
 
+#: Formatting characters that reorder what a reader sees (Unicode's bidirectional controls).
+BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
 
 def has_control(text: str) -> bool:
-    return any(unicodedata.category(character) == "Cc" for character in text)
+    """Whether ``text`` holds a character no message may carry as it is: a control character, a line or
+    paragraph separator, or a bidirectional control."""
+    return any(
+        unicodedata.category(character) in ("Cc", "Zl", "Zp") or character in BIDI_CONTROLS
+        for character in text
+    )
 
 
 @contextmanager
@@ -59,6 +68,20 @@ def test_a_value_with_control_characters_is_quoted_and_escaped() -> None:
     assert messages.shown("a\tb\r\x00\x1b\x7f\x85") == '"a\\tb\\r\\x00\\x1b\\x7f\\x85"'
     assert messages.shown("4B") == "4B"
     assert messages.shown("naïve 模型\u00a0x") == "naïve 模型\u00a0x"  # not control characters: as written
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("4B\u2028x", '"4B\\u2028x"'),  # line separator: a terminal starts a new line there
+        ("4B\u2029", '"4B\\u2029"'),  # paragraph separator
+        ("evil\u202etxt.exe", '"evil\\u202etxt.exe"'),  # right-to-left override: shown reversed otherwise
+        ("\u2066a\u2069\u200e\u200f\u061c", '"\\u2066a\\u2069\\u200e\\u200f\\u061c"'),
+        ("\u200b\u00ad", "\u200b\u00ad"),  # zero-width space and soft hyphen reorder nothing: as written
+    ],
+)
+def test_separators_and_bidirectional_controls_are_escaped(value: str, expected: str) -> None:
+    assert messages.shown(value) == expected
 
 
 def test_warnings_escape_the_value_in_its_quotes() -> None:
