@@ -6,6 +6,11 @@ with :func:`~.review.read_review` (SPEC §7: 400 with a one-line reason, 413 ove
 dispatcher only a well-formed review. Like Kopf's server it serves ``POST /<webhook id>`` with the given
 certificate files, and restarts its listener — on the same port — when the files change (a rotated Secret).
 
+A slow client cannot hold a connection for long: a request whose headers have not arrived within
+:data:`IDLE_TIMEOUT` of the connection opening (or of the previous answer) is dropped, and one whose body has
+not arrived within :data:`BODY_TIMEOUT` gets 408 (and its connection is closed after at most
+:data:`LINGER_TIMEOUT`).
+
 Malformed requests are logged as one line at most once a minute, with how many came since: those refused
 here, and those aiohttp itself refuses before any handler runs (a bad request line, headers over 8 KiB, a
 client gone mid-body), which it would otherwise log each with a traceback.
@@ -20,7 +25,7 @@ import ipaddress
 import logging
 import ssl
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection
+from collections.abc import AsyncGenerator, Awaitable, Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +48,16 @@ OnMalformed = Callable[[MalformedReviewError], None]
 #: A malformed request is logged at most this often (with the number since the last line): a flood of them
 #: must not become a flood of log lines.
 MALFORMED_LOG_INTERVAL = 60.0
+#: The apiserver gives up on a webhook call after its timeoutSeconds (at most 30 s): a body still arriving
+#: then is answered 408 and its connection closed.
+BODY_TIMEOUT = 30.0
+#: A connection without a complete request line and headers for this long is closed (aiohttp's default is
+#: an hour). Longer than the apiserver's idle-connection timeout (Go's 90 s), so that a connection it keeps
+#: for reuse is closed by the apiserver first and never in the middle of its next request.
+IDLE_TIMEOUT = 120.0
+#: After answering a request whose body was not read (408, 413), the rest is read and dropped for at most
+#: this long before the connection closes: the client sees the answer, not a reset (aiohttp's default: 10 s).
+LINGER_TIMEOUT = 2.0
 
 
 @dataclass
@@ -53,11 +68,15 @@ class ReviewEndpoint:
     host: str | None  # what the apiserver dials; default: the address (loopback for "any")
     webhook_ids: Collection[str]
     file_check_interval: float = 60.0
+    body_timeout: float = BODY_TIMEOUT
+    idle_timeout: float = IDLE_TIMEOUT
+    linger_timeout: float = LINGER_TIMEOUT
 
     async def listen(
         self, answer: Answer, on_malformed: OnMalformed
-    ) -> AsyncIterator[kopf.WebhookClientConfig]:
-        """Serve until cancelled; yield the client config each time the listener (re)starts."""
+    ) -> AsyncGenerator[kopf.WebhookClientConfig, None]:
+        """Serve until cancelled; yield the client config each time the listener (re)starts, and once more
+        with the new files' bundle just before a restart."""
         malformed = _MALFORMED
         _quiet_aiohttp_request_errors()
 
@@ -69,7 +88,12 @@ class ReviewEndpoint:
                 if (request.content_length or 0) > MAX_BODY_BYTES:  # said up front: no need to read it
                     raise MalformedReviewError(f"request body is larger than {MAX_BODY_BYTES} bytes", 413)
                 try:
-                    body = await request.read()
+                    async with asyncio.timeout(self.body_timeout):
+                        body = await request.read()
+                except TimeoutError:
+                    raise MalformedReviewError(
+                        f"the request body did not arrive within {self.body_timeout:g} seconds", 408
+                    ) from None
                 except ConnectionError:
                     raise MalformedReviewError(
                         "the client closed the connection before the body ended"
@@ -82,7 +106,9 @@ class ReviewEndpoint:
             except MalformedReviewError as error:
                 on_malformed(error)
                 malformed.note(error.reason)
-                return web.Response(status=error.status, text=error.reason)
+                # A body cut short leaves the connection mid-request: it cannot carry another one.
+                headers = {"Connection": "close"} if error.status == 408 else None
+                return web.Response(status=error.status, text=error.reason, headers=headers)
             peer = request.transport.get_extra_info("peercert") if request.transport else None
             response = await answer(review, webhook, dict(request.headers), peer)
             return web.json_response(response)
@@ -91,11 +117,16 @@ class ReviewEndpoint:
         while True:
             context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
             context.load_cert_chain(self.files.cert_file, self.files.key_file)
-            bundle = (self.files.ca_file or self.files.cert_file).read_bytes()
             digest = self._digest()
             app = web.Application(client_max_size=MAX_BODY_BYTES)
             app.router.add_post("/{id}", handle)
-            runner = web.AppRunner(app, access_log=None, handle_signals=False)
+            runner = web.AppRunner(
+                app,
+                access_log=None,
+                handle_signals=False,
+                keepalive_timeout=self.idle_timeout,
+                lingering_time=self.linger_timeout,
+            )
             await runner.setup()
             try:
                 site = web.TCPSite(runner, self.address, port, ssl_context=context, reuse_address=True)
@@ -103,12 +134,19 @@ class ReviewEndpoint:
                 port = port or _bound_port(runner)
                 url = f"https://{_url_host(self.host or _dialable(self.address))}:{port}"
                 logger.debug("serving admission reviews at %s", url)
-                yield {"url": url, "caBundle": base64.b64encode(bundle).decode("ascii")}
+                yield {"url": url, "caBundle": self._bundle()}
                 while self._digest() == digest:
                     await asyncio.sleep(self.file_check_interval)
                 logger.info("the webhook certificate files changed; restarting the listener")
+                # The new bundle first, while this certificate still serves: in a rollover the bundle trusts
+                # the previous CA too (.incluster), so the apiserver trusts this listener before and after.
+                yield {"url": url, "caBundle": self._bundle()}
             finally:
                 await runner.cleanup()
+
+    def _bundle(self) -> str:
+        """The ``caBundle`` for the current files: the CA file, else the (self-signed) certificate."""
+        return base64.b64encode((self.files.ca_file or self.files.cert_file).read_bytes()).decode("ascii")
 
     def _digest(self) -> str:
         hasher = hashlib.sha256()

@@ -52,7 +52,8 @@ _PLURALS = {kind.plural: kind for kind in Kind}
 
 
 class MalformedReviewError(ValueError):
-    """Not a well-formed AdmissionReview v1: ``status`` is the HTTP status (400 or 413), the text one line."""
+    """Not a well-formed AdmissionReview v1: ``status`` is the HTTP status (400, 404, 408 or 413), the text
+    one line."""
 
     def __init__(self, reason: str, status: int = 400) -> None:
         super().__init__(reason)
