@@ -35,6 +35,7 @@ from ome_selector.kube.leaderelection import ApiLeaseStore, LeaderElector, Lease
 from ome_selector.kube.objects import ALL_KINDS, Objects
 from ome_selector.operator.controller import Controller
 from ome_selector.operator.learning import LearningConfig, ModelMetadataLearner
+from ome_selector.operator.looplag import watch_loop_lag
 from ome_selector.operator.metrics import Metrics
 from ome_selector.operator.writer import ApiWriter
 from ome_selector.webhook.admission import AdmissionHandlers
@@ -221,6 +222,7 @@ class Operator:
             "report-only: no writes, no events" if self.config.report_only else "writing RuntimeReady",
         )
         self._tasks.append(asyncio.create_task(self._resync_forever(), name="resync"))
+        self._tasks.append(asyncio.create_task(watch_loop_lag(self.metrics.loop_lag), name="loop-lag"))
         if self.elector is not None:
             self._election = asyncio.create_task(self.elector.run(), name="leader-election")
         else:

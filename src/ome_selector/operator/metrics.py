@@ -14,6 +14,7 @@ from collections.abc import Hashable
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+_LOOP_LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0)
 
 
 class Metrics:
@@ -47,7 +48,7 @@ class Metrics:
         self.admission_malformed = Counter(
             "ome_selector_admission_malformed",
             "Admission requests refused before any check: not a well-formed AdmissionReview (400), no "
-            "webhook at the path (404), body over 1 MiB (413)",
+            "webhook at the path (404), a body not arriving in time (408), body over 1 MiB (413)",
             ["code"],
             registry=self.registry,
         )
@@ -69,6 +70,13 @@ class Metrics:
         self.leader = Gauge(
             "ome_selector_leader",
             "1 on the replica that holds the Lease and writes conditions and events, 0 on the others",
+            registry=self.registry,
+        )
+        self.loop_lag = Histogram(
+            "ome_selector_event_loop_lag_seconds",
+            "How late the event loop woke a task that asked to wake every 100 ms: a callback holding the "
+            "loop (the budget is 50 ms) or a process not scheduled",
+            buckets=_LOOP_LAG_BUCKETS,
             registry=self.registry,
         )
         self._verdicts: dict[Hashable, tuple[str, str]] = {}
