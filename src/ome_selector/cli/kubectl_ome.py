@@ -10,15 +10,20 @@ selection core; this module only wires an object source to it and prints the res
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import NoReturn
 
 from ome_selector import __version__
 from ome_selector.api.resources import InferenceService, Kind, Model, ObjectKey
 from ome_selector.catalog.catalog import Catalog
+from ome_selector.cli.arguments import (
+    add_cluster_arguments,
+    add_files_argument,
+    add_output_argument,
+    add_subcommand,
+)
+from ome_selector.cli.exits import quietly
 from ome_selector.cli.lint import add_lint_parser
 from ome_selector.cli.model_inspect import add_model_command, run_model_command
 from ome_selector.cli.render import OUTPUT_FORMATS, render
@@ -104,13 +109,13 @@ def build_parser() -> argparse.ArgumentParser:
     runtime_commands = runtime.add_subparsers(
         dest="runtime_command", metavar="COMMAND", required=True, parser_class=_Parser
     )
-    explain_parser = runtime_commands.add_parser(
+    explain_parser = add_subcommand(
+        runtime_commands,
         "explain",
         usage=EXPLAIN_USAGE,
-        help="show why each runtime is or is not selected for a model",
+        summary="show why each runtime is or is not selected for a model",
         description=_EXPLAIN_DESCRIPTION,
         epilog=_EXPLAIN_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     subject = explain_parser.add_mutually_exclusive_group(required=True)
     subject.add_argument(
@@ -125,27 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAMESPACE",
         help="namespace of the model, InferenceService and ServingRuntimes (with -f: default 'default')",
     )
-    explain_parser.add_argument(
-        "-f",
-        "--filename",
-        action="append",
-        dest="filenames",
-        metavar="PATH",
-        default=[],
-        help="read objects from this file or directory (recursively), not the cluster; repeatable; - = stdin",
-    )
-    explain_parser.add_argument(
-        "--kubeconfig", metavar="PATH", type=Path, help="kubeconfig file (without -f; default as kubectl)"
-    )
-    explain_parser.add_argument("--context", metavar="NAME", help="kubeconfig context (without -f)")
-    explain_parser.add_argument(
-        "-o",
-        "--output",
-        choices=OUTPUT_FORMATS,
-        default="table",
-        metavar="FORMAT",
-        help="output format: " + ", ".join(OUTPUT_FORMATS) + " (default table)",
-    )
+    add_files_argument(explain_parser)
+    add_cluster_arguments(explain_parser, when="without -f")
+    add_output_argument(explain_parser, OUTPUT_FORMATS)
     add_lint_parser(runtime_commands)
     add_what_if_parser(runtime_commands)
     add_model_command(commands, _Parser)
@@ -241,15 +228,7 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 def main() -> int:
     """Console-script entry point (``kubectl-ome``)."""
-    try:
-        return run()
-    except BrokenPipeError:
-        # `kubectl ome ... | head`: the reader left. Send stdout to /dev/null so the exit flush stays quiet.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return EXIT_OK
-    except KeyboardInterrupt:
-        return 130
+    return quietly(run, on_broken_pipe=EXIT_OK)
 
 
 if __name__ == "__main__":

@@ -12,8 +12,15 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from ome_selector.cli.arguments import (
+    add_cluster_arguments,
+    add_files_argument,
+    add_namespace_arguments,
+    add_output_argument,
+    add_subcommand,
+)
 from ome_selector.cli.render import render_table
-from ome_selector.cli.scope import add_cluster_arguments, add_namespace_arguments, object_source, views
+from ome_selector.cli.scope import object_source, views
 from ome_selector.cli.sources import SourceError, load_catalog
 from ome_selector.review.lint import Finding, Severity, has_errors, lint, lint_document
 
@@ -66,34 +73,19 @@ or cluster error."""
 
 def add_lint_parser(commands: argparse._SubParsersAction[Any]) -> None:
     """Register `lint` among the `runtime` subcommands."""
-    parser = commands.add_parser(
+    parser = add_subcommand(
+        commands,
         "lint",
         usage=_USAGE,
-        help="check a catalog for overlapping, tied, dead and malformed runtimes",
+        summary="check a catalog for overlapping, tied, dead and malformed runtimes",
         description=_DESCRIPTION,
         epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "-f",
-        "--filename",
-        action="append",
-        dest="filenames",
-        metavar="PATH",
-        default=[],
-        help="read objects from this file or directory (recursively), not the cluster; repeatable; - = stdin",
-    )
+    add_files_argument(parser)
     add_namespace_arguments(parser, subject="judge the runtimes, models and InferenceServices")
-    parser.add_argument(
-        "-o",
-        "--output",
-        choices=LINT_OUTPUTS,
-        default="table",
-        metavar="FORMAT",
-        help="output format: table or json (default table)",
-    )
+    add_output_argument(parser, LINT_OUTPUTS)
     parser.add_argument("--strict", action="store_true", help="exit 1 on any finding, not only on errors")
-    add_cluster_arguments(parser)
+    add_cluster_arguments(parser, when="live mode")
     parser.set_defaults(handler=lint_command)
 
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from ome_selector.api.resources import Kind
+from ome_selector.cli.arguments import add_cluster_arguments, add_output_argument, add_subcommand
 from ome_selector.cli.render import render_table
 from ome_selector.modelfiles import (
     Inspection,
@@ -80,26 +80,19 @@ def add_model_command(commands: Any, parser_class: type[argparse.ArgumentParser]
     model_commands = model.add_subparsers(
         dest="model_command", metavar="COMMAND", required=True, parser_class=parser_class
     )
-    inspect_parser = model_commands.add_parser(
+    inspect_parser = add_subcommand(
+        model_commands,
         "inspect",
         usage=(
             "%(prog)s (DIR | hf://ORG/NAME[@REVISION]) [-o table|json|yaml] [-v]\n"
             "       [--apply KIND/NAME [-n NAMESPACE] [--kubeconfig PATH] [--context NAME]] [-h]"
         ),
-        help="learn a model's size and format from its files",
+        summary="learn a model's size and format from its files",
         description=_DESCRIPTION,
         epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     inspect_parser.add_argument("source", metavar="SOURCE", help="model folder or hf://ORG/NAME[@REVISION]")
-    inspect_parser.add_argument(
-        "-o",
-        "--output",
-        choices=OUTPUT_FORMATS,
-        default="table",
-        metavar="FORMAT",
-        help="output format: " + ", ".join(OUTPUT_FORMATS) + " (default table)",
-    )
+    add_output_argument(inspect_parser, OUTPUT_FORMATS)
     inspect_parser.add_argument(
         "-v", "--verbose", action="store_true", help="report on stderr how many bytes were read"
     )
@@ -114,10 +107,7 @@ def add_model_command(commands: Any, parser_class: type[argparse.ArgumentParser]
     cluster.add_argument(
         "-n", "--namespace", metavar="NAMESPACE", help="namespace of a BaseModel (with --apply)"
     )
-    cluster.add_argument(
-        "--kubeconfig", metavar="PATH", type=Path, help="kubeconfig file (with --apply; default as kubectl)"
-    )
-    cluster.add_argument("--context", metavar="NAME", help="kubeconfig context (with --apply)")
+    add_cluster_arguments(cluster, when="with --apply")
 
 
 _APPLY_KINDS = {kind.value.lower(): kind for kind in (Kind.BASE_MODEL, Kind.CLUSTER_BASE_MODEL)}

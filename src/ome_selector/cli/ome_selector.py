@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ome_selector import __version__
+from ome_selector.cli.exits import quietly
 
 if TYPE_CHECKING:
     from ome_selector.operator.app import LeaderElectionConfig
@@ -181,6 +182,11 @@ def leader_election_from_args(args: argparse.Namespace) -> LeaderElectionConfig 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Console-script entry point (``ome-selector``)."""
+    return quietly(lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "run":
         return _run(args)

@@ -14,36 +14,11 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from pathlib import Path
 
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.cli.sources import DEFAULT_NAMESPACE, FileSource, ObjectSource
 
-__all__ = ["add_cluster_arguments", "add_namespace_arguments", "object_source", "views"]
-
-
-def add_namespace_arguments(parser: argparse.ArgumentParser, *, subject: str) -> None:
-    """``-n NAMESPACE`` and ``-A``, which exclude each other."""
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument(
-        "-n",
-        "--namespace",
-        metavar="NAMESPACE",
-        help=f"{subject} of this namespace only (with files also the namespace of objects that name none)",
-    )
-    group.add_argument(
-        "-A",
-        "--all-namespaces",
-        action="store_true",
-        help=f"{subject} of every namespace (with files the default)",
-    )
-
-
-def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--kubeconfig", metavar="PATH", type=Path, help="kubeconfig file (live mode; default as kubectl)"
-    )
-    parser.add_argument("--context", metavar="NAME", help="kubeconfig context (live mode)")
+__all__ = ["object_source", "views"]
 
 
 def object_source(paths: Sequence[str], args: argparse.Namespace) -> ObjectSource:

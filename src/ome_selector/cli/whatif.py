@@ -15,8 +15,15 @@ from typing import Any
 
 from ome_selector.api.resources import Kind, ObjectKey
 from ome_selector.catalog.catalog import Catalog
+from ome_selector.cli.arguments import (
+    add_cluster_arguments,
+    add_files_argument,
+    add_namespace_arguments,
+    add_output_argument,
+    add_subcommand,
+)
 from ome_selector.cli.render import render_table
-from ome_selector.cli.scope import add_cluster_arguments, add_namespace_arguments, object_source
+from ome_selector.cli.scope import object_source
 from ome_selector.cli.sources import FileSource, SourceError, load_catalog
 from ome_selector.review.whatif import (
     CatalogChange,
@@ -88,21 +95,18 @@ def parse_kind(text: str) -> tuple[Kind, str]:
 
 def add_what_if_parser(commands: argparse._SubParsersAction[Any]) -> None:
     """Register `what-if` among the `runtime` subcommands."""
-    parser = commands.add_parser(
+    parser = add_subcommand(
+        commands,
         "what-if",
         usage=_USAGE,
-        help="show which InferenceServices a catalog change would move",
+        summary="show which InferenceServices a catalog change would move",
         description=_DESCRIPTION,
         epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "-f",
-        "--filename",
-        action="append",
+    add_files_argument(
+        parser,
         dest="changes",
         metavar="CHANGE",
-        default=[],
         help="objects to apply (file or directory, recursively); repeatable; - = stdin",
     )
     parser.add_argument(
@@ -122,18 +126,11 @@ def add_what_if_parser(commands: argparse._SubParsersAction[Any]) -> None:
         default=[],
         help="the catalog as files or directories instead of the cluster; repeatable",
     )
-    parser.add_argument(
-        "-o",
-        "--output",
-        choices=WHAT_IF_OUTPUTS,
-        default="table",
-        metavar="FORMAT",
-        help="output format: table or json (default table)",
-    )
+    add_output_argument(parser, WHAT_IF_OUTPUTS)
     parser.add_argument(
         "--fail-on-change", action="store_true", help="exit 3 when any InferenceService changes"
     )
-    add_cluster_arguments(parser)
+    add_cluster_arguments(parser, when="live mode")
     parser.set_defaults(handler=what_if_command)
 
 
