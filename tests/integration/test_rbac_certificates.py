@@ -21,6 +21,7 @@ from kubernetes import client
 from harness.controlplane import ControlPlane
 from ome_selector.kube.connection import ClusterAccess
 from ome_selector.webhook.incluster import RENEW_BEFORE, ObjectRef, SecretCertificates, service_dns_names
+from ome_selector.webhook.registration import CaBundleRegistration
 
 T = TypeVar("T")
 NOW = datetime.datetime.now(datetime.UTC)
@@ -105,9 +106,19 @@ def test_a_pair_that_expires_soon_names_other_hosts_or_is_unreadable_is_replaced
     renewed = _stored(api_client, namespace)
     assert renewed["ca.crt"] != original["ca.crt"]
     assert (tmp_path / "ca.crt").read_bytes() == renewed["ca.crt"]
+    # The new CA first, then the one it replaces: a replica still serving the old pair stays trusted.
+    new_ca, previous_ca = x509.load_pem_x509_certificates(renewed["ca.crt"])
+    assert previous_ca == x509.load_pem_x509_certificate(original["ca.crt"])
+    x509.load_pem_x509_certificate(renewed["tls.crt"]).verify_directly_issued_by(new_ca)
+    # Reused as it is by the next check (the bundle is not mistaken for a foreign CA).
+    _with_certificates(control_plane, namespace, tmp_path, lambda c: c.ensure())
+    assert _stored(api_client, namespace) == renewed
     # Another Service name (a renamed release): a certificate for the new name.
     _with_certificates(control_plane, namespace, tmp_path, lambda c: c.ensure(), service="renamed")
-    assert f"renamed.{namespace}.svc" in _sans(_stored(api_client, namespace)["tls.crt"])
+    renamed = _stored(api_client, namespace)
+    assert f"renamed.{namespace}.svc" in _sans(renamed["tls.crt"])
+    # Only the CA before carries over: the bundle never grows beyond two.
+    assert x509.load_pem_x509_certificates(renamed["ca.crt"])[1:] == [new_ca]
     # Garbage in the Secret.
     client.CoreV1Api(api_client).patch_namespaced_secret(
         "webhook-tls", namespace, {"data": {"tls.crt": base64.b64encode(b"not a certificate").decode()}}
@@ -116,3 +127,75 @@ def test_a_pair_that_expires_soon_names_other_hosts_or_is_unreadable_is_replaced
     repaired = _stored(api_client, namespace)
     assert repaired["tls.crt"].startswith(b"-----BEGIN CERTIFICATE-----")
     assert (tmp_path / "tls.crt").read_bytes() == repaired["tls.crt"]
+
+
+def _configuration(api_client: Any, name: str, bundle: bytes) -> None:
+    webhook = {
+        "name": "rollover.ome-selector.ome.io",
+        "clientConfig": {
+            "url": "https://127.0.0.1:9/never-called",
+            "caBundle": base64.b64encode(bundle).decode(),
+        },
+        "rules": [
+            {
+                "apiGroups": ["example.invalid"],
+                "apiVersions": ["v1"],
+                "operations": ["CREATE"],
+                "resources": ["x"],
+            }
+        ],
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+        "failurePolicy": "Ignore",
+    }
+    api: Any = client.AdmissionregistrationV1Api(api_client)  # dict bodies
+    api.create_validating_webhook_configuration(
+        {"metadata": {"name": name}, "webhooks": [webhook, {**webhook, "name": "second.ome-selector.ome.io"}]}
+    )
+
+
+def _bundles(api_client: Any, name: str) -> list[list[x509.Certificate]]:
+    api: Any = client.AdmissionregistrationV1Api(api_client)
+    found = api.read_validating_webhook_configuration(name)
+    return [
+        x509.load_pem_x509_certificates(base64.b64decode(w.client_config.ca_bundle)) for w in found.webhooks
+    ]
+
+
+def test_in_a_rollover_no_replica_takes_the_other_replicas_ca_out_of_the_bundle(
+    control_plane: ControlPlane, api_client: Any, namespace: str, tmp_path: Path
+) -> None:
+    """Replica A renews the pair; replica B, still serving the previous one, re-applies its own bundle (as it
+    does every minute): the configuration must keep trusting both until B has moved on too."""
+    name = f"rollover-{namespace}"
+    _with_certificates(control_plane, namespace, tmp_path / "a", lambda c: c.ensure())
+    previous = (tmp_path / "a" / "ca.crt").read_bytes()
+    _configuration(api_client, name, previous)
+    expiry = x509.load_pem_x509_certificate((tmp_path / "a" / "tls.crt").read_bytes()).not_valid_after_utc
+    later = expiry - RENEW_BEFORE + datetime.timedelta(days=1)
+    _with_certificates(control_plane, namespace, tmp_path / "a", lambda c: c.ensure(now=later))
+    rolled = (tmp_path / "a" / "ca.crt").read_bytes()
+
+    def apply(bundle: bytes) -> bool:
+        async def run() -> bool:
+            async with await ClusterAccess(control_plane.kubeconfig).api_client() as api:
+                registration = CaBundleRegistration(api, name)
+                return await registration.apply({"caBundle": base64.b64encode(bundle).decode()})
+
+        return asyncio.run(run())
+
+    new_ca, old_ca = x509.load_pem_x509_certificates(rolled)
+    assert apply(rolled) is True  # A: the configuration lacks its CA
+    assert _bundles(api_client, name) == [[new_ca, old_ca]] * 2
+    assert apply(previous) is False  # B, on the previous pair: its CA is trusted, nothing to change
+    assert _bundles(api_client, name) == [[new_ca, old_ca]] * 2
+    assert apply(rolled) is False  # and A again: unchanged
+    # A configuration reset by a chart upgrade (an empty bundle) is set again.
+    api: Any = client.AdmissionregistrationV1Api(api_client)
+    found = api.read_validating_webhook_configuration(name)
+    for webhook in found.webhooks:
+        webhook.client_config.ca_bundle = None
+    api.replace_validating_webhook_configuration(name, found)
+    assert apply(previous) is True
+    assert _bundles(api_client, name) == [[old_ca]] * 2
+    api.delete_validating_webhook_configuration(name)

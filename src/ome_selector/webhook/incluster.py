@@ -13,9 +13,13 @@ and what recreates it (``helm upgrade``); the server retries until the Secret ex
 
 A stored pair is reused while it is readable, matches its key, names every host the apiserver may dial, and
 has more than :data:`RENEW_BEFORE` left; otherwise a new CA and certificate replace it (optimistic
-concurrency on the Secret's resourceVersion). :meth:`SecretCertificates.keep` re-checks periodically, so a
-long-running pod renews before expiry; the webhook endpoint reloads the rewritten files and the caBundle
-follows.
+concurrency on the Secret's resourceVersion). :meth:`SecretCertificates.keep` re-checks every minute, so a
+long-running pod renews before expiry and every replica picks up a pair another one stored.
+
+Replicas switch to a new pair at different moments, so the rollover keeps both trusted: ``ca.crt`` is a
+bundle of the new CA followed by the previous one (while it is valid). The caBundle is set from it before the
+endpoint serves the new certificate (:mod:`.endpoint`), and a replica still serving the previous pair never
+takes the new CA out of the caBundle (:class:`~.registration.CaBundleRegistration`).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from cryptography import x509
-from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -60,8 +64,9 @@ logger = logging.getLogger(__name__)
 CERT_VALIDITY = datetime.timedelta(days=730)
 #: A stored certificate with less than this left is replaced.
 RENEW_BEFORE = datetime.timedelta(days=240)
-#: How often a running operator re-checks the stored certificate.
-CHECK_INTERVAL_SECONDS = 12 * 3600.0
+#: How often a running operator re-checks the stored certificate (one GET of the Secret): a replica serves a
+#: pair another one stored within this long.
+CHECK_INTERVAL_SECONDS = 60.0
 _KEYS = (CA_FILE, KEY_FILE, CERT_FILE)  # write order: a reader polling the files sees a complete set last
 
 
@@ -162,7 +167,7 @@ class SecretCertificates:
             return False
         try:
             cert = x509.load_pem_x509_certificate(data[CERT_FILE])
-            ca = x509.load_pem_x509_certificate(data[CA_FILE])
+            ca = x509.load_pem_x509_certificates(data[CA_FILE])[0]  # the current CA comes first
             key = serialization.load_pem_private_key(data[KEY_FILE], password=None)
             sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
         except (ValueError, TypeError, UnsupportedAlgorithm, x509.ExtensionNotFound) as error:
@@ -179,7 +184,9 @@ class SecretCertificates:
         reasons = []
         if not same_key:
             reasons.append("its key does not match")
-        if cert.issuer != ca.subject:
+        try:
+            cert.verify_directly_issued_by(ca)
+        except (ValueError, TypeError, InvalidSignature):
             reasons.append("it was not issued by the stored CA")
         if not set(self.dns_names) <= names or not set(self.ip_addresses) <= addresses:
             reasons.append("it does not name every host of the webhook Service")
@@ -197,7 +204,8 @@ class SecretCertificates:
         pair = authority.issue(
             self._common_name, dns_names=self.dns_names, ip_addresses=self.ip_addresses, server=True
         )
-        data = {CA_FILE: authority.cert_pem, KEY_FILE: pair.key_pem, CERT_FILE: pair.cert_pem}
+        bundle = authority.cert_pem + _previous_ca(_decoded(current), now)
+        data = {CA_FILE: bundle, KEY_FILE: pair.key_pem, CERT_FILE: pair.cert_pem}
         encoded = {key: base64.b64encode(value).decode("ascii") for key, value in data.items()}
         if current is None:
             body = {
@@ -272,3 +280,15 @@ def _decoded(secret: Mapping[str, Any] | None) -> dict[str, bytes]:
             except ValueError:
                 continue
     return data
+
+
+def _previous_ca(data: Mapping[str, bytes], now: datetime.datetime) -> bytes:
+    """The CA of the pair being replaced, as PEM, while it is valid (a replica may still serve a certificate
+    it issued); nothing when there is none or it cannot be read."""
+    try:
+        current = x509.load_pem_x509_certificates(data.get(CA_FILE) or b"")[0]
+    except (ValueError, IndexError):
+        return b""
+    if not current.not_valid_before_utc <= now < current.not_valid_after_utc:
+        return b""
+    return current.public_bytes(serialization.Encoding.PEM)

@@ -12,20 +12,27 @@ removed on stop — so the operator writes the object itself:
   The instance is stable (:func:`default_instance`: the kubeconfig context and the host, never the port), so
   a restart finds its own; the label ``ome-selector.ome.io/local=true`` lets ``ome-selector cleanup`` find
   them (:func:`remove_local_registrations`);
-- :class:`CaBundleRegistration` keeps the ``caBundle`` of a static, chart-installed configuration equal to
-  the CA the server uses, and leaves the object alone otherwise.
+- :class:`CaBundleRegistration` keeps the ``caBundle`` of a static, chart-installed configuration trusting
+  the CA the server uses, and leaves the object alone otherwise. Replicas share that object and may serve
+  certificates of two CAs during a rollover, so a replica changes the bundle only when it lacks the CA of its
+  own certificate (the first in its bundle), and then writes its whole bundle (which carries the previous CA
+  too, :mod:`.incluster`): a replica still on the previous pair never takes the new CA out.
 
 The webhook paths are Kopf's handler ids (:data:`HANDLER_IDS`); a chart's service clientConfig uses them too.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import logging
 import socket
 from collections.abc import Mapping
 from typing import Any, cast
 
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
@@ -231,10 +238,12 @@ class CaBundleRegistration:
         self.name = name
 
     async def apply(self, client_config: Mapping[str, Any]) -> bool:
-        """Set the bundle where it differs; True when the object was changed. A missing object is logged."""
+        """Set the bundle where it does not trust our CA; True when the object was changed. A missing object
+        is logged."""
         bundle = client_config.get("caBundle")
         if not bundle:
             return False
+        ours = _certificates(bundle)[:1]
         try:
             current = await self._api.read_validating_webhook_configuration(self.name)
         except ApiException as error:
@@ -246,7 +255,9 @@ class CaBundleRegistration:
         changed = False
         for webhook in body.get("webhooks") or []:
             clientconfig = webhook.setdefault("clientConfig", {})
-            if clientconfig.get("caBundle") != bundle:
+            current = clientconfig.get("caBundle")
+            trusted = bool(ours) and set(ours) <= set(_certificates(current))
+            if not trusted and current != bundle:
                 clientconfig["caBundle"] = bundle
                 changed = True
         if changed:
@@ -256,3 +267,14 @@ class CaBundleRegistration:
 
     async def remove(self) -> None:
         """The configuration belongs to the chart: nothing to undo."""
+
+
+def _certificates(bundle: object) -> list[bytes]:
+    """The certificates (DER) of a base64 PEM ``caBundle``, in order; none when it cannot be read."""
+    if not isinstance(bundle, str):
+        return []
+    try:
+        certificates = x509.load_pem_x509_certificates(base64.b64decode(bundle, validate=True))
+    except (ValueError, binascii.Error):
+        return []
+    return [certificate.public_bytes(serialization.Encoding.DER) for certificate in certificates]
