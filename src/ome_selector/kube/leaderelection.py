@@ -176,7 +176,10 @@ class LeaderElector:
                     await self._set_leading(False)
                     return
                 try:
-                    renewed = await asyncio.wait_for(self._try_acquire_or_renew(), timeout=remaining)
+                    # asyncio.timeout, not wait_for: Python 3.11's wait_for returns the inner result when a
+                    # cancellation arrives as that result does, and a cancelled elector would run on.
+                    async with asyncio.timeout(remaining):
+                        renewed = await self._try_acquire_or_renew()
                 except TimeoutError:
                     renewed = False
                 if renewed:

@@ -107,3 +107,44 @@ def test_an_unreachable_api_never_makes_a_leader() -> None:
         return leading
 
     assert asyncio.run(scenario()) is False
+
+
+class CancellingStore:
+    """Leads once; the first renewal cancels the elector's task and fails in the same step (the cancellation
+    arrives just as the renewal completes: a SIGTERM on a busy loop); after that the API is unreachable."""
+
+    def __init__(self) -> None:
+        self.task: asyncio.Task[None] | None = None
+        self.renewals = 0
+
+    async def get(self) -> LeaseRecord | None:
+        if not self.renewals:
+            return None
+        if self.renewals == 1:
+            self.renewals += 1
+            assert self.task is not None
+            self.task.cancel()
+        raise ConnectionError("cut off")
+
+    async def create(self, record: LeaseRecord) -> LeaseRecord | None:
+        self.renewals += 1
+        return record
+
+    async def update(self, record: LeaseRecord) -> LeaseRecord | None:
+        return None
+
+
+def test_a_cancellation_arriving_as_a_renewal_completes_stops_the_elector() -> None:
+    """The elector's task ends when cancelled, whatever it was awaiting (Python 3.11's asyncio.wait_for
+    swallowed a cancellation that arrived as its inner call completed: the task ran on, never releasing)."""
+
+    async def scenario() -> bool:
+        store = CancellingStore()
+        elector = LeaderElector(store, "me", LeaseTimings(2, 1.5, 0.01))
+        task = store.task = asyncio.create_task(elector.run())
+        done, _ = await asyncio.wait([task], timeout=5)
+        if not done:
+            task.cancel()
+        return task in done and task.cancelled()
+
+    assert asyncio.run(scenario()) is True
