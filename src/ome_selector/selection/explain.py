@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ome_selector.api.resources import InferenceService, Model, Runtime
-from ome_selector.selection.matcher import FormatReasons, RuntimeCheck, Step
+from ome_selector.selection.matcher import TUPLE_NEW, FormatReasons, RuntimeCheck, Step
 from ome_selector.selection.ranking import rank
 from ome_selector.selection.view import CatalogView
 
@@ -117,9 +117,21 @@ def explain(
         RuntimeVerdict(result, position, result.reason_within(None, writer))
         for position, result in enumerate(ranking.ranked, 1)
     )
-    # The runtimes come namespaced first, each by name: the others keep that order.
+    # The runtimes come namespaced first, each by name: the others keep that order. Nearly all of them failed
+    # the format check, whose reason the writer gives straight away.
+    label, format_failed = profile.label, Step.FORMAT
     verdicts = ranked + tuple(
-        RuntimeVerdict(result, None, result.reason_within(None, writer)) for result in ranking.others
+        TUPLE_NEW(
+            RuntimeVerdict,
+            (
+                result,
+                None,
+                writer.runtime(result.profile, label)
+                if result.failed is format_failed
+                else result.reason_within(None, writer),
+            ),
+        )
+        for result in ranking.others
     )
     return Explanation(
         model=model, namespace=namespace, verdicts=verdicts, selected=ranked[0] if ranked else None
