@@ -1,28 +1,37 @@
-"""Admission latency through the real kube-apiserver (issue 7), next to a no-op webhook in the same run.
+"""Admission latency through the real kube-apiserver (issues 7, 17), next to a no-op webhook in the same run.
 
-On a local control plane with 1,000 ClusterServingRuntimes (a fifth of them naming the model's format), the
-operator runs as ``ome-selector run --webhook-bind-address …`` (a separate process, as in a cluster) and
-answers server-side dry-run creates of InferenceServices, sent one at a time; the client measures each round
-trip. The same requests then go to the same operator started with a hidden ``--webhook-noop`` flag (the same
-Kopf server, answering "allowed" without looking), and to an apiserver without any webhook. Two requests:
+On a local control plane with 1,000 ClusterServingRuntimes (a fifth of them naming the model's format), two
+operators run as ``ome-selector run --webhook-bind-address …`` (separate processes, as in a cluster): one
+deciding, one started with a hidden ``--webhook-noop`` flag (the same Kopf server, answering "allowed" without
+looking). Each is registered for a namespace of its own (``--webhook-namespace-selector``); a third namespace
+has no webhook. Server-side dry-run creates of InferenceServices are sent one at a time, taking turns between
+the three namespaces, so the three rows share the machine's load moment by moment; the client measures each
+round trip. Two requests:
 
 - *selects*: auto-selection finds a runtime among the 1,000 (allowed) — the common case;
-- *no runtime*: no runtime supports the model (denied), after the direct read that confirms it: one
-  consistent listing of the runtimes (SPEC §7), here all 1,000 of them.
+- *no runtime*: no runtime supports the model (denied), after the read that confirms it (SPEC §7): a
+  metadata-only listing of the runtimes, compared with the live catalog.
 
-Figures are client-side p50 and p99 of the whole API call; nothing here asserts a time.
+Figures are client-side p50 and p99 of the whole API call, and each webhook's own mean time per review (its
+``ome_selector_admission_duration_seconds``); then issue 17's two admission rows with their goals. Nothing
+here asserts a time. ``--out FILE`` also writes every figure as JSON, so runs can be compared.
 
-    python -m bench.admission [--runtimes 1000] [--requests 300]
+    python -m bench.admission [--runtimes 1000] [--requests 300] [--out FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import os
+import platform
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kubernetes import client, config
@@ -31,13 +40,32 @@ from bench.fanout import create_all
 from harness import objects
 from harness.admission import ADMISSION_METRIC, PROBE_KIND, wait_until_called
 from harness.controlplane import ControlPlane, running_control_plane
-from harness.operator_process import operator_process
-from ome_selector.api.resources import API_GROUP_VERSION, Kind
+from harness.operator_process import RunningOperator, operator_process
+from ome_selector.api.resources import Kind
 from ome_selector.kube.scope import custom_object_call
 
-NAMESPACE = "bench"
 WARMUP = 20
-GV = API_GROUP_VERSION
+#: The namespace label each webhook is registered for.
+LABEL = "ome-selector-bench"
+#: Where each request goes: no webhook, the no-op webhook, ome-selector.
+TARGETS = {"no webhook": "bench-none", "no-op webhook": "bench-noop", "ome-selector": "bench-real"}
+SERVER_SECONDS = "ome_selector_admission_duration_seconds"
+
+
+@dataclass(frozen=True)
+class Goal:
+    """One admission row of issue 17: ome-selector minus the no-op webhook, in the same run."""
+
+    row: str
+    shape: str
+    p50_ms: float
+    p99_ms: float | None
+
+
+GOALS = (
+    Goal("admission, 1,000 runtimes, denied", "no runtime", 10.0, 25.0),
+    Goal("admission, allowed", "selects", 1.0, None),
+)
 
 
 def runtimes(count: int) -> list[dict[str, Any]]:
@@ -54,25 +82,29 @@ def runtimes(count: int) -> list[dict[str, Any]]:
     return bodies
 
 
-def requests() -> dict[str, dict[str, Any]]:
+def requests(namespace: str) -> dict[str, dict[str, Any]]:
     engine = {"minReplicas": 1}
     return {
-        "selects": objects.inference_service("svc", namespace=NAMESPACE, model_name="llama", engine=engine),
-        "no runtime": objects.inference_service("svc", namespace=NAMESPACE, model_name="tiny", engine=engine),
+        "selects": objects.inference_service("svc", namespace=namespace, model_name="llama", engine=engine),
+        "no runtime": objects.inference_service("svc", namespace=namespace, model_name="tiny", engine=engine),
     }
 
 
 @contextmanager
-def operator(plane: ControlPlane, *, noop: bool) -> Iterator[None]:
-    """The operator with its webhook registered and already called by the apiserver."""
-    arguments = ["--webhook-bind-address", "127.0.0.1:0", *(["--webhook-noop"] if noop else [])]
-    with operator_process(plane, *arguments, name=f"operator-{'noop' if noop else 'real'}") as running:
+def operator(plane: ControlPlane, *, noop: bool) -> Iterator[RunningOperator]:
+    """An operator whose webhook covers only its namespace, once the apiserver calls it."""
+    name = "noop" if noop else "real"
+    arguments = [
+        "--webhook-bind-address", "127.0.0.1:0", "--instance", f"bench-{name}",
+        "--webhook-namespace-selector", f"{LABEL}={name}", *(["--webhook-noop"] if noop else []),
+    ]  # fmt: skip
+    with operator_process(plane, *arguments, name=f"operator-{name}") as running:
 
         def probes_answered() -> float:
             return running.metric(ADMISSION_METRIC, kind=PROBE_KIND)
 
         wait_until_called(probes_answered, _client(plane), timeout=300)
-        yield
+        yield running
 
 
 def _client(plane: ControlPlane) -> Any:
@@ -80,23 +112,17 @@ def _client(plane: ControlPlane) -> Any:
     return new_client(config_file=str(plane.kubeconfig))
 
 
-def _api(plane: ControlPlane) -> Any:
-    return client.CustomObjectsApi(_client(plane))
-
-
-def latencies(plane: ControlPlane, body: dict[str, Any], count: int) -> list[float]:
-    api = _api(plane)
-    samples: list[float] = []
-    for index in range(WARMUP + count):
-        started = time.perf_counter()
-        try:
-            custom_object_call(api, "create", Kind.INFERENCE_SERVICE, NAMESPACE)(body, dry_run="All")
-        except client.ApiException as error:
-            if error.status != 403:
-                raise
-        if index >= WARMUP:
-            samples.append(time.perf_counter() - started)
-    return samples
+def create_once(api: Any, body: dict[str, Any]) -> float:
+    """Seconds for one server-side dry-run create (a denial is an answer too)."""
+    started = time.perf_counter()
+    try:
+        custom_object_call(api, "create", Kind.INFERENCE_SERVICE, body["metadata"]["namespace"])(
+            body, dry_run="All"
+        )
+    except client.ApiException as error:
+        if error.status != 403:
+            raise
+    return time.perf_counter() - started
 
 
 def percentile(samples: list[float], fraction: float) -> float:
@@ -106,53 +132,123 @@ def percentile(samples: list[float], fraction: float) -> float:
     return ordered[min(rank, len(ordered)) - 1]
 
 
-def row(label: str, samples: list[float]) -> str:
-    p50, p99 = percentile(samples, 0.50), percentile(samples, 0.99)
-    return f"  {label:<44} {p50 * 1e3:8.2f} ms {p99 * 1e3:8.2f} ms"
+def server_seconds(running: RunningOperator, allowed: str) -> tuple[float, float]:
+    """(sum of seconds, count) of the InferenceService reviews the operator answered with ``allowed``."""
+    labels = {"kind": "InferenceService", "allowed": allowed}
+    return running.metric(f"{SERVER_SECONDS}_sum", **labels), running.metric(
+        f"{SERVER_SECONDS}_count", **labels
+    )
+
+
+def _verdict(met: bool) -> str:
+    return "met" if met else "NOT met"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.admission")
+    parser = argparse.ArgumentParser(prog="python -m bench.admission", description=__doc__.splitlines()[0])
     parser.add_argument("--runtimes", type=int, default=1000)
     parser.add_argument("--requests", type=int, default=300, help="measured requests per row")
+    parser.add_argument("--out", type=Path, help="also write every figure to this JSON file")
     args = parser.parse_args(argv)
+    load_before = os.getloadavg()
     with running_control_plane() as plane:
         began = time.monotonic()
-        models = [
-            objects.model("llama", size="3.21B"),
-            objects.model("tiny", size="100M"),
-        ]
+        models = [objects.model("llama", size="3.21B"), objects.model("tiny", size="100M")]
         bodies = runtimes(args.runtimes)
         asyncio.run(create_all(plane, [*bodies, *models]))
         core: Any = client.CoreV1Api(_client(plane))
-        core.create_namespace({"metadata": {"name": NAMESPACE}})
+        for namespace in TARGETS.values():
+            labels = {LABEL: namespace.removeprefix("bench-")}  # what each operator's selector names
+            core.create_namespace({"metadata": {"name": namespace, "labels": labels}})
         serving = sum(
             1 for b in bodies if b["spec"]["supportedModelFormats"][0]["modelFormat"]["name"] == "safetensors"
         )
         print(
             f"admission latency on kube-apiserver {plane.server}: {args.runtimes} ClusterServingRuntimes "
-            f"({serving} naming the model's format), created in {time.monotonic() - began:.1f}s"
+            f"({serving} naming the model's format), created in {time.monotonic() - began:.1f}s; "
+            f"{os.cpu_count()} CPUs, load {load_before[0]:.1f}"
         )
         print(
-            f"{args.requests} server-side dry-run creates per row, one at a time, after {WARMUP} warm-up ones"
+            f"{args.requests} server-side dry-run creates per row, one at a time, taking turns between the "
+            f"rows, after {WARMUP} warm-up ones"
         )
-        print(f"  {'':<44} {'p50':>11} {'p99':>11}")
-        shapes = requests()
-        results: dict[str, list[float]] = {}
-        results["no webhook: selects"] = latencies(plane, shapes["selects"], args.requests)
-        for noop in (True, False):
-            with operator(plane, noop=noop):
-                for shape, body in shapes.items():
-                    label = f"{'no-op webhook' if noop else 'ome-selector'}: {shape}"
-                    results[label] = latencies(plane, body, args.requests)
-        for label, samples in results.items():
-            print(row(label, samples))
-        for shape in shapes:
-            ours, noop_ = results[f"ome-selector: {shape}"], results[f"no-op webhook: {shape}"]
-            p50 = 1e3 * (percentile(ours, 0.5) - percentile(noop_, 0.5))
-            p99 = 1e3 * (percentile(ours, 0.99) - percentile(noop_, 0.99))
-            print(f"  ome-selector minus no-op, {shape}: p50 {p50:+.2f} ms, p99 {p99:+.2f} ms")
+        api = client.CustomObjectsApi(_client(plane))
+        samples: dict[tuple[str, str], list[float]] = {}
+        served: dict[tuple[str, str], float] = {}
+        with ExitStack() as stack:
+            noop = stack.enter_context(operator(plane, noop=True))
+            real = stack.enter_context(operator(plane, noop=False))
+            shapes = {target: requests(namespace) for target, namespace in TARGETS.items()}
+            for shape in requests(""):
+                # Each webhook's own time per review of this shape (warm-up included): the difference of its
+                # latency histogram over the shape's requests.
+                verdict = "true" if shape == "selects" else "false"
+                answering = {"no-op webhook": (noop, "true"), "ome-selector": (real, verdict)}
+                before = {target: server_seconds(*answering[target]) for target in answering}
+                for index in range(WARMUP + args.requests):
+                    for target in TARGETS:
+                        seconds = create_once(api, shapes[target][shape])
+                        if index >= WARMUP:
+                            samples.setdefault((target, shape), []).append(seconds)
+                for target, (running, label) in answering.items():
+                    (total, count), (total_0, count_0) = server_seconds(running, label), before[target]
+                    served[(target, shape)] = (
+                        (total - total_0) / (count - count_0) if count > count_0 else 0.0
+                    )
+        load_after = os.getloadavg()
+
+    print(f"  {'':<32} {'p50':>10} {'p99':>10} {'webhook mean':>14}")
+    rows: dict[str, dict[str, float]] = {}
+    for (target, shape), values in samples.items():
+        p50, p99 = percentile(values, 0.50), percentile(values, 0.99)
+        inside = served.get((target, shape))
+        rows[f"{target}: {shape}"] = {"p50_ms": p50 * 1e3, "p99_ms": p99 * 1e3}
+        mean = f"{inside * 1e3:11.2f} ms" if inside is not None else ""
+        if inside is not None:
+            rows[f"{target}: {shape}"]["webhook_mean_ms"] = inside * 1e3
+        print(f"  {target + ': ' + shape:<32} {p50 * 1e3:7.2f} ms {p99 * 1e3:7.2f} ms {mean:>14}")
+
+    print("\nissue 17, same run (ome-selector minus the no-op webhook):")
+    goals = []
+    for goal in GOALS:
+        ours, noop_ = samples[("ome-selector", goal.shape)], samples[("no-op webhook", goal.shape)]
+        p50 = 1e3 * (percentile(ours, 0.5) - percentile(noop_, 0.5))
+        p99 = 1e3 * (percentile(ours, 0.99) - percentile(noop_, 0.99))
+        met = p50 <= goal.p50_ms and (goal.p99_ms is None or p99 <= goal.p99_ms)
+        wanted = f"≤ +{goal.p50_ms:g} ms p50" + (f", ≤ +{goal.p99_ms:g} ms p99" if goal.p99_ms else "")
+        print(f"  {goal.row:<36} p50 {p50:+7.2f} ms, p99 {p99:+7.2f} ms   goal {wanted}: {_verdict(met)}")
+        goals.append(
+            {
+                "row": goal.row,
+                "p50_over_noop_ms": p50,
+                "p99_over_noop_ms": p99,
+                "goal_p50_ms": goal.p50_ms,
+                "goal_p99_ms": goal.p99_ms,
+                "met": met,
+            }
+        )
+    print(f"load (1, 5, 15 min) before {_load(load_before)}, after {_load(load_after)}")
+    if args.out is not None:
+        document = {
+            "python": sys.version.split()[0],
+            "machine": {
+                "cpus": os.cpu_count(),
+                "load_before": list(load_before),
+                "load_after": list(load_after),
+                "platform": platform.platform(),
+            },
+            "runtimes": args.runtimes,
+            "requests_per_row": args.requests,
+            "rows": rows,
+            "issue_17": goals,
+        }
+        args.out.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+        print(f"figures written to {args.out}")
     return 0
+
+
+def _load(load: tuple[float, float, float]) -> str:
+    return ", ".join(f"{value:.1f}" for value in load)
 
 
 if __name__ == "__main__":

@@ -78,6 +78,58 @@ def test_listing_pages_through_every_kind_at_one_resource_version(
     assert {"elsewhere", "late", "m0"} <= set(_names(everywhere.bodies, "BaseModel"))
 
 
+def test_metadata_listing_names_each_object_and_its_version_only(
+    control_plane: ControlPlane, api_client: Any, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for index in range(5):
+        create(api_client, objects.runtime(f"r{index}", namespace=namespace))
+    monkeypatch.setattr(kube_objects, "METADATA_PAGE_SIZE", 2)  # five objects take three pages
+    kinds = [Kind.SERVING_RUNTIME]
+
+    async def both(o: Objects) -> tuple[kube_objects.Snapshot, kube_objects.Snapshot]:
+        return await o.list_objects(namespaces=[namespace], kinds=kinds), await o.list_metadata(
+            namespaces=[namespace], kinds=kinds
+        )
+
+    full, metadata = _with_objects(control_plane, both)
+    assert metadata.resource_version is not None
+    assert metadata.bodies == [
+        {
+            "apiVersion": API_GROUP_VERSION,
+            "kind": "ServingRuntime",
+            "metadata": {
+                "name": body["metadata"]["name"],
+                "namespace": namespace,
+                "resourceVersion": body["metadata"]["resourceVersion"],
+            },
+        }
+        for body in full.bodies
+    ]
+    assert len(metadata.bodies) == 5
+
+
+def test_a_sifted_listing_keeps_what_the_predicate_accepts_and_sees_every_object(
+    control_plane: ControlPlane, api_client: Any, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for index in range(5):
+        create(api_client, objects.runtime(f"r{index}", namespace=namespace))
+    monkeypatch.setattr(kube_objects, "PAGE_SIZE", 2)  # five objects take three pages
+    seen: list[str] = []
+
+    def odd(body: dict[str, Any]) -> bool:
+        seen.append(f"{body['kind']}/{body['metadata']['name']}")
+        return int(body["metadata"]["name"][1:]) % 2 == 1
+
+    kept = _with_objects(
+        control_plane,
+        lambda o: o.list_objects_where(odd, namespaces=[namespace], kinds=[Kind.SERVING_RUNTIME]),
+    )
+    assert seen == [f"ServingRuntime/r{index}" for index in range(5)]
+    assert _names(kept.bodies, "ServingRuntime") == ["r1", "r3"]
+    assert all(body["spec"]["supportedModelFormats"] for body in kept.bodies)  # whole objects
+    assert kept.resource_version is not None
+
+
 def test_get_reads_either_scope_and_answers_none_for_a_missing_object(
     control_plane: ControlPlane, api_client: Any, namespace: str, cluster_objects: list[tuple[str, str]]
 ) -> None:

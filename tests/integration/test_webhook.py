@@ -22,6 +22,9 @@ from harness.admission import admission_count
 from harness.controlplane import ControlPlane
 from harness.kube import delete, eventually, get, list_objects, runtime_ready
 from harness.operator_thread import OperatorThread
+from ome_selector.api.bounds import MAX_FORMAT_ENTRIES
+from ome_selector.catalog.catalog import Catalog
+from ome_selector.webhook.admission import MAX_RUNTIME_FETCHES, DirectReader
 from ome_selector.webhook.config import WebhookConfig
 
 CATALOG = Path(__file__).resolve().parents[1] / "data" / "ome-catalog"
@@ -478,6 +481,191 @@ def test_confirming_read_finds_what_the_watch_has_not_delivered(
     denied = kubectl.create(isvc("ghost", ns, "ghost"))
     assert denied.returncode == 1
     assert webhook.operator.admission.confirmations == before + 3
+
+
+# The confirming read of a "no runtime" denial lists only names and resourceVersions, reuses the runtimes the
+# catalog holds as stored and reads the others: each kind of difference, with the watch kept blind as above.
+
+
+def _live_catalog(webhook: OperatorThread) -> Catalog:
+    """The catalog the running operator's webhook decides from."""
+    controller = webhook.operator.controller
+    assert controller is not None
+    return controller.catalog
+
+
+def _blind(webhook: OperatorThread, ns: str) -> None:
+    """From now on the operator's catalog misses every watch event of namespace ``ns``."""
+    controller = webhook.operator.controller
+    assert controller is not None
+
+    def unless_in_ns(handle: Any) -> Any:
+        def handler(body: Any) -> None:
+            if (body.get("metadata") or {}).get("namespace") != ns:
+                handle(body)
+
+        return handler
+
+    controller.observe = unless_in_ns(controller.observe)  # type: ignore[method-assign]
+    controller.forget = unless_in_ns(controller.forget)  # type: ignore[method-assign]
+
+
+def _own_format(body: dict[str, Any], ns: str) -> dict[str, Any]:
+    """``body`` (a model or runtime) with a format of the test's own: the session's cluster runtimes serve
+    other formats, so a no-runtime message names only the test's runtimes."""
+    fmt = {"name": f"fmt-{ns}", "version": "1.0.0"}
+    if body["kind"].endswith("BaseModel"):
+        body["spec"]["modelFormat"] = fmt
+    for entry in body["spec"].get("supportedModelFormats", []):
+        entry["modelFormat"] = dict(fmt)
+    return body
+
+
+def _runtime(name: str, ns: str, size_range: tuple[str, str]) -> dict[str, Any]:
+    return _own_format(objects.runtime(name, namespace=ns, size_range=size_range), ns)
+
+
+def _model(name: str, ns: str, size: str) -> dict[str, Any]:
+    return _own_format(objects.model(name, namespace=ns, size=size), ns)
+
+
+def _seen(webhook: OperatorThread, ns: str, models: list[str], runtimes: list[str]) -> None:
+    catalog = _live_catalog(webhook)
+    eventually(
+        lambda: (
+            all(catalog.resolve_model(ns, m) for m in models)
+            and all(catalog.resolve_runtime_profile(ns, r) for r in runtimes)
+        ),
+        what="the catalog holding the setup",
+    )
+
+
+def _no_runtime(ns: str, model: str, namespaced: int, clusters: int, entries: list[str]) -> str:
+    total = namespaced + clusters
+    serve = "runtime serves" if clusters == 1 else "runtimes serve"
+    tail = f"; {clusters} {serve} other formats" if clusters else ""
+    return (
+        f"no runtime supports model {model} (checked {total} runtime{'' if total == 1 else 's'}: "
+        f"{namespaced} namespace-scoped, {clusters} cluster-scoped): {'; '.join(entries)}{tail}"
+    )
+
+
+def _reader(webhook: OperatorThread) -> DirectReader:
+    admission = webhook.operator.admission
+    assert admission is not None
+    assert admission.reader is not None
+    return admission.reader
+
+
+def test_a_runtime_created_just_before_is_read(
+    webhook: OperatorThread, kubectl: Kubectl, namespace: str
+) -> None:
+    ns = namespace
+    setup = kubectl.create(_model("llama", ns, "3.21B"), _runtime("rt-small", ns, ("500M", "2B")))
+    assert setup.returncode == 0, setup.stderr
+    _seen(webhook, ns, ["llama"], ["rt-small"])
+    _blind(webhook, ns)
+    reader = _reader(webhook)
+    full_listings = reader.full_listings
+    created = kubectl.create(_runtime("rt-fits", ns, ("2B", "4B")))
+    assert created.returncode == 0, created.stderr
+    allowed = kubectl.create(isvc("svc", ns, "llama"), dry_run=True)
+    assert (allowed.returncode, warnings_of(allowed)) == (0, []), allowed.stderr
+    assert reader.full_listings == full_listings  # one runtime fetched, not every runtime listed
+    assert _live_catalog(webhook).resolve_runtime_profile(ns, "rt-fits") is None
+
+
+def test_a_runtime_modified_just_before_is_read_as_it_is_now(
+    webhook: OperatorThread, kubectl: Kubectl, namespace: str, api_client: Any
+) -> None:
+    ns = namespace
+    setup = kubectl.create(_model("llama", ns, "3.21B"), _runtime("rt", ns, ("500M", "2B")))
+    assert setup.returncode == 0, setup.stderr
+    _seen(webhook, ns, ["llama"], ["rt"])
+    _blind(webhook, ns)
+
+    def resize(low: str, high: str) -> None:
+        body = f'{{"spec": {{"modelSizeRange": {{"min": "{low}", "max": "{high}"}}}}}}'
+        result = kubectl("patch", "servingruntime", "rt", "-n", ns, "--type=merge", "-p", body)
+        assert result.returncode == 0, result.stderr
+
+    resize("8B", "70B")
+    denied = kubectl.create(isvc("svc", ns, "llama"), dry_run=True)
+    assert denied.returncode == 1
+    clusters = cluster_runtime_count(api_client)
+    entry = f"{ns}/rt (model size 3.21B is outside supported range [8B, 70B])"
+    assert denied.stderr.endswith(denial(_no_runtime(ns, "llama", 1, clusters, [entry]))), denied.stderr
+    resize("2B", "4B")
+    allowed = kubectl.create(isvc("svc", ns, "llama"), dry_run=True)
+    assert allowed.returncode == 0, allowed.stderr
+    profile = _live_catalog(webhook).resolve_runtime_profile(ns, "rt")
+    assert profile is not None
+    assert profile.range_text == "[500M, 2B]"
+
+
+def test_a_runtime_deleted_just_before_is_absent(
+    webhook: OperatorThread, kubectl: Kubectl, namespace: str, api_client: Any
+) -> None:
+    ns = namespace
+    setup = kubectl.create(
+        _model("llama", ns, "3.21B"),
+        _runtime("rt-a", ns, ("500M", "2B")),
+        _runtime("rt-b", ns, ("8B", "70B")),
+    )
+    assert setup.returncode == 0, setup.stderr
+    _seen(webhook, ns, ["llama"], ["rt-a", "rt-b"])
+    _blind(webhook, ns)
+    delete(api_client, "ServingRuntime", "rt-b", ns)
+    denied = kubectl.create(isvc("svc", ns, "llama"), dry_run=True)
+    assert denied.returncode == 1
+    clusters = cluster_runtime_count(api_client)
+    entry = f"{ns}/rt-a (model size 3.21B is outside supported range [500M, 2B])"
+    assert denied.stderr.endswith(denial(_no_runtime(ns, "llama", 1, clusters, [entry]))), denied.stderr
+    assert _live_catalog(webhook).resolve_runtime_profile(ns, "rt-b") is not None
+
+
+def test_a_runtime_too_large_to_read_is_absent_for_the_confirming_read_too(
+    webhook: OperatorThread, kubectl: Kubectl, namespace: str, api_client: Any
+) -> None:
+    ns = namespace
+    setup = kubectl.create(_model("llama", ns, "3.21B"), _runtime("rt-small", ns, ("500M", "2B")))
+    assert setup.returncode == 0, setup.stderr
+    _seen(webhook, ns, ["llama"], ["rt-small"])
+    _blind(webhook, ns)
+    huge = _runtime("rt-huge", ns, ("2B", "4B"))
+    entries = huge["spec"]["supportedModelFormats"]
+    entries.extend(copy.deepcopy(entries[0]) for _ in range(MAX_FORMAT_ENTRIES))
+    created = kubectl.create(huge)
+    assert created.returncode == 0, created.stderr
+    clusters = cluster_runtime_count(api_client)
+    entry = f"{ns}/rt-small (model size 3.21B is outside supported range [500M, 2B])"
+    for name in ("svc", "again"):  # the second time, the reader remembers it cannot read it
+        denied = kubectl.create(isvc(name, ns, "llama"), dry_run=True)
+        assert denied.returncode == 1
+        assert denied.stderr.endswith(denial(_no_runtime(ns, "llama", 1, clusters, [entry]))), denied.stderr
+
+
+def test_more_changes_than_fetched_one_by_one_are_read_by_one_full_listing(
+    webhook: OperatorThread, kubectl: Kubectl, namespace: str, api_client: Any
+) -> None:
+    ns = namespace
+    setup = kubectl.create(_model("llama", ns, "3.21B"), _model("huge", ns, "500B"))
+    assert setup.returncode == 0, setup.stderr
+    _seen(webhook, ns, ["llama", "huge"], [])
+    _blind(webhook, ns)
+    reader = _reader(webhook)
+    full_listings = reader.full_listings
+    count = MAX_RUNTIME_FETCHES + 1
+    ranges = [("500M", "2B")] * (count - 1) + [("2B", "4B")]
+    created = kubectl.create(*(_runtime(f"rt-{i:02d}", ns, r) for i, r in enumerate(ranges)))
+    assert created.returncode == 0, created.stderr
+    allowed = kubectl.create(isvc("svc", ns, "llama"), dry_run=True)  # only the last one fits
+    assert allowed.returncode == 0, allowed.stderr
+    denied = kubectl.create(isvc("svc", ns, "huge"), dry_run=True)
+    assert denied.returncode == 1
+    clusters = cluster_runtime_count(api_client)
+    assert f"(checked {count + clusters} runtimes: {count} namespace-scoped, " in denied.stderr
+    assert reader.full_listings == full_listings + 2
 
 
 # --- readiness, failure policies, registration ------------------------------------------------------------

@@ -3,7 +3,10 @@
 :meth:`Objects.list_objects` is one consistent, paged listing (SPEC §6 live mode; the operator's startup and
 resync): the first list fixes a resourceVersion and every later list (other kinds, other pages) is read at
 exactly that resourceVersion, so the snapshot is one point in time. Any error fails the whole listing:
-callers never act on a partial catalog.
+callers never act on a partial catalog. :meth:`Objects.list_metadata` is the same listing, metadata only
+(the apiserver's ``PartialObjectMetadataList``): which objects exist and at which resourceVersion, for a
+fraction of the bytes and none of the specs; :meth:`Objects.list_objects_where` keeps only the objects a
+predicate accepts. Both read each page with the garbage collector paused (see :func:`_sifted`).
 
 Bodies are plain dicts with ``apiVersion`` and ``kind`` always filled in. Status (and a model's learned
 fields, SPEC §10) is written with a JSON merge patch; the caller guards it with ``metadata.resourceVersion``,
@@ -14,7 +17,9 @@ overwritten.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterable, Mapping, Sequence
+import gc
+import json
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +33,8 @@ __all__ = [
     "ALL_KINDS",
     "EVENT_MESSAGE_LIMIT",
     "EVENT_NAMESPACE_OF_CLUSTER_OBJECTS",
+    "METADATA_ONLY",
+    "METADATA_PAGE_SIZE",
     "PAGE_SIZE",
     "ApiError",
     "ConflictError",
@@ -41,6 +48,8 @@ __all__ = [
 ApiError = ApiException
 
 PAGE_SIZE = 500
+#: Items per page of a metadata-only listing: about half a kilobyte each, so a page stays near 1 MiB.
+METADATA_PAGE_SIZE = 2000
 ALL_KINDS: tuple[Kind, ...] = (
     Kind.CLUSTER_SERVING_RUNTIME,
     Kind.SERVING_RUNTIME,
@@ -53,6 +62,21 @@ EVENT_MESSAGE_LIMIT = 1024
 #: Where the events of cluster-scoped objects go (client-go's choice).
 EVENT_NAMESPACE_OF_CLUSTER_OBJECTS = "default"
 _MERGE_PATCH = "application/merge-patch+json"
+#: The Accept header of a metadata-only list: the apiserver answers a PartialObjectMetadataList.
+METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+
+
+#: One page of a listing: (kind, namespace or None, the list call's keyword arguments) → the list.
+_PageReader = Callable[[Kind, str | None, dict[str, Any]], Awaitable[dict[str, Any]]]
+#: What a listing keeps of a page's items (of the kind given).
+_Sift = Callable[[Kind, list[dict[str, Any]]], list[dict[str, Any]]]
+#: The list call's keyword arguments, as query parameters.
+_QUERY_NAMES = {
+    "limit": "limit",
+    "_continue": "continue",
+    "resource_version": "resourceVersion",
+    "resource_version_match": "resourceVersionMatch",
+}
 
 
 class ConflictError(Exception):
@@ -76,6 +100,35 @@ def now_rfc3339() -> str:
     return datetime.datetime.now(datetime.UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _sifted(data: bytes, kind: Kind, sift: _Sift) -> dict[str, Any]:
+    """The list page in ``data`` with its items sifted by ``sift``.
+
+    Parsed and sifted with the garbage collector paused: a page holds tens of thousands of containers, which
+    would otherwise survive the collections that run while they are built into the oldest generation, and
+    make the next collection of it — of every object the operator holds, 0.1 s for 1,000 runtimes and
+    nothing else — come sooner. Paused, what is not kept dies young.
+    """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        page: dict[str, Any] = json.loads(data)
+        page["items"] = sift(kind, page.get("items") or [])
+    finally:
+        if collecting:
+            gc.enable()
+    return page
+
+
+def _identities(kind: Kind, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [_identity(item.get("metadata") or {}) for item in items]
+
+
+def _identity(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """A metadata-only list item as a body of its own kind: name, namespace and resourceVersion."""
+    kept = {key: metadata[key] for key in ("name", "namespace", "resourceVersion") if key in metadata}
+    return {"metadata": kept}
+
+
 def _complete(body: dict[str, Any], kind: Kind) -> dict[str, Any]:
     body.setdefault("apiVersion", API_GROUP_VERSION)
     body.setdefault("kind", kind.value)
@@ -86,6 +139,7 @@ class Objects:
     """The API calls the product makes, over one ``ApiClient`` (which the caller owns and closes)."""
 
     def __init__(self, api_client: client.ApiClient) -> None:
+        self._api_client: Any = api_client  # untyped: call_api
         # Typed as Any: the bundled stubs omit `_content_type`, and bodies are plain dicts on purpose.
         self._custom: Any = client.CustomObjectsApi(api_client)
         self._core: Any = client.CoreV1Api(api_client)
@@ -94,26 +148,55 @@ class Objects:
         self, *, namespaces: Sequence[str] | None = None, kinds: Iterable[Kind] = ALL_KINDS
     ) -> Snapshot:
         """Every object of `kinds`: namespaced kinds in `namespaces` (all when None), cluster kinds all."""
+        return await self._list(namespaces, kinds, self._page, PAGE_SIZE)
+
+    async def list_metadata(
+        self, *, namespaces: Sequence[str] | None = None, kinds: Iterable[Kind] = ALL_KINDS
+    ) -> Snapshot:
+        """As :meth:`list_objects`, but each body holds only ``apiVersion``, ``kind`` and ``metadata`` reduced
+        to ``name``, ``namespace`` (namespaced kinds) and ``resourceVersion``."""
+        read_page = self._sifted_pages(METADATA_ONLY, _identities)
+        return await self._list(namespaces, kinds, read_page, METADATA_PAGE_SIZE)
+
+    async def list_objects_where(
+        self,
+        keep: Callable[[dict[str, Any]], bool],
+        *,
+        namespaces: Sequence[str] | None = None,
+        kinds: Iterable[Kind] = ALL_KINDS,
+    ) -> Snapshot:
+        """As :meth:`list_objects`, keeping only the bodies ``keep`` accepts (it sees every body, with
+        ``apiVersion`` and ``kind`` filled in, while the collector is paused: it must be quick)."""
+
+        def sift(kind: Kind, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            return [item for item in items if keep(_complete(item, kind))]
+
+        return await self._list(namespaces, kinds, self._sifted_pages("application/json", sift), PAGE_SIZE)
+
+    async def _list(
+        self, namespaces: Sequence[str] | None, kinds: Iterable[Kind], read_page: _PageReader, limit: int
+    ) -> Snapshot:
         snapshot = Snapshot()
         for kind in kinds:
             scopes: Sequence[str | None] = (
                 [None] if not kind.namespaced or namespaces is None else list(namespaces)
             )
             for namespace in scopes:
-                await self._list_into(kind, namespace, snapshot)
+                await self._list_into(kind, namespace, snapshot, read_page, limit)
         return snapshot
 
-    async def _list_into(self, kind: Kind, namespace: str | None, snapshot: Snapshot) -> None:
-        list_page = custom_object_call(self._custom, "list", kind, namespace)
+    async def _list_into(
+        self, kind: Kind, namespace: str | None, snapshot: Snapshot, read_page: _PageReader, limit: int
+    ) -> None:
         token: str | None = None
         while True:
-            arguments: dict[str, Any] = {"limit": PAGE_SIZE}
+            arguments: dict[str, Any] = {"limit": limit}
             if token:
                 arguments["_continue"] = token  # a continue token carries the first page's resourceVersion
             elif snapshot.resource_version is not None:
                 arguments["resource_version"] = snapshot.resource_version
                 arguments["resource_version_match"] = "Exact"
-            page = await list_page(**arguments)
+            page = await read_page(kind, namespace, arguments)
             metadata = page.get("metadata") or {}
             if snapshot.resource_version is None:
                 snapshot.resource_version = metadata.get("resourceVersion")
@@ -122,6 +205,36 @@ class Objects:
             token = metadata.get("continue")
             if not token:
                 return
+
+    async def _page(self, kind: Kind, namespace: str | None, arguments: dict[str, Any]) -> dict[str, Any]:
+        page: dict[str, Any] = await custom_object_call(self._custom, "list", kind, namespace)(**arguments)
+        return page
+
+    def _sifted_pages(self, accept: str, sift: _Sift) -> _PageReader:
+        """Reads pages as ``accept`` and sifts their items with :func:`_sifted`."""
+
+        async def read_page(kind: Kind, namespace: str | None, arguments: dict[str, Any]) -> dict[str, Any]:
+            # The generated list calls fix Accept and parse the body themselves, hence call_api.
+            where = "/namespaces/{namespace}" if namespace is not None else ""
+            query = [(_QUERY_NAMES[key], value) for key, value in arguments.items() if key in _QUERY_NAMES]
+            response = await self._api_client.call_api(
+                f"/apis/{API_GROUP_VERSION}{where}/{kind.plural}",
+                "GET",
+                path_params={"namespace": namespace} if namespace is not None else {},
+                query_params=query,
+                header_params={"Accept": accept},
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _return_http_data_only=True,
+            )
+            data = await response.read()
+            if not 200 <= response.status <= 299:
+                error = ApiException(status=response.status, reason=response.reason)
+                error.body, error.headers = data.decode("utf-8", "replace"), response.headers
+                raise error
+            return _sifted(data, kind, sift)
+
+        return read_page
 
     async def get(self, kind: Kind, namespace: str | None, name: str) -> dict[str, Any] | None:
         """The object as stored now; None when there is none (404)."""

@@ -3,8 +3,8 @@
 - One ``@kopf.on.validate`` handler per kind on a given registry (the operator's own, never the global one).
   The InferenceService handler decides from the live catalog (:mod:`.decisions`), handed in as a provider that
   answers None until the first full listing is indexed; a negative answer resting on something absent is
-  confirmed by one direct read (:class:`DirectReader`) before denying. The four other kinds get the size and
-  operator warnings (denials with ``--strict-sizes``).
+  confirmed by a direct read (:class:`DirectReader`: what is stored now, the live catalog amended with it)
+  before denying. The four other kinds get the size and operator warnings (denials with ``--strict-sizes``).
 - An unexpected failure inside a check is recorded (:func:`recording_failures`), not turned into the denial
   Kopf would make of an exception: the server answers such a request with an HTTP error, and the webhook's
   failurePolicy decides.
@@ -14,25 +14,37 @@ Serving, TLS and registration are :mod:`.server`'s; the operator composes the tw
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import logging
 import re
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import kopf
 
 from ome_selector.api.bounds import oversized
 from ome_selector.api.loading import LoadError, key_of, load_resource
-from ome_selector.api.resources import API_GROUP, API_VERSION, Kind, Resource
+from ome_selector.api.resources import API_GROUP, API_VERSION, Kind, Model, ObjectKey, Resource, Runtime
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.kube.objects import Objects
+from ome_selector.selection.memo import AutoSelectionMemo
+from ome_selector.selection.profiles import MatchKey, ModelProfile, RuntimeProfile
+from ome_selector.selection.view import CatalogView
 from ome_selector.webhook.config import WebhookConfig
 from ome_selector.webhook.decisions import Decision, Lookup, decide_inference_service, decide_sizes
 from ome_selector.webhook.registration import HANDLER_IDS
 
-__all__ = ["DENIED_CODE", "AdmissionHandlers", "CatalogProvider", "DirectReader", "recording_failures"]
+__all__ = [
+    "DENIED_CODE",
+    "MAX_RUNTIME_FETCHES",
+    "AdmissionHandlers",
+    "CatalogProvider",
+    "DirectReader",
+    "recording_failures",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -50,54 +62,262 @@ _FAILURES: contextvars.ContextVar[list[BaseException] | None] = contextvars.Cont
 _Handler = Callable[..., Awaitable[None]]
 
 
+#: Most runtimes a confirming read fetches one by one (those new or changed since the watch delivered them);
+#: when more differ, one listing of the full objects replaces the fetches.
+MAX_RUNTIME_FETCHES = 16
+#: Runtimes remembered as unreadable (by resourceVersion), so that confirmations do not fetch them again.
+MAX_UNREADABLE = 1024
+#: A full listing hands the event loop back after this many objects read (SPEC §8: no handler holds it long).
+_YIELD_EVERY = 64
+_RUNTIME_KINDS = (Kind.SERVING_RUNTIME, Kind.CLUSTER_SERVING_RUNTIME)
+
+
 class DirectReader:
-    """Reads what a :class:`~.decisions.Lookup` names straight from the API, into a fresh catalog."""
+    """Reads what a :class:`~.decisions.Lookup` names straight from the API: the live catalog amended with
+    whatever differs from what is stored now.
+
+    The model and a named runtime are read with GETs. For auto-selection, every runtime visible from the
+    namespace matters, so a metadata-only listing (names and resourceVersions, read now) says which runtimes
+    the live catalog holds as stored, which it lacks or holds in an older version (those are fetched: at most
+    :data:`MAX_RUNTIME_FETCHES`, else one full listing) and which are gone. The runtimes the live catalog
+    holds as stored are not read again: a denial costs one listing of metadata, not reading every runtime.
+    """
 
     def __init__(self, objects: Objects) -> None:
         self._objects = objects
+        self._unreadable: dict[ObjectKey, str | None] = {}
+        #: Confirmations whose runtimes were read by a full listing (tests and logs).
+        self.full_listings = 0
 
-    async def catalog_for(self, lookup: Lookup, known: Catalog | None = None) -> Catalog:
-        """The model, then the named runtime or every runtime visible from the namespace, as stored now.
-
-        A listed runtime whose resourceVersion equals that of the same runtime in ``known`` (the live catalog)
-        is taken from there instead of being parsed again.
-        """
-        catalog = Catalog()
-        model = await self._resolve(
-            Kind.BASE_MODEL, Kind.CLUSTER_BASE_MODEL, lookup.namespace, lookup.model_name
-        )
-        if model is None:
-            return catalog
-        catalog.upsert(model)
+    async def catalog_for(self, lookup: Lookup, known: Catalog | None = None) -> CatalogView:
+        """The model, then the named runtime or every runtime visible from the namespace, as stored now;
+        ``known`` is the live catalog (nothing known when None)."""
+        live = known if known is not None else Catalog()
+        namespace = lookup.namespace
         if lookup.runtime_name is not None:
-            runtime = await self._resolve(
-                Kind.SERVING_RUNTIME, Kind.CLUSTER_SERVING_RUNTIME, lookup.namespace, lookup.runtime_name
+            model, runtime = await asyncio.gather(
+                self._resolve(Kind.BASE_MODEL, Kind.CLUSTER_BASE_MODEL, namespace, lookup.model_name),
+                self._resolve(
+                    Kind.SERVING_RUNTIME, Kind.CLUSTER_SERVING_RUNTIME, namespace, lookup.runtime_name
+                ),
             )
-            if runtime is not None:
-                catalog.upsert(runtime)
-            return catalog
-        namespaced = [lookup.namespace] if _could_be_a_name(lookup.namespace, 63) else []
-        snapshot = await self._objects.list_objects(
-            namespaces=namespaced, kinds=(Kind.SERVING_RUNTIME, Kind.CLUSTER_SERVING_RUNTIME)
+            return Catalog.from_resources(
+                [model, *([runtime] if runtime is not None else [])] if model is not None else []
+            )
+        namespaces = [namespace] if _could_be_a_name(namespace, 63) else []
+        resolving = self._resolve(Kind.BASE_MODEL, Kind.CLUSTER_BASE_MODEL, namespace, lookup.model_name)
+        if live.resolve_model(namespace, lookup.model_name) is None:
+            # Most likely still missing: list the runtimes only once the model is found.
+            model = await resolving
+            if model is None:
+                return Catalog()
+            listing = await self._list_runtime_versions(namespaces)
+        else:
+            model, listing = await asyncio.gather(resolving, self._list_runtime_versions(namespaces))
+            if model is None:
+                return Catalog()
+        changes = _differences(live, namespace, listing, self._unreadable)
+        if len(changes.stale) > MAX_RUNTIME_FETCHES:
+            self.full_listings += 1
+            comparison = _Comparison(live, namespace, self._unreadable)
+            snapshot = await self._objects.list_objects_where(
+                comparison.differs, namespaces=namespaces, kinds=_RUNTIME_KINDS
+            )
+            amended = await self._read_all(comparison.gone(), snapshot.bodies)
+        else:
+            amended = await self._fetch(changes)
+        # No await from here on: the live catalog is read as it is now.
+        stored = live.resolve_model(namespace, lookup.model_name)
+        if (
+            stored is not None
+            and stored.key == model.key
+            and stored.resource_version == model.resource_version
+        ):
+            if not amended:
+                return live  # the live catalog is what is stored now: its memo answers
+            model = stored
+        return _Amended(live, model, amended)
+
+    async def _list_runtime_versions(self, namespaces: list[str]) -> list[dict[str, Any]]:
+        """The names and resourceVersions of the runtimes visible from ``namespaces``, read now: each kind
+        by its own consistent listing (both at least as new as the request)."""
+        snapshots = await asyncio.gather(
+            self._objects.list_metadata(namespaces=namespaces, kinds=(Kind.SERVING_RUNTIME,)),
+            self._objects.list_metadata(kinds=(Kind.CLUSTER_SERVING_RUNTIME,)),
         )
-        for body in snapshot.bodies:
-            resource = _known(known, body) or _load(body)
-            if resource is not None:
-                catalog.upsert(resource)
-        return catalog
+        return [body for snapshot in snapshots for body in snapshot.bodies]
+
+    async def _fetch(self, changes: _Differences) -> dict[ObjectKey, RuntimeProfile | None]:
+        """The stale runtimes read one by one (None: gone or unreadable), and the gone ones."""
+        bodies = await asyncio.gather(
+            *(self._objects.get(key.kind, key.namespace, key.name) for key in changes.stale)
+        )
+        amended: dict[ObjectKey, RuntimeProfile | None] = dict.fromkeys(changes.gone)
+        for key, body in zip(changes.stale, bodies, strict=True):
+            amended[key] = self._profile(key, body) if body is not None else None
+        return amended
+
+    async def _read_all(
+        self, gone: list[ObjectKey], bodies: list[dict[str, Any]]
+    ) -> dict[ObjectKey, RuntimeProfile | None]:
+        """As :meth:`_fetch`, from the bodies of a full listing that differ from the live catalog."""
+        amended: dict[ObjectKey, RuntimeProfile | None] = dict.fromkeys(gone)
+        for read, body in enumerate(bodies, 1):
+            key = key_of(body)
+            if key is not None:
+                amended[key] = self._profile(key, body)
+            if read % _YIELD_EVERY == 0:
+                await asyncio.sleep(0)
+        return amended
+
+    def _profile(self, key: ObjectKey, body: Mapping[str, Any]) -> RuntimeProfile | None:
+        """The compiled runtime of ``body``; None (and remembered) when it cannot be read."""
+        runtime = _load(body)
+        if isinstance(runtime, Runtime):
+            self._unreadable.pop(key, None)
+            return RuntimeProfile.of(runtime)
+        if len(self._unreadable) >= MAX_UNREADABLE:
+            self._unreadable.clear()
+        self._unreadable[key] = (body.get("metadata") or {}).get("resourceVersion")
+        return None
 
     async def _resolve(self, namespaced: Kind, cluster: Kind, namespace: str, name: str) -> Resource | None:
-        """SPEC §1 lookup: the namespaced object if there is a readable one, else the cluster-scoped one."""
+        """SPEC §1 lookup: the namespaced object if there is a readable one, else the cluster-scoped one
+        (both read at once)."""
         if not _could_be_a_name(name, 253):
             return None  # no object can have it (the API server would answer an error, not "not found")
-        for kind, scope in ((namespaced, namespace), (cluster, None)):
-            if scope is not None and not _could_be_a_name(scope, 63):
-                continue
-            body = await self._objects.get(kind, scope, name)
+        scopes: list[tuple[Kind, str | None]] = (
+            [(namespaced, namespace)] if _could_be_a_name(namespace, 63) else []
+        )
+        scopes.append((cluster, None))
+        bodies = await asyncio.gather(*(self._objects.get(kind, scope, name) for kind, scope in scopes))
+        for body in bodies:
             resource = _load(body) if body is not None else None
             if resource is not None:
                 return resource
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Differences:
+    """Runtimes to read again (listed, not held as listed) and runtimes gone (held, not listed)."""
+
+    stale: list[ObjectKey]
+    gone: list[ObjectKey]
+
+
+def _differences(
+    live: Catalog, namespace: str, listed: list[dict[str, Any]], unreadable: Mapping[ObjectKey, str | None]
+) -> _Differences:
+    """Which listed runtimes (bodies or metadata-only ones) differ from the live catalog, which are gone."""
+    comparison = _Comparison(live, namespace, unreadable)
+    stale = [key for body in listed if comparison.differs(body) and (key := key_of(body)) is not None]
+    # Compared all at once, so the live catalog has not changed since: when every live runtime was listed
+    # as held, none is gone, and the scan is skipped.
+    held_all = comparison.held == sum(live.runtime_counts(namespace))
+    return _Differences(stale, [] if held_all else comparison.gone())
+
+
+class _Comparison:
+    """Listed runtimes compared one by one with the live runtimes visible from ``namespace``.
+
+    A listed runtime differs when the live catalog lacks it or holds another version of it — unless it is
+    absent from the live catalog and was found ``unreadable`` at the listed version before (absent still).
+    """
+
+    def __init__(self, live: Catalog, namespace: str, unreadable: Mapping[ObjectKey, str | None]) -> None:
+        self._live = live
+        self._namespace = namespace
+        self._unreadable = unreadable
+        self._listed: set[ObjectKey] = set()
+        #: Listed runtimes the live catalog held at the listed version when compared.
+        self.held = 0
+
+    def differs(self, body: Mapping[str, Any]) -> bool:
+        key = key_of(body)
+        if key is None:
+            return False
+        self._listed.add(key)
+        stored = self._live.get(key)
+        version = (body.get("metadata") or {}).get("resourceVersion")
+        if stored is not None and stored.resource_version == version:
+            self.held += 1
+            return False
+        return stored is not None or key not in self._unreadable or self._unreadable[key] != version
+
+    def gone(self) -> list[ObjectKey]:
+        """The runtimes the live catalog holds now, visible from the namespace, that were not listed."""
+        listed = self._listed
+        visible = self._live.runtime_profiles_visible_from(self._namespace)
+        return [profile.runtime.key for profile in visible if profile.runtime.key not in listed]
+
+
+def _order(profile: RuntimeProfile) -> tuple[bool, str]:
+    return profile.is_cluster, profile.name  # a catalog's order: namespaced first, each by name
+
+
+class _Amended:
+    """The live catalog with the model read and the runtimes that differ (``amended``: key → the runtime as
+    read, None when it is absent), for one decision taken right away (a :class:`CatalogView`)."""
+
+    def __init__(
+        self, live: Catalog, model: Resource, amended: Mapping[ObjectKey, RuntimeProfile | None]
+    ) -> None:
+        self._live = live
+        self._model = model if isinstance(model, Model) else None
+        self._amended = amended
+        self._memo = AutoSelectionMemo()  # the live memo holds results for the live runtimes
+
+    def resolve_model(self, namespace: str, name: str) -> Model | None:
+        model = self._model
+        if model is not None and model.name == name and model.namespace in (namespace, None):
+            return model
+        return self._live.resolve_model(namespace, name)
+
+    def model_profile(self, model: Model) -> ModelProfile:
+        return self._live.model_profile(model)
+
+    def resolve_runtime_profile(self, namespace: str, name: str) -> RuntimeProfile | None:
+        return next((p for p in self.runtime_profiles_visible_from(namespace) if p.name == name), None)
+
+    def runtime_profiles_visible_from(self, namespace: str) -> list[RuntimeProfile]:
+        return self._amend(self._live.runtime_profiles_visible_from(namespace), namespace, lambda _: True)
+
+    def runtime_profiles_for_format(self, namespace: str, format_name: str) -> list[RuntimeProfile]:
+        live = self._live.runtime_profiles_for_format(namespace, format_name)
+        return self._amend(live, namespace, lambda profile: format_name in profile.format_names)
+
+    def runtime_profiles_for_match_key(self, namespace: str, key: MatchKey) -> list[RuntimeProfile]:
+        live = self._live.runtime_profiles_for_match_key(namespace, key)
+        return self._amend(live, namespace, lambda profile: key in profile.entries_by_key)
+
+    def runtime_counts(self, namespace: str) -> tuple[int, int]:
+        namespaced, cluster = self._live.runtime_counts(namespace)
+        for key, profile in self._amended.items():
+            if key.namespace not in (namespace, None):
+                continue
+            change = (profile is not None) - isinstance(self._live.get(key), Runtime)
+            if key.namespace is None:
+                cluster += change
+            else:
+                namespaced += change
+        return namespaced, cluster
+
+    @property
+    def auto_selections(self) -> AutoSelectionMemo:
+        return self._memo
+
+    def _amend(
+        self, live: Sequence[RuntimeProfile], namespace: str, wanted: Callable[[RuntimeProfile], bool]
+    ) -> list[RuntimeProfile]:
+        amended = self._amended
+        kept = [profile for profile in live if profile.runtime.key not in amended]
+        added = [
+            profile
+            for key, profile in amended.items()
+            if profile is not None and key.namespace in (namespace, None) and wanted(profile)
+        ]
+        return sorted([*kept, *added], key=_order) if added else kept
 
 
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
@@ -107,20 +327,6 @@ def _could_be_a_name(text: str, longest: int) -> bool:
     """Whether an object (a DNS subdomain, as the API server checks custom resource names) or a namespace
     (a DNS label, ``longest`` 63) can be named ``text``."""
     return len(text) <= longest and _NAME.fullmatch(text) is not None and (longest > 63 or "." not in text)
-
-
-def _known(catalog: Catalog | None, body: Mapping[str, Any]) -> Resource | None:
-    """The object of ``catalog`` with the key and resourceVersion of ``body``, if there is one."""
-    if catalog is None:
-        return None
-    key = key_of(body)
-    if key is None:
-        return None
-    stored = catalog.get(key)
-    version = (body.get("metadata") or {}).get("resourceVersion")
-    if stored is None or version is None or stored.resource_version != version:
-        return None
-    return stored
 
 
 def _load(body: Mapping[str, Any]) -> Resource | None:

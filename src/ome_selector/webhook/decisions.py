@@ -7,8 +7,8 @@ carries the SPEC §5 message, warnings are cut to 256 characters.
 
 A negative InferenceService answer that rests on something *missing* from the catalog (the model, the named
 runtime, any candidate runtime) comes back with :attr:`Decision.confirm` set: the caller reads what the
-:class:`Lookup` names directly from the API, builds a catalog of what it read and decides again with
-``confirmed=True`` (see :mod:`ome_selector.webhook.admission`). That is how an object applied in the same
+:class:`Lookup` names directly from the API, builds a catalog view of what is stored now and decides again
+with ``confirmed=True`` (see :mod:`ome_selector.webhook.admission`). That is how an object applied in the same
 request as the InferenceService, and not yet seen by the watch, is not missed.
 
 Choices where SPEC §7 is silent (also in docs): deferral (``runner.image``) only skips auto-selection — the
@@ -30,10 +30,10 @@ from typing import Any
 from ome_selector.api.bounds import oversized
 from ome_selector.api.loading import LoadError, field_path, load_resource
 from ome_selector.api.resources import KNOWN_OPERATORS, InferenceService, Kind
-from ome_selector.catalog.catalog import Catalog
 from ome_selector.selection import messages
 from ome_selector.selection.outcome import OutcomeKind, evaluate
 from ome_selector.selection.quantity import try_parse_parameter_count
+from ome_selector.selection.view import CatalogView
 
 __all__ = [
     "ALLOWED",
@@ -104,7 +104,7 @@ _CONFIRMED = frozenset({OutcomeKind.MODEL_NOT_FOUND, OutcomeKind.RUNTIME_NOT_FOU
 
 
 def decide_inference_service(
-    catalog: Catalog,
+    catalog: CatalogView,
     new: Mapping[str, Any] | None,
     old: Mapping[str, Any] | None,
     operation: str,
@@ -155,7 +155,7 @@ def _load_inference_service(body: Mapping[str, Any], namespace: str | None) -> I
     return resource if isinstance(resource, InferenceService) else None
 
 
-def _verdict(catalog: Catalog, isvc: InferenceService, *, confirmed: bool) -> Decision:
+def _verdict(catalog: CatalogView, isvc: InferenceService, *, confirmed: bool) -> Decision:
     outcome = evaluate(catalog, isvc)
     if outcome is None:  # no spec.model: left alone (SPEC §5)
         return ALLOWED

@@ -10,8 +10,9 @@ import pytest
 
 from harness import objects
 from ome_selector.api.loading import load_resource
+from ome_selector.api.resources import Kind, ObjectKey, Resource
 from ome_selector.catalog.catalog import Catalog
-from ome_selector.webhook.admission import AdmissionHandlers, _known, recording_failures
+from ome_selector.webhook.admission import AdmissionHandlers, _Differences, _differences, recording_failures
 from ome_selector.webhook.config import WebhookConfig
 from ome_selector.webhook.registration import HANDLER_IDS
 
@@ -87,14 +88,56 @@ def test_noop_mode_never_looks() -> None:
     assert _validate(_handlers(None, noop=True), SERVICE) == []
 
 
-def test_a_listed_runtime_unchanged_since_the_watch_saw_it_is_not_parsed_again() -> None:
-    body = objects.runtime("rt", namespace="ns")
-    body["metadata"]["resourceVersion"] = "7"
-    stored = load_resource(body)
-    assert stored is not None
-    live = Catalog.from_resources([stored])
-    assert _known(live, body) is stored
-    assert _known(live, {**body, "metadata": {**body["metadata"], "resourceVersion": "8"}}) is None
-    assert _known(live, {**body, "metadata": {"name": "other", "namespace": "ns"}}) is None
-    assert _known(None, body) is None
-    assert _known(live, {**body, "kind": "Pod"}) is None
+def _listed(name: str, version: str, namespace: str | None = "ns") -> dict[str, Any]:
+    """A runtime as a metadata-only listing names it."""
+    kind = "ServingRuntime" if namespace else "ClusterServingRuntime"
+    metadata = {"name": name, "resourceVersion": version} | ({"namespace": namespace} if namespace else {})
+    return {"apiVersion": "ome.io/v1beta1", "kind": kind, "metadata": metadata}
+
+
+def _stored(name: str, version: str, namespace: str | None = "ns") -> Resource:
+    body = objects.runtime(name, namespace=namespace)
+    body["metadata"]["resourceVersion"] = version
+    resource = load_resource(body)
+    assert resource is not None
+    return resource
+
+
+def test_a_listed_runtime_unchanged_since_the_watch_saw_it_is_not_read_again() -> None:
+    live = Catalog.from_resources(
+        [
+            _stored("same", "7"),
+            _stored("changed", "7"),
+            _stored("deleted", "7"),
+            _stored("cluster", "3", None),
+        ]
+    )
+    listed = [
+        _listed("same", "7"),
+        _listed("changed", "8"),
+        _listed("new", "9"),
+        _listed("cluster", "3", None),
+        _listed("unreadable", "5"),
+        _listed("unreadable-again", "6"),
+    ]
+    unreadable = {_key("unreadable"): "5", _key("unreadable-again"): "4"}
+    found = _differences(live, "ns", listed, unreadable)
+    assert found.stale == [_key("changed"), _key("new"), _key("unreadable-again")]
+    assert found.gone == [_key("deleted")]
+    # Everything held as listed: nothing to read, and nothing gone (the scan is skipped).
+    unchanged = [
+        _listed("same", "7"),
+        _listed("changed", "7"),
+        _listed("deleted", "7"),
+        _listed("cluster", "3", None),
+    ]
+    assert _differences(live, "ns", unchanged, {}) == _Differences([], [])
+    # Another namespace sees only the cluster runtime.
+    assert _differences(live, "elsewhere", [_listed("cluster", "3", None)], {}) == _Differences([], [])
+    assert _differences(live, "elsewhere", [], {}) == _Differences(
+        [], [ObjectKey(Kind.CLUSTER_SERVING_RUNTIME, None, "cluster")]
+    )
+
+
+def _key(name: str) -> ObjectKey:
+    return ObjectKey(Kind.SERVING_RUNTIME, "ns", name)
