@@ -9,7 +9,9 @@ reader makes, in the shapes ``huggingface_hub`` itself uses (read from its sourc
 - errors as the Hub gives them: ``X-Error-Code`` ``RepoNotFound`` (401 without a token for a private
   repository, 404 otherwise), ``GatedRepo`` (403), ``RevisionNotFound``, ``EntryNotFound`` (404).
 
-It records every request and the body bytes it sent, so tests can assert what was fetched.
+It records every request and the body bytes it sent, so tests can assert what was fetched. A client has the
+whole answer a moment before the server thread records it, so reading the record waits until no request is
+being answered.
 """
 
 from __future__ import annotations
@@ -53,29 +55,58 @@ class Request:
     at: float = field(default_factory=time.monotonic)
 
 
+#: How long reading the record waits for answers in progress (a stuck client would otherwise hang a test).
+_SETTLE_TIMEOUT = 10.0
+
+
 @dataclass
 class HubStandIn:
     """The server's state: repositories by id, options, and the requests it answered."""
 
     repos: dict[str, Repo] = field(default_factory=dict)
     ignore_range: bool = False
-    requests: list[Request] = field(default_factory=list)
     url: str = ""
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    _answered: list[Request] = field(default_factory=list)
+    _in_progress: int = 0
+    _changed: threading.Condition = field(default_factory=threading.Condition)
+
+    @contextmanager
+    def answering(self) -> Iterator[None]:
+        """Around the handling of one request: readers of the record wait until it is recorded."""
+        with self._changed:
+            self._in_progress += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._in_progress -= 1
+                self._changed.notify_all()
+
+    def record(self, request: Request) -> None:
+        with self._changed:
+            self._answered.append(request)
+
+    @property
+    def requests(self) -> list[Request]:
+        """The requests answered so far, once none is being answered."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: self._in_progress == 0, timeout=_SETTLE_TIMEOUT):
+                raise TimeoutError(
+                    f"a request to the Hub stand-in is still being answered after {_SETTLE_TIMEOUT}s"
+                )
+            return list(self._answered)
 
     @property
     def bytes_served(self) -> int:
-        with self.lock:
-            return sum(request.body_bytes for request in self.requests)
+        return sum(request.body_bytes for request in self.requests)
 
     def served_paths(self) -> list[str]:
-        with self.lock:
-            return [request.path for request in self.requests]
+        return [request.path for request in self.requests]
 
     def requests_snapshot(self) -> list[Request]:
-        """The requests answered so far (the list grows while the server runs)."""
-        with self.lock:
-            return list(self.requests)
+        """The requests answered so far, without waiting (the list grows while the server runs)."""
+        with self._changed:
+            return list(self._answered)
 
 
 def _files(folder: Path) -> list[str]:
@@ -107,17 +138,16 @@ def _handler(hub: HubStandIn) -> type[BaseHTTPRequestHandler]:
                     sent += len(chunk)
             except (BrokenPipeError, ConnectionResetError):
                 self.close_connection = True  # the client hung up: count only what was written
-            with hub.lock:
-                hub.requests.append(
-                    Request(
-                        method=self.command,
-                        path=self.path,
-                        range=self.headers.get("Range"),
-                        authorization=self.headers.get("Authorization"),
-                        status=status,
-                        body_bytes=sent,
-                    )
+            hub.record(
+                Request(
+                    method=self.command,
+                    path=self.path,
+                    range=self.headers.get("Range"),
+                    authorization=self.headers.get("Authorization"),
+                    status=status,
+                    body_bytes=sent,
                 )
+            )
 
         def _error(self, status: int, code: str) -> None:
             body = json.dumps({"error": code}).encode()
@@ -134,6 +164,10 @@ def _handler(hub: HubStandIn) -> type[BaseHTTPRequestHandler]:
             return repo
 
         def do_GET(self) -> None:
+            with hub.answering():
+                self._answer_get()
+
+        def _answer_get(self) -> None:
             path = unquote(urlsplit(self.path).path)
             if info := _INFO.fullmatch(path):
                 if (repo := self._repo(info["repo"])) is None:
