@@ -68,7 +68,7 @@ else:
 '
 }
 
-port_free() { ! ss -Hltn "sport = :$1" | grep -q .; }
+port_free() { [[ -z $(ss -Hltn "sport = :$1") ]]; }
 
 # --- host records -----------------------------------------------------------------------------------------------
 
@@ -151,7 +151,8 @@ EOF
 
 start() { # start NAME COMMAND...: in its own session (a Ctrl-C of `make` leaves it to `down`), logged
   local name="$1"; shift
-  setsid "$@" >"$LOGS/$name.log" 2>&1 </dev/null &
+  # Without fd 9, run.sh's host lock: a cluster left up must not keep the next `make e2e` (or e2e-down) waiting.
+  setsid "$@" >"$LOGS/$name.log" 2>&1 </dev/null 9>&- &
   echo $! >"$RUN/$name.pid"
 }
 
@@ -286,7 +287,9 @@ up() {
   ensure_packages
   [[ ! -e $STATE/run ]] || die "a cluster is already up in $STATE (make e2e-down first)"
   ! ip link show "$BRIDGE" >/dev/null 2>&1 || die "bridge $BRIDGE exists: another make e2e cluster runs on this host"
-  ! iptables-save 2>/dev/null | grep -qE "^:($CHAIN_PREFIXES)" \
+  # (never `producer | grep -q` under pipefail: grep's early exit can fail the producer with SIGPIPE)
+  local rules; rules=$(iptables-save 2>/dev/null)
+  ! grep -qE "^:($CHAIN_PREFIXES)" <<<"$rules" \
     || unsupported "iptables already has KUBE-/CNI- chains: another Kubernetes node runs on this host"
 
   CP_BIN=$("$REPO/hack/ensure-binaries.sh")
@@ -370,7 +373,7 @@ stop() { # stop NAME...: SIGTERM to each (if its pid is still the process we sta
     [[ -f $RUN/$name.pid ]] || continue
     pid=$(<"$RUN/$name.pid")
     rm -f "$RUN/$name.pid"
-    if [[ -r /proc/$pid/cmdline ]] && tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -q -- "$name"; then
+    if [[ $(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") == *"$name"* ]]; then
       kill -TERM "$pid" 2>/dev/null && pids+=("$pid")
     fi
   done
@@ -389,7 +392,7 @@ stop() { # stop NAME...: SIGTERM to each (if its pid is still the process we sta
 own_processes() {
   local d
   for d in /proc/[0-9]*; do
-    [[ ${d#/proc/} != "$$" ]] && tr '\0' ' ' 2>/dev/null <"$d/cmdline" | grep -qF -- "$STATE/" && echo "${d#/proc/}"
+    [[ ${d#/proc/} != "$$" && $(tr '\0' ' ' 2>/dev/null <"$d/cmdline") == *"$STATE/"* ]] && echo "${d#/proc/}"
   done
   return 0
 }
@@ -427,18 +430,21 @@ remove_chains() {
   done
   # With the nf_tables backend, the tables themselves stay after their chains are gone: remove those this run
   # created, once they hold nothing of anyone else's (no rule, no chain of their own, ACCEPT policies).
-  [[ -f $HOSTREC/iptables-tables ]] && command -v nft >/dev/null && iptables -V | grep -q nf_tables || return 0
-  local family
+  [[ -f $HOSTREC/iptables-tables && $(iptables -V) == *nf_tables* ]] && command -v nft >/dev/null || return 0
+  local family rules
   while read -r family table; do
     cmd=iptables; [[ $family == ip ]] || cmd=ip6tables
-    "$cmd-save" -t "$table" 2>/dev/null | grep -qvE '^(#|\*|COMMIT$|:[A-Z]+ ACCEPT )' && continue
+    rules=$("$cmd-save" -t "$table" 2>/dev/null)
+    ! grep -qvE '^(#|\*|COMMIT$|:[A-Z]+ ACCEPT )' <<<"$rules" || continue
     nft delete table "$family" "$table" 2>/dev/null || true
   done < <(comm -13 <(sort "$HOSTREC/iptables-tables") <(iptables_tables | sort))
 }
 
 down() {
-  # Teardown goes on through every step whatever fails; what it could not undo is reported at the end.
+  # Teardown goes on through every step whatever fails, and a Ctrl-C does not cut it short; what it could not
+  # undo is reported at the end.
   set +e
+  trap '' INT TERM
   if [[ ! -d $STATE ]]; then log "nothing to tear down ($STATE does not exist)"; return 0; fi
   local began; began=$(date +%s.%N)
   BIN="$STATE/bin"

@@ -55,9 +55,9 @@ new_work() { mkdir -p "$IMAGE_CACHE"; WORK=$(mktemp -d "$IMAGE_CACHE/.build.XXXX
 # buildah keeps its storage in the work directory (vfs: no mounts) and never touches the host's.
 buildah_() { buildah --root "$WORK/storage" --runroot "$WORK/run" --storage-driver vfs "$@"; }
 
-keep_only() { # keep_only KEEP GLOB: remove older versions of one cached artifact
-  local keep="$1" f
-  for f in $2; do [[ $f == "$keep" || ! -e $f ]] || rm -f "$f"; done
+keep_newest() { # keep_newest N PATTERN: remove all but the N most recently built or used versions of one artifact
+  find "$IMAGE_CACHE" -maxdepth 1 -name "$2" -printf '%T@ %p\n' | sort -rn | tail -n +$(($1 + 1)) \
+    | while read -r _ f; do rm -f "$f"; done
 }
 
 # Each builder sets its result in a global (no command substitution: the cleanup trap must see the work dir).
@@ -77,7 +77,7 @@ pause_archive() { # -> PAUSE_REF, PAUSE_ARCHIVE
     buildah_ push -q "localhost/pause:$key" "oci-archive:$WORK/out.tar:localhost/pause:$key"
     mv "$WORK/out.tar" "$out"
     cleanup_work; remove_created_paths
-    keep_only "$out" "$IMAGE_CACHE/pause-*.oci.tar"
+    keep_newest 1 'pause-*.oci.tar'
     log "built the pause image in $(since "$began")s"
   fi
   PAUSE_REF="localhost/pause:$key" PAUSE_ARCHIVE="$out"
@@ -97,7 +97,7 @@ base_rootfs() { # -> BASE_ROOTFS
     tar --numeric-owner -C "$WORK/rootfs" -cf "$WORK/rootfs.tar" .
     mv "$WORK/rootfs.tar" "$out"
     cleanup_work
-    keep_only "$out" "$IMAGE_CACHE/python-$DEBIAN_SUITE-*.rootfs.tar"
+    keep_newest 1 "python-$DEBIAN_SUITE-*.rootfs.tar"
     log "made the Python base in $(since "$began")s"
   fi
   BASE_ROOTFS="$out"
@@ -145,8 +145,11 @@ project_archive() { # -> PROJECT_REF, PROJECT_ARCHIVE
     buildah_ push -q "$ref" "oci-archive:$WORK/out.tar:$ref"
     mv "$WORK/out.tar" "$out"
     cleanup_work; remove_created_paths
-    keep_only "$out" "$IMAGE_CACHE/ome-selector-*.oci.tar"
+    # A few versions: checkouts of different branches share the cache (and one `make e2e` runs at a time).
+    keep_newest 3 'ome-selector-*.oci.tar'
     log "built $ref in $(since "$began")s"
+  else
+    touch "$out"  # used now: keep_newest keeps the most recently built or used
   fi
   PROJECT_REF="$ref" PROJECT_ARCHIVE="$out"
 }

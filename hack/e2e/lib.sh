@@ -15,6 +15,11 @@ export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
 # Debian packages the node and the image build need (apt-get installs the missing ones).
 E2E_PACKAGES=(containerd runc containernetworking-plugins buildah debootstrap iptables nftables)
 
+# One `make e2e`, `e2e-up` or `e2e-down` at a time on a host: the bridge, the ports and paths like /run/containerd
+# are shared. hack/e2e/run.sh holds it on fd 9 until it exits; cluster.sh starts the cluster's processes without
+# that fd, so a cluster left up by `make e2e-up` does not hold it (cluster.sh refuses a second cluster instead).
+HOST_LOCK=${E2E_HOST_LOCK:-/run/lock/ome-selector-e2e.lock}
+
 log() { printf 'e2e: %s\n' "$*" >&2; }
 # A condition this host cannot meet: one line, non-zero exit.
 unsupported() { printf 'e2e: cannot run here: %s\n' "$*" >&2; exit 3; }
@@ -43,13 +48,19 @@ require_host() {
 ensure_packages() {
   local missing=() p
   for p in "${E2E_PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+    [[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null) == *"ok installed"* ]] || missing+=("$p")
   done
   ((${#missing[@]})) || return 0
   command -v apt-get >/dev/null || unsupported "needs Debian packages ${missing[*]} and there is no apt-get"
   log "installing ${missing[*]} with apt-get"
   apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+}
+
+host_lock() {
+  mkdir -p "$(dirname "$HOST_LOCK")"
+  exec 9>"$HOST_LOCK"
+  flock -n 9 || { log "another make e2e runs on this host; waiting for it"; flock 9; }
 }
 
 # cgroup layout: v2 (unified), v1, or hybrid (v1 controllers plus an empty cgroup2 mount).

@@ -16,6 +16,9 @@ PYTHON=${PYTHON:-$REPO/.venv/bin/python}
 prepare() {
   local began
   require_host
+  host_lock
+  # Refused here, before a failed start's teardown could remove a cluster that `make e2e-up` left running.
+  [[ ! -e $STATE/run ]] || die "a cluster is already up in $STATE (make e2e-down first)"
   began=$(date +%s.%N); ensure_packages; log "packages ready in $(since "$began")s"
   began=$(date +%s.%N); "$REPO/hack/ensure-binaries.sh" >/dev/null; log "control-plane binaries ready in $(since "$began")s"
   began=$(date +%s.%N); "$REPO/hack/ensure-binaries.sh" node >/dev/null; log "node binaries ready in $(since "$began")s"
@@ -35,6 +38,8 @@ RESULTS=""
 finish() {
   local rc=$? began
   trap - EXIT
+  trap '' INT TERM
+  ((rc != 130)) || echo "fail the run was interrupted" >>"$RESULTS"
   began=$(date +%s.%N)
   if "$E2E/cluster.sh" down; then
     echo "pass teardown restored the host" >>"$RESULTS"
@@ -53,6 +58,7 @@ e2e() {
   prepare
   RESULTS=$(mktemp)
   trap finish EXIT
+  trap 'exit 130' INT TERM  # an interrupted run tears down too
   if ! "$E2E/cluster.sh" up "${ARCHIVES[@]}"; then
     echo "fail the cluster came up" >>"$RESULTS"
     exit 1
@@ -84,6 +90,6 @@ EOF
 case "${1:-}" in
   e2e) e2e ;;
   up) up ;;
-  down) require_host; "$E2E/cluster.sh" down ;;
+  down) require_host; host_lock; "$E2E/cluster.sh" down ;;
   *) die "usage: $0 e2e|up|down" ;;
 esac

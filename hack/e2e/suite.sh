@@ -30,13 +30,19 @@ CRDS=(basemodels.ome.io clusterbasemodels.ome.io servingruntimes.ome.io clusters
 k() { "$KUBECTL" "$@"; }
 note() { printf '> %s\n' "$*"; }
 
+# Interrupted (Ctrl-C): stop after the current command; the caller tears down. The checks' scratch files go
+# however the suite ends.
+SCRATCH=$(mktemp -d)
+trap 'rm -rf "$SCRATCH"' EXIT
+trap 'echo "e2e: interrupted" >&2; exit 130' INT TERM
+
 failed=0
 # check DESCRIPTION COMMAND...: one check, run with errexit in a subshell (so never from `if` or `||`, where bash
 # would ignore errexit inside it); its `> ` lines are shown, all of its output when it fails. Counts failures.
 check() {
   local what="$1" began log rc; shift
   began=$(date +%s.%N)
-  log=$(mktemp)
+  log=$(mktemp -p "$SCRATCH")
   set +e
   (set -e; "$@") >"$log" 2>&1
   rc=$?
@@ -177,7 +183,7 @@ two_replicas_one_leader() {
 # Admissions every 100 ms while ACTION runs: none may fail, and no InferenceService gets an event twice.
 churn_during() {
   local seconds=$1 churn_out churn_pid rc; shift
-  churn_out=$(mktemp)
+  churn_out=$(mktemp -p "$SCRATCH")
   availability churn --seconds "$seconds" --interval 0.1 >"$churn_out" 2>&1 &
   churn_pid=$!
   sleep 3
@@ -267,11 +273,10 @@ EOF
 
 # README "Uninstall": stop the operator, `ome-selector cleanup`, `helm uninstall`; the CRDs stay.
 uninstall_documented() {
-  local cli left
+  local cli left listed
   cli="$(dirname "$PYTHON")/ome-selector"
   k -n "$NAMESPACE" scale "deployment/$RELEASE" --replicas=0
   k -n "$NAMESPACE" wait --for=delete pod -l "app.kubernetes.io/instance=$RELEASE" --timeout 120s
-  local listed
   listed=$("$cli" --kubeconfig "$KUBECONFIG" cleanup --dry-run)
   [[ -n $listed ]] || { echo "cleanup --dry-run listed nothing"; return 1; }
   "$cli" --kubeconfig "$KUBECONFIG" cleanup

@@ -4,11 +4,16 @@ this keeps them from rotting between runs of `make e2e`."""
 from __future__ import annotations
 
 import importlib
+import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
+import time
+from collections.abc import Iterator
 from pathlib import Path
+from subprocess import PIPE
 from typing import Any
 from unittest import mock
 
@@ -116,3 +121,217 @@ def test_scenario_entry_point_rejects_missing_kubeconfig() -> None:
     scenario: Any = importlib.import_module(_lib_value("SCENARIO_MODULE"))
     with pytest.raises(SystemExit):
         scenario.main([])
+
+
+def _function(script: Path, name: str) -> str:
+    """The definition of shell function ``name`` in ``script`` (from ``name() {`` to the first ``}`` line)."""
+    match = re.search(rf"^{name}\(\) {{.*?^}}$", script.read_text(), re.MULTILINE | re.DOTALL)
+    assert match, f"{name} is not defined in {script}"
+    return match.group(0)
+
+
+def test_a_second_run_waits_until_the_first_releases_the_host_lock(tmp_path: Path) -> None:
+    env = {**os.environ, "E2E_HOST_LOCK": str(tmp_path / "e2e.lock")}
+    take = "source hack/e2e/lib.sh && host_lock && echo locked"
+    first = subprocess.Popen(
+        ["bash", "-c", f"{take} && read -r _"], stdin=PIPE, stdout=PIPE, text=True, cwd=REPO_ROOT, env=env
+    )
+    second = None
+    try:
+        assert first.stdout is not None
+        assert first.stdin is not None
+        assert first.stdout.readline() == "locked\n"
+        second = subprocess.Popen(
+            ["bash", "-c", take], stdout=PIPE, stderr=PIPE, text=True, cwd=REPO_ROOT, env=env
+        )
+        assert second.stderr is not None
+        assert second.stderr.readline() == "e2e: another make e2e runs on this host; waiting for it\n"
+        assert second.poll() is None  # blocked in flock while the first holds the lock
+        first.stdin.write("\n")
+        first.stdin.close()
+        assert first.wait(timeout=30) == 0
+        out, _ = second.communicate(timeout=30)
+        assert (second.returncode, out) == (0, "locked\n")
+    finally:
+        for process in (first, second):
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.wait()
+
+
+def test_the_cluster_processes_do_not_hold_the_host_lock(tmp_path: Path) -> None:
+    """A cluster left up by `make e2e-up` must not keep `make e2e-down` (or the next `make e2e`) waiting."""
+    lock = tmp_path / "e2e.lock"
+    script = "\n".join(
+        [
+            "source hack/e2e/lib.sh",
+            _function(HACK / "e2e" / "cluster.sh", "start"),
+            f"RUN={shlex.quote(str(tmp_path))} LOGS={shlex.quote(str(tmp_path))}",
+            "host_lock",
+            "start sleep sleep 60",
+        ]
+    )
+    result = subprocess.run(
+        ["bash", "-c", script],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=REPO_ROOT,
+        env={**os.environ, "E2E_HOST_LOCK": str(lock)},
+    )
+    daemon = int((tmp_path / "sleep.pid").read_text())
+    try:
+        assert result.returncode == 0, result.stderr
+        assert Path(f"/proc/{daemon}").exists()
+        free = subprocess.run(["flock", "-n", str(lock), "true"], check=False)
+        assert free.returncode == 0, "the process start() launched still holds the host lock"
+    finally:
+        os.kill(daemon, signal.SIGKILL)
+
+
+def test_the_image_cache_keeps_the_three_newest_project_images(tmp_path: Path) -> None:
+    for i in range(5):
+        archive = tmp_path / f"ome-selector-{i:016x}.oci.tar"
+        archive.write_bytes(b"")
+        os.utime(archive, (1_000_000 + i, 1_000_000 + i))
+    others = [tmp_path / "pause-0123456789abcdef.oci.tar", tmp_path / "python-bookworm-0123.rootfs.tar"]
+    for other in others:
+        other.write_bytes(b"")
+        os.utime(other, (1, 1))
+    (tmp_path / ".build.abcdef").mkdir()
+    script = "\n".join(
+        [
+            "source hack/e2e/lib.sh",
+            _function(HACK / "e2e" / "images.sh", "keep_newest"),
+            f"IMAGE_CACHE={shlex.quote(str(tmp_path))}",
+            "keep_newest 3 'ome-selector-*.oci.tar'",
+        ]
+    )
+    result = _bash(script)
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [".build.abcdef", *(p.name for p in others), *(f"ome-selector-{i:016x}.oci.tar" for i in (2, 3, 4))]
+    )
+
+
+def _stub(path: Path, body: str) -> Path:
+    path.write_text(f"#!/usr/bin/env bash\n{body}\n")
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture
+def sigint_as_in_a_terminal() -> Iterator[None]:
+    """Children start with SIGINT at its default even when these tests run with it ignored (a background job
+    without job control), which bash could not trap: a handler set here is reset by exec, an ignore is not."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+INTERRUPTS = pytest.mark.parametrize("interrupt", [signal.SIGINT, signal.SIGTERM], ids=["INT", "TERM"])
+
+
+def _interrupt_when(
+    process: subprocess.Popen[str], started: Path, interrupt: signal.Signals
+) -> tuple[str, str]:
+    """``interrupt`` to the process group (SIGINT: what a Ctrl-C does) once ``started`` exists; the output."""
+    try:
+        for _ in range(300):
+            if started.exists() or process.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert started.exists(), process.communicate(timeout=5)
+        os.killpg(process.pid, interrupt)
+        return process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+@INTERRUPTS
+@pytest.mark.usefixtures("sigint_as_in_a_terminal")
+def test_an_interrupted_suite_stops_after_the_current_command(
+    tmp_path: Path, interrupt: signal.Signals
+) -> None:
+    started, results, scratch = tmp_path / "helm-started", tmp_path / "results", tmp_path / "tmp"
+    scratch.mkdir()
+    helm = _stub(tmp_path / "helm", f"touch {shlex.quote(str(started))}; sleep 60")
+    kubectl = _stub(tmp_path / "kubectl", "exit 1")
+    suite = subprocess.Popen(
+        [str(SUITE), "run"],
+        stdout=PIPE,
+        stderr=PIPE,
+        text=True,
+        cwd=REPO_ROOT,
+        start_new_session=True,
+        env={
+            **os.environ,
+            "KUBECONFIG": "/dev/null",
+            "HELM": str(helm),
+            "KUBECTL": str(kubectl),
+            "E2E_RESULTS": str(results),
+            "TMPDIR": str(scratch),
+        },
+    )
+    out, err = _interrupt_when(suite, started, interrupt)
+    assert suite.returncode == 130, (out, err)
+    assert "e2e: interrupted" in err
+    assert list(scratch.iterdir()) == []  # no scratch file left behind
+    assert "kubectl apply" not in out + (results.read_text() if results.exists() else "")
+
+
+@INTERRUPTS
+@pytest.mark.usefixtures("sigint_as_in_a_terminal")
+def test_an_interrupted_make_e2e_tears_down_and_counts_as_a_failure(
+    tmp_path: Path, interrupt: signal.Signals
+) -> None:
+    """run.sh's e2e with the cluster and the suite stubbed: a Ctrl-C during the suite."""
+    fake = tmp_path / "e2e"
+    fake.mkdir()
+    calls, started = tmp_path / "calls", tmp_path / "suite-started"
+    _stub(fake / "cluster.sh", f'echo "cluster $1" >>{shlex.quote(str(calls))}')
+    _stub(fake / "suite.sh", f"touch {shlex.quote(str(started))}; sleep 60")
+    run_sh = HACK / "e2e" / "run.sh"
+    script = "\n".join(
+        [
+            "set -euo pipefail",
+            "source hack/e2e/lib.sh",
+            *(_function(run_sh, name) for name in ("suite_env", "finish", "e2e")),
+            f"E2E={shlex.quote(str(fake))} PYTHON=python3",
+            'prepare() { ARCHIVES=("localhost/pause:x /x" "localhost/ome-selector:y /y"); }',
+            "e2e",
+        ]
+    )
+    run = subprocess.Popen(
+        ["bash", "-c", script],
+        stdout=PIPE,
+        stderr=PIPE,
+        text=True,
+        cwd=REPO_ROOT,
+        start_new_session=True,
+    )
+    out, err = _interrupt_when(run, started, interrupt)
+    assert run.returncode == 1, (out, err)
+    assert calls.read_text() == "cluster up\ncluster down\n"
+    assert out.splitlines()[-1] == "e2e: 2 passed, 1 failed"
+
+
+def test_make_e2e_refuses_a_cluster_left_up_in_the_checkout(tmp_path: Path) -> None:
+    """Refused before anything starts: a failed start's teardown would remove the `make e2e-up` cluster."""
+    (tmp_path / "state" / "run").mkdir(parents=True)
+    script = "\n".join(
+        [
+            "source hack/e2e/lib.sh",
+            _function(HACK / "e2e" / "run.sh", "prepare"),
+            f"STATE={shlex.quote(str(tmp_path / 'state'))} HOST_LOCK={shlex.quote(str(tmp_path / 'lock'))}",
+            "require_host() { :; }",
+            "ensure_packages() { echo went on; }",
+            "prepare",
+        ]
+    )
+    result = _bash(script)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert f"a cluster is already up in {tmp_path / 'state'} (make e2e-down first)" in result.stderr
