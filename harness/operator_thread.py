@@ -67,7 +67,7 @@ class OperatorThread:
         while time.monotonic() < deadline:
             self.call(controller.wait_idle(timeout=deadline - time.monotonic()), timeout=timeout)
             time.sleep(settle)
-            if controller.queue.depth == 0 and not controller.queue.busy:
+            if not controller.busy:
                 return
         raise TimeoutError(f"operator queue not idle after {timeout:.0f}s")
 

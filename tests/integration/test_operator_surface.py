@@ -59,6 +59,8 @@ def test_health_and_metrics_endpoints(api_client: Any, namespace: str, running_o
         "ome_selector_evaluation_duration_seconds_bucket",
         "ome_selector_workqueue_depth 0.0",
         'ome_selector_api_writes_total{operation="patch_status"} 1.0',
+        'ome_selector_api_writes_total{operation="create_event"} 1.0',
+        "ome_selector_events_dropped_total 0.0",
     ):
         assert needle in text, needle
 

@@ -33,6 +33,7 @@ from ome_selector.operator.conditions import (
     only_counts_differ,
     with_condition,
 )
+from ome_selector.operator.events import EventPipeline, PendingEvent, involved_reference
 from ome_selector.operator.metrics import Metrics
 from ome_selector.operator.workqueue import WorkQueue
 from ome_selector.operator.writer import ApiWriter, NotLeaderError
@@ -78,6 +79,8 @@ class Controller:
             workers=workers,
             on_depth=metrics.queue_depth.set,
         )
+        # Events are created beside the status writes, not behind them (at most once, bounded).
+        self.events = EventPipeline(self._record_event, on_drop=metrics.events_dropped.inc, workers=workers)
         self.ready = asyncio.Event()
 
     # --- feeding the catalog ------------------------------------------------------------------------
@@ -242,9 +245,16 @@ class Controller:
         self.observe(body)
         logger.info("%s: RuntimeReady=%s %s: %s", key, outcome.status, outcome.reason, outcome.message)
         if outcome.event is not None and not counts_only:
-            await self._writer.record_event(
-                body, type_=outcome.event.type, reason=outcome.event.reason, message=outcome.event.message
+            event = outcome.event
+            self.events.submit(
+                key, PendingEvent(involved_reference(body), event.type, event.reason, event.message)
             )
+
+    async def _record_event(self, event: PendingEvent) -> None:
+        assert self._writer is not None
+        await self._writer.record_event(
+            event.involved, type_=event.type_, reason=event.reason, message=event.message
+        )
 
     async def _refresh(self, key: ObjectKey) -> None:
         assert self._writer is not None
@@ -255,13 +265,23 @@ class Controller:
 
     def start(self) -> None:
         self.queue.start()
+        self.events.start()
 
     async def stop(self) -> None:
         await self.queue.stop()
+        await self.events.stop()
+
+    @property
+    def busy(self) -> bool:
+        """Whether an evaluation or an event is still waiting or running."""
+        return self.queue.busy or self.events.busy
 
     async def wait_idle(self, timeout: float | None = None) -> None:
+        """Until the work queue and then the event queues are idle, or ``timeout`` seconds."""
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.queue.wait_idle(), timeout)
+            async with asyncio.timeout(timeout):
+                await self.queue.wait_idle()
+                await self.events.wait_idle()
 
     # --- helpers ----------------------------------------------------------------------------------------
 

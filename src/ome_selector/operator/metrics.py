@@ -67,6 +67,11 @@ class Metrics:
             ["operation"],
             registry=self.registry,
         )
+        self.events_dropped = Counter(
+            "ome_selector_events_dropped",
+            "Events not recorded because the event queue was full (the RuntimeReady condition was written)",
+            registry=self.registry,
+        )
         self.leader = Gauge(
             "ome_selector_leader",
             "1 on the replica that holds the Lease and writes conditions and events, 0 on the others",
