@@ -17,7 +17,7 @@ from ome_selector.api.resources import API_GROUP_VERSION, Kind
 from ome_selector.kube import objects as kube_objects
 from ome_selector.kube import scope
 from ome_selector.kube.connection import ClusterAccess
-from ome_selector.kube.objects import ConflictError, GoneError, Objects
+from ome_selector.kube.objects import ApiError, ConflictError, GoneError, Objects
 
 T = TypeVar("T")
 
@@ -205,3 +205,23 @@ def test_event_names_the_object_and_the_reporter(
         body["metadata"]["uid"],
     )
     assert (event.reporting_component, event.reporting_instance) == ("ome-selector", "pod-1")
+
+
+def test_a_refused_event_is_an_api_error(control_plane: ControlPlane) -> None:
+    """The created Event is not parsed back, but a refusal still raises (here: no such namespace)."""
+    involved = {"metadata": {"name": "svc", "namespace": "no-such-namespace", "uid": "u"}}
+    with pytest.raises(ApiError) as raised:
+        _with_objects(
+            control_plane,
+            lambda o: o.create_event(
+                Kind.INFERENCE_SERVICE,
+                involved,
+                type_="Warning",
+                reason="Checked",
+                message="x",
+                component="ome-selector",
+                instance="pod-1",
+            ),
+        )
+    assert raised.value.status == 404
+    assert "no-such-namespace" in str(raised.value.body)
