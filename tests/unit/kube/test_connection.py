@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,9 @@ from kubernetes_asyncio import client
 
 from ome_selector.kube.connection import (
     KUBECONFIG_ERRORS,
+    ClusterAccess,
     UnknownContextError,
+    environment_proxy,
     kopf_connection,
     kubeconfig_namespace,
 )
@@ -82,3 +85,52 @@ def test_unknown_context_and_unreadable_kubeconfig(tmp_path: Path) -> None:
     (tmp_path / "broken").write_text("{not yaml: [")
     with pytest.raises(KUBECONFIG_ERRORS):
         kubeconfig_namespace(tmp_path / "broken")
+
+
+@pytest.mark.parametrize(
+    ("environment", "server", "proxy"),
+    [
+        ({}, "https://apiserver:6443", None),
+        ({"HTTPS_PROXY": "http://proxy:3128"}, "https://apiserver:6443", "http://proxy:3128"),
+        ({"https_proxy": "http://proxy:3128", "NO_PROXY": "apiserver"}, "https://apiserver:6443", None),
+        ({"HTTPS_PROXY": "http://proxy:3128", "NO_PROXY": ".cluster.local"}, "https://k.cluster.local", None),
+        ({"HTTP_PROXY": "http://proxy:3128"}, "https://apiserver:6443", None),  # only the scheme's own
+    ],
+)
+def test_the_proxy_is_resolved_from_the_environment_once(
+    monkeypatch: pytest.MonkeyPatch, environment: dict[str, str], server: str, proxy: str | None
+) -> None:
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    assert environment_proxy(server) == proxy
+
+
+def test_api_clients_do_not_consult_the_environment_per_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """aiohttp's per-request proxy and netrc lookups (two worker-thread hops per call) are off; the proxy
+    still comes from the environment, once."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": "https://apiserver:6443"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy:3128")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+
+    async def scenario() -> tuple[bool, str | None]:
+        async with await ClusterAccess(kubeconfig).api_client() as api:
+            return api.rest_client.pool_manager.trust_env, api.rest_client.proxy
+
+    assert asyncio.run(scenario()) == (False, "http://proxy:3128")
