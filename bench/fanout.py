@@ -156,6 +156,7 @@ def fanout(plane: ControlPlane, size: int) -> dict[str, float]:
     asyncio.run(create_all(plane, bodies))
     with operator_process(plane, "-n", namespace, "--workers", str(WORKERS)) as operator:
         wait_for(operator, size, status="True", reason="RuntimeSelected")
+        settle_writes(operator)  # the first conditions' last events may still be on their way
         writes_before = operator.metric("ome_selector_api_writes_total")
         status_before = operator.metric("ome_selector_api_writes_total", operation="patch_status")
         events_before = operator.metric("ome_selector_api_writes_total", operation="create_event")
