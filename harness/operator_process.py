@@ -30,17 +30,25 @@ class RunningOperator:
 
     def metric(self, name: str, **labels: str) -> float:
         """The sum of the samples of `name` whose labels include `labels`, scraped from /metrics."""
+        return metric_in(self.scrape(), name, **labels)
+
+    def scrape(self) -> str:
+        """The /metrics text once (read several metrics from one scrape with :func:`metric_in`)."""
         with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}/metrics", timeout=5) as response:
-            text = response.read().decode()
-        total = 0.0
-        for line in text.splitlines():
-            match = re.match(rf"^{re.escape(name)}(?:\{{(.*)\}})? (\S+)$", line)
-            if not match:
-                continue
-            found = dict(re.findall(r'(\w+)="([^"]*)"', match.group(1) or ""))
-            if all(found.get(key) == value for key, value in labels.items()):
-                total += float(match.group(2))
-        return total
+            return str(response.read().decode())
+
+
+def metric_in(text: str, name: str, **labels: str) -> float:
+    """The sum of the samples of `name` in a /metrics text whose labels include `labels`."""
+    total = 0.0
+    for line in text.splitlines():
+        match = re.match(rf"^{re.escape(name)}(?:\{{(.*)\}})? (\S+)$", line)
+        if not match:
+            continue
+        found = dict(re.findall(r'(\w+)="([^"]*)"', match.group(1) or ""))
+        if all(found.get(key) == value for key, value in labels.items()):
+            total += float(match.group(2))
+    return total
 
 
 def healthy(port: int) -> bool:
