@@ -14,7 +14,6 @@ two) but needs no evaluation of everything: the start evaluated everything alrea
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import logging
 import os
@@ -37,6 +36,7 @@ from ome_selector.operator.controller import Controller
 from ome_selector.operator.learning import LearningConfig, ModelMetadataLearner
 from ome_selector.operator.looplag import watch_loop_lag
 from ome_selector.operator.metrics import Metrics
+from ome_selector.operator.tasks import cancel_and_wait
 from ome_selector.operator.writer import ApiWriter
 from ome_selector.webhook.admission import AdmissionHandlers
 from ome_selector.webhook.config import WebhookConfig
@@ -315,15 +315,8 @@ class Operator:
         # Readiness first, then the Lease: a leader stops writing and hands over before anything else stops.
         self.stopping = True
         if self._election is not None:
-            self._election.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._election
-        tasks = [*self._tasks, *([self._relist] if self._relist is not None else [])]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await cancel_and_wait([self._election])
+        await cancel_and_wait([*self._tasks, *([self._relist] if self._relist is not None else [])])
         if self.controller is not None:
             await self.controller.stop()
         if self.learner is not None:

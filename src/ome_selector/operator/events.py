@@ -21,6 +21,8 @@ import time
 from collections.abc import Awaitable, Callable, Hashable, Mapping
 from typing import Any, NamedTuple
 
+from ome_selector.operator.tasks import cancel_and_wait
+
 __all__ = ["CAPACITY", "WORKERS", "EventPipeline", "PendingEvent", "involved_reference"]
 
 logger = logging.getLogger(__name__)
@@ -101,11 +103,7 @@ class EventPipeline:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(drain_timeout):
                     await self.wait_idle()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(self._tasks)
         self._tasks.clear()
 
     async def _worker(self, queue: asyncio.Queue[PendingEvent]) -> None:

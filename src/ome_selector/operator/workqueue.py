@@ -9,11 +9,12 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
+
+from ome_selector.operator.tasks import cancel_and_wait
 
 K = TypeVar("K", bound=Hashable)
 
@@ -78,11 +79,7 @@ class WorkQueue(Generic[K]):
         for timer in self._delayed.values():
             timer.cancel()
         self._delayed.clear()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(self._tasks)
         self._tasks.clear()
 
     async def wait_idle(self) -> None:
