@@ -50,13 +50,15 @@ test: lint typecheck ## lint, types, unit, packaging and integration tests
 demo: venv ## start a local control plane, apply the samples and show what a user sees
 	@bindir=$$(hack/ensure-binaries.sh) && OME_SELECTOR_BIN_DIR="$$bindir" $(PY) -m harness.demo
 
-# BENCH_OUT=run.json: the selection core's figures go to run.json, the admission latencies to run-admission.json.
+# BENCH_OUT=run.json: the selection core's figures go to run.json, fan-out and memory to run-fanout.json, the
+# admission latencies to run-admission.json.
 bench: venv ## benchmarks (never part of make test): selection core, lint, model files, fan-out and memory, admission latency, hostile input
 	$(PY) -m bench $(if $(BENCH_OUT),--out $(BENCH_OUT))
 	$(PY) -m bench.lint
 	$(PY) -m bench.modelfiles
 	@bindir=$$(hack/ensure-binaries.sh) && export OME_SELECTOR_BIN_DIR="$$bindir" && \
-	  $(PY) -m bench.fanout && $(PY) -m bench.admission $(if $(BENCH_OUT),--out $(basename $(BENCH_OUT))-admission.json) && \
+	  $(PY) -m bench.fanout $(if $(BENCH_OUT),--out $(basename $(BENCH_OUT))-fanout.json) && \
+	  $(PY) -m bench.admission $(if $(BENCH_OUT),--out $(basename $(BENCH_OUT))-admission.json) && \
 	  $(PY) -m bench.hostile
 
 cluster-up: venv ## start kube-apiserver + etcd in the background; kubeconfig at .cluster/kubeconfig
