@@ -32,7 +32,7 @@ from ome_selector.api.resources import API_GROUP, API_VERSION
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.kube.connection import ClusterAccess, kopf_connection
 from ome_selector.kube.leaderelection import ApiLeaseStore, LeaderElector, LeaseTimings, default_identity
-from ome_selector.kube.objects import ALL_KINDS, Objects
+from ome_selector.kube.objects import ALL_KINDS, PAGE_SIZE, Objects
 from ome_selector.operator.controller import Controller
 from ome_selector.operator.learning import LearningConfig, ModelMetadataLearner
 from ome_selector.operator.looplag import watch_loop_lag
@@ -47,6 +47,13 @@ logger = logging.getLogger(__name__)
 #: After Kopf's listing events stop for this long (or at most after RELIST_MAX_DELAY), resync.
 RELIST_QUIET_SECONDS = 0.5
 RELIST_MAX_DELAY_SECONDS = 5.0
+#: A listing event of a kind this long after the previous one belongs to a new listing (a watch gap): longer
+#: than the pause between two pages of one listing.
+RELIST_GAP_SECONDS = 2.0
+#: Items per page of Kopf's own listing of a kind (as our listing's PAGE_SIZE).
+KOPF_LIST_CHUNK = PAGE_SIZE
+#: How long Kopf keeps an object's worker task after its last event.
+KOPF_IDLE_WORKER_SECONDS = 0.1
 
 
 @dataclass(frozen=True)
@@ -145,7 +152,7 @@ class Operator:
     def _listing_seen(self, kind: str) -> None:
         now = asyncio.get_running_loop().time()
         last = self._listing_events.get(kind)
-        if last is not None and now - last > RELIST_QUIET_SECONDS:
+        if last is not None and now - last > RELIST_GAP_SECONDS:
             self._relisted = True  # a second listing of this kind: the watch had a gap
         self._listing_events[kind] = self._last_listing_event = now
         if self._relist is None or self._relist.done():
@@ -362,3 +369,9 @@ def configure_settings(settings: kopf.OperatorSettings, config: OperatorConfig) 
     settings.watching.client_timeout = 330
     settings.watching.connect_timeout = 10
     settings.networking.request_timeout = 60
+    # Kopf's own listing of each kind, in pages (it holds one page at a time, not every body at once).
+    settings.watching.chunk_size = KOPF_LIST_CHUNK
+    # Kopf keeps a task per object alive this long after its last event (5 s by default): after a listing of
+    # thousands of objects that is thousands of idle tasks, each holding its last body. Our handler is
+    # synchronous and quick, so a worker has nothing to wait for.
+    settings.queueing.idle_timeout = KOPF_IDLE_WORKER_SECONDS
