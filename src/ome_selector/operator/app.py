@@ -19,7 +19,7 @@ import gc
 import logging
 import os
 import socket
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ import kopf
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from ome_selector.api.resources import API_GROUP, API_VERSION
+from ome_selector.api.resources import API_GROUP, API_VERSION, ObjectKey
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.kube.connection import ClusterAccess, kopf_connection
 from ome_selector.kube.leaderelection import ApiLeaseStore, LeaderElector, LeaseTimings, default_identity
@@ -211,9 +211,7 @@ class Operator:
         elif self.config.model_metadata is not None:
             logger.warning("report-only: model metadata is not learned (that would write)")
         # Decide nothing before every model and runtime is known: one consistent listing first.
-        controller.begin_listing()
-        snapshot = await objects.list_objects(namespaces=self.config.namespaces)
-        await controller.reconcile(snapshot.bodies)
+        count, version = await self._list_into(objects, controller)
         # The catalog is long-lived: keep the collector from re-scanning it on every full collection.
         gc.freeze()
         self.controller = controller
@@ -221,11 +219,10 @@ class Operator:
         controller.mark_ready()
         if self.learner is not None:
             self.learner.start()
-            self.learner.observe_all(snapshot.bodies)
         logger.info(
             "indexed %d objects at resourceVersion %s; %s",
-            len(snapshot.bodies),
-            snapshot.resource_version,
+            count,
+            version,
             "report-only: no writes, no events" if self.config.report_only else "writing RuntimeReady",
         )
         self._tasks.append(asyncio.create_task(self._resync_forever(), name="resync"))
@@ -269,17 +266,33 @@ class Operator:
         if objects is None or controller is None:
             return  # not started: the startup listing is still to come
         async with self._resync_lock:
-            controller.begin_listing()
-            snapshot = await objects.list_objects(namespaces=self.config.namespaces)
-            await controller.reconcile(snapshot.bodies)
-            if self.learner is not None:
-                self.learner.observe_all(snapshot.bodies)
+            count, version = await self._list_into(objects, controller)
             if evaluate:
                 controller.evaluate_all()
             self.resyncs += 1
-            logger.debug(
-                "resynced %d objects at resourceVersion %s", len(snapshot.bodies), snapshot.resource_version
-            )
+            logger.debug("resynced %d objects at resourceVersion %s", count, version)
+
+    async def _list_into(self, objects: Objects, controller: Controller) -> tuple[int, str | None]:
+        """One consistent listing reconciled into the controller's catalog and shown to the learner, a page
+        at a time: at 10,000 InferenceServices all the bodies at once would be the operator's largest
+        allocation. Returns how many objects were listed, at which resourceVersion."""
+        learner = self.learner
+        listed_models: set[ObjectKey] = set()
+        count, version = 0, None
+
+        async def pages() -> AsyncIterator[list[dict[str, Any]]]:
+            nonlocal count, version
+            async for page in objects.list_pages(namespaces=self.config.namespaces):
+                count, version = count + len(page.bodies), page.resource_version
+                yield page.bodies
+                if learner is not None:
+                    listed_models.update(learner.observe_listed(page.bodies))
+
+        controller.begin_listing()
+        await controller.reconcile(pages())
+        if learner is not None:
+            learner.forget_unlisted(listed_models)  # only after the whole listing: it names every model
+        return count, version
 
     def waiting_for(self) -> str | None:
         """What keeps this replica from being ready (/readyz), or None when it is ready.

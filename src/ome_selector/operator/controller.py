@@ -7,8 +7,8 @@ re-read after a write conflict; the only writes are the RuntimeReady condition a
 Bounded work per event (SPEC §8): a model or runtime whose ``metadata.generation`` (and uid) is the one
 already read is not parsed again — a label change or a relist costs a dictionary lookup — and one too large to
 read (:func:`~ome_selector.api.bounds.oversized`) is treated as absent. A full listing is reconciled with
-:meth:`Controller.reconcile`, which yields to the event loop as it goes and never lets the listing undo what
-the watch delivered while the listing was in flight.
+:meth:`Controller.reconcile` a page at a time (only one page of bodies alive), yielding to the event loop as
+it goes and never letting the listing undo what the watch delivered while the listing was in flight.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -138,23 +138,26 @@ class Controller:
         """A full listing is about to be requested: from now on, remember what the watch changes."""
         self._touched = set()
 
-    async def reconcile(self, bodies: Iterable[Mapping[str, Any]]) -> None:
+    async def reconcile(self, pages: AsyncIterable[Iterable[Mapping[str, Any]]]) -> None:
         """Reconcile the catalog with the full listing requested after :meth:`begin_listing` (startup and
-        resyncs): add, change and remove — except what the watch changed meanwhile, which is newer."""
+        resyncs), read a page at a time: add and change as the pages come, then remove what none of them held
+        — except what the watch changed meanwhile, which is newer. A listing that fails part way (the
+        exception goes to the caller) removes nothing: each object it stored is a state the object had."""
         touched = self._touched if self._touched is not None else set()
         listed: set[ObjectKey] = set()
         turn = time.monotonic()
         try:
-            for body in bodies:
-                key = key_of(body)
-                if key is None:
-                    continue
-                listed.add(key)
-                if key not in touched:
-                    self.observe(body)
-                if time.monotonic() - turn > YIELD_EVERY_SECONDS:
-                    await asyncio.sleep(0)
-                    turn = time.monotonic()
+            async for bodies in pages:
+                for body in bodies:
+                    key = key_of(body)
+                    if key is None:
+                        continue
+                    listed.add(key)
+                    if key not in touched:
+                        self.observe(body)
+                    if time.monotonic() - turn > YIELD_EVERY_SECONDS:
+                        await asyncio.sleep(0)
+                        turn = time.monotonic()
             for key in self.catalog.keys(kind=None):
                 if key not in listed and key not in touched:
                     self.forget(_body_of(key))
