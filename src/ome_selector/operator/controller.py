@@ -16,9 +16,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 import time
 from collections.abc import AsyncIterable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ome_selector.api.bounds import oversized
@@ -45,13 +45,52 @@ MAX_CONFLICT_RETRIES = 5
 YIELD_EVERY_SECONDS = 0.01
 
 
-@dataclass
+class _Packed(tuple[Any, ...]):
+    """A condition whose keys and values are all strings, numbers, booleans or null, as one flat tuple
+    ``(key, value, key, value, ...)`` with its strings interned."""
+
+    __slots__ = ()
+
+
+def _pack(condition: Any) -> Any:
+    if not isinstance(condition, Mapping):
+        return condition  # malformed: kept as it is, a write sends it back unchanged
+    flat: list[Any] = []
+    for key, value in condition.items():
+        if not isinstance(key, str) or not (value is None or isinstance(value, str | int | float)):
+            return condition  # a nested value (no condition of the Kubernetes convention has one)
+        flat += (sys.intern(key), sys.intern(value) if isinstance(value, str) else value)
+    return _Packed(flat)
+
+
+def _unpack(condition: Any) -> Any:
+    if isinstance(condition, _Packed):
+        return dict(zip(condition[::2], condition[1::2], strict=True))
+    return condition
+
+
 class _Stored:
     """What a write needs from the last seen body of an InferenceService: its version and conditions only
-    (whole bodies would keep every object's managedFields in memory)."""
+    (whole bodies would keep every object's managedFields in memory).
 
-    resource_version: str
-    conditions: Sequence[Any] | None
+    One is kept per InferenceService, so compactly: the conditions as flat tuples of interned strings (the
+    keys are the same everywhere; type, status, reason and often message and time are shared by many
+    InferenceServices), not the body's dictionaries. :attr:`conditions` gives the list as it was read.
+    """
+
+    __slots__ = ("_conditions", "resource_version")
+
+    def __init__(self, resource_version: str, conditions: Sequence[Any] | None) -> None:
+        self.resource_version = resource_version
+        self._conditions: Sequence[Any] | None = (
+            conditions if conditions is None or isinstance(conditions, str) else tuple(map(_pack, conditions))
+        )
+
+    @property
+    def conditions(self) -> Sequence[Any] | None:
+        """The conditions as read (a list of new dictionaries on every call), None when there were none."""
+        packed = self._conditions
+        return packed if packed is None or isinstance(packed, str) else [_unpack(c) for c in packed]
 
 
 class Controller:

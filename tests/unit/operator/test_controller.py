@@ -5,6 +5,7 @@ again, objects too large to read are absent."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any, TypeVar
@@ -207,3 +208,62 @@ def test_a_listing_that_fails_part_way_stores_what_it_read_and_forgets_nothing()
     names = sorted(key.name for key in controller.catalog.keys(Kind.CLUSTER_BASE_MODEL))
     assert names == ["later", "m", "new", "old"]  # "old" was not on the page read: still there
     assert controller.catalog.get(MODEL).spec.model_parameter_size == "8B"  # type: ignore[union-attr]
+
+
+# --- what is kept per InferenceService ----------------------------------------------------------------------
+
+READY = {
+    "type": "RuntimeReady",
+    "status": "True",
+    "reason": "RuntimeSelected",
+    "message": "Selected ClusterServingRuntime rt (score 12)",
+    "lastTransitionTime": "2026-01-01T00:00:00Z",
+}
+
+
+@pytest.mark.parametrize(
+    "conditions",
+    [
+        pytest.param(None, id="none"),
+        pytest.param([], id="empty"),
+        pytest.param([READY], id="ours"),
+        pytest.param(
+            [{"type": "Ready", "status": "False", "observedGeneration": 3}, READY], id="another first"
+        ),
+        pytest.param([READY | {"flag": True, "ratio": 0.5, "empty": None}], id="every scalar"),
+        pytest.param([READY | {"details": {"a": [1]}}], id="a nested value"),
+        pytest.param([READY, "not a condition", 7, None, ["x"]], id="malformed entries"),
+        pytest.param("a string", id="not a list"),
+    ],
+)
+def test_the_stored_conditions_are_the_ones_read(conditions: Any) -> None:
+    body = json.loads(json.dumps(conditions))  # as parsed from the wire
+    stored = controller_module._Stored("7", body)
+    assert stored.resource_version == "7"
+    assert stored.conditions == conditions
+    assert stored.conditions == conditions  # read as often as a write needs
+    if isinstance(body, list):
+        kept = stored.conditions
+        assert isinstance(kept, list)
+        # Flat conditions are kept in a form of their own: a write's list never aliases the body's dicts.
+        flat = [i for i, c in enumerate(body) if isinstance(c, dict) and "details" not in c]
+        assert all(kept[i] is not body[i] for i in flat)
+
+
+def test_inference_services_share_the_strings_of_their_conditions() -> None:
+    first, second = (controller_module._Stored(v, json.loads(json.dumps([READY]))) for v in ("1", "2"))
+    (a,), (b,) = first.conditions or [], second.conditions or []
+    assert all(a[key] is b[key] for key in READY)
+    assert not hasattr(first, "__dict__")  # slotted: one is kept per InferenceService
+
+
+def test_the_controller_keeps_the_version_and_conditions_of_each_inference_service() -> None:
+    controller = Controller(None, Metrics(), report_only=True)
+    body = _listed(objects.inference_service("svc", namespace="ns", model_name="m"), version="9")
+    body["status"] = {"conditions": [READY]}
+    controller.on_watch_event(json.loads(json.dumps(body)), deleted=False)
+    key = ObjectKey(Kind.INFERENCE_SERVICE, "ns", "svc")
+    stored = controller._stored[key]
+    assert (stored.resource_version, stored.conditions) == ("9", [READY])
+    controller.on_watch_event(body, deleted=True)
+    assert key not in controller._stored
