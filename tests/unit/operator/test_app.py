@@ -1,14 +1,21 @@
 """The operator's composition of the webhook: only when configured, on its own registry, ready with it; the
-Kopf settings."""
+Kopf settings and memories."""
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import kopf
 
 from ome_selector.kube.objects import PAGE_SIZE
-from ome_selector.operator.app import KOPF_IDLE_WORKER_SECONDS, Operator, OperatorConfig, configure_settings
+from ome_selector.operator.app import (
+    KOPF_IDLE_WORKER_SECONDS,
+    ForgetfulMemories,
+    Operator,
+    OperatorConfig,
+    configure_settings,
+)
 from ome_selector.operator.controller import Controller
 from ome_selector.operator.metrics import Metrics
 from ome_selector.webhook.config import WebhookConfig
@@ -48,3 +55,17 @@ def test_kopf_lists_in_pages_and_lets_idle_object_workers_go() -> None:
     assert settings.queueing.idle_timeout == KOPF_IDLE_WORKER_SECONDS < 1
     assert settings.posting.enabled is False
     assert settings.scanning.disabled is True
+
+
+def test_kopf_keeps_no_memory_of_an_object_between_its_events() -> None:
+    memories = ForgetfulMemories()
+    body: kopf.RawBody = {"metadata": {"uid": "u1", "name": "svc", "namespace": "ns"}}
+
+    async def twice() -> tuple[Any, Any]:
+        first = await memories.recall(body, noticed_by_listing=True)
+        return first, await memories.recall(body)
+
+    first, second = asyncio.run(twice())
+    assert first is not second
+    assert first.noticed_by_listing  # what Kopf asks for is still passed on
+    assert list(memories.iter_all_memories()) == []
