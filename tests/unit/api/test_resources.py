@@ -138,7 +138,7 @@ def test_an_inference_service_is_an_immutable_value() -> None:
     assert service != isvc(runtime_name="rt", annotations={"ome.io/accelerator-class": "h100"}, name="b")
     assert service.kind is Kind.INFERENCE_SERVICE
     with pytest.raises(AttributeError):
-        service.name = "other"  # type: ignore[misc]
+        service.name = "other"
     with pytest.raises(AttributeError):
         del service.namespace
     for copied in (copy.copy(service), copy.deepcopy(service), pickle.loads(pickle.dumps(service))):
