@@ -78,6 +78,69 @@ def test_listing_pages_through_every_kind_at_one_resource_version(
     assert {"elsewhere", "late", "m0"} <= set(_names(everywhere.bodies, "BaseModel"))
 
 
+def test_list_pages_hands_out_one_page_at_a_time_at_one_resource_version(
+    control_plane: ControlPlane, api_client: Any, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for index in range(5):
+        create(api_client, objects.model(f"m{index}", namespace=namespace))
+    create(api_client, objects.runtime("r0", namespace=namespace))
+    monkeypatch.setattr(kube_objects, "PAGE_SIZE", 2)  # five models take three pages, the runtime one
+    reads: list[str] = []
+    failing: list[str] = []  # the kinds whose listing fails
+    real_call = scope.custom_object_call
+
+    def counted(*args: Any, **kwargs: Any) -> Callable[..., Awaitable[Any]]:
+        call = real_call(*args, **kwargs)
+
+        async def listed(*call_args: Any, **call_kwargs: Any) -> Any:
+            reads.append(str(args[2]))
+            if str(args[2]) in failing:
+                raise kube_objects.ApiError(status=500, reason="Internal Server Error")
+            return await call(*call_args, **call_kwargs)
+
+        return listed
+
+    monkeypatch.setattr(kube_objects, "custom_object_call", counted)
+    kinds = [Kind.BASE_MODEL, Kind.SERVING_RUNTIME]
+
+    async def consume(o: Objects) -> list[tuple[str, str | None, list[str], int]]:
+        seen: list[tuple[str, str | None, list[str], int]] = []
+        async for page in o.list_pages(namespaces=[namespace], kinds=kinds):
+            names = [body["metadata"]["name"] for body in page.bodies]
+            assert all(body["kind"] == page.kind.value for body in page.bodies)
+            assert all(body["apiVersion"] == API_GROUP_VERSION for body in page.bodies)
+            seen.append((page.kind.value, page.resource_version, names, len(reads)))
+            if len(seen) == 1:
+                # Created after the first page: the later pages, read at its resourceVersion, lack it.
+                create(api_client, objects.model("late", namespace=namespace))
+                create(api_client, objects.runtime("late", namespace=namespace))
+        return seen
+
+    pages = _with_objects(control_plane, consume)
+    (version,) = {version for _, version, _, _ in pages}
+    assert version is not None
+    assert [(kind, names) for kind, _, names, _ in pages] == [
+        ("BaseModel", ["m0", "m1"]),
+        ("BaseModel", ["m2", "m3"]),
+        ("BaseModel", ["m4"]),
+        ("ServingRuntime", ["r0"]),
+    ]
+    # Each page was read only once the one before it had been consumed.
+    assert [read for _, _, _, read in pages] == [1, 2, 3, 4]
+    assert reads == ["BaseModel"] * 3 + ["ServingRuntime"]
+    # A listing that fails part way hands out what it read, then the error.
+    failing.append("ServingRuntime")
+    handed: list[str] = []
+
+    async def fail(o: Objects) -> None:
+        async for page in o.list_pages(namespaces=[namespace], kinds=kinds):
+            handed.extend(body["metadata"]["name"] for body in page.bodies)
+
+    with pytest.raises(kube_objects.ApiError):
+        _with_objects(control_plane, fail)
+    assert handed == ["late", "m0", "m1", "m2", "m3", "m4"]
+
+
 def test_metadata_listing_names_each_object_and_its_version_only(
     control_plane: ControlPlane, api_client: Any, namespace: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -13,6 +13,8 @@ read an object's identity from a body (:func:`key_of`).
 
 from __future__ import annotations
 
+import sys
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,6 +22,7 @@ from pydantic import ValidationError
 
 from ome_selector.api.resources import (
     API_GROUP_VERSION,
+    READ_ANNOTATIONS,
     InferenceService,
     InferenceServiceSpec,
     Kind,
@@ -162,18 +165,38 @@ def _string(metadata: Mapping[str, Any], field: str, *, required: bool = False) 
     return value
 
 
-def _annotations(metadata: Mapping[str, Any]) -> dict[str, str]:
+def _annotations(metadata: Mapping[str, Any]) -> dict[str, str] | None:
+    """The annotations selection reads (:data:`READ_ANNOTATIONS`), None when there are none; every one is
+    checked (a value that is not a string is an error wherever it is)."""
     raw = metadata.get("annotations")
     if raw is None:
-        return {}
+        return None
     if not isinstance(raw, Mapping):
         raise LoadError("metadata.annotations", f"must be an object, not {describe_value(raw)}")
     annotations: dict[str, str] = {}
     for key, value in raw.items():
         if not isinstance(value, str) or not isinstance(key, str):
             raise LoadError(f"metadata.annotations.{key}", f"must be a string, not {describe_value(value)}")
-        annotations[key] = value
-    return annotations
+        if key in READ_ANNOTATIONS:
+            annotations[key] = value
+    return annotations or None
+
+
+#: Equal InferenceService specs are one object: thousands of InferenceServices name a few models and runtimes
+#: in a few ways. Weak: a spec no InferenceService holds any more is let go.
+_SPECS: weakref.WeakValueDictionary[InferenceServiceSpec, InferenceServiceSpec] = (
+    weakref.WeakValueDictionary()
+)
+
+
+def _shared(spec: InferenceServiceSpec) -> InferenceServiceSpec:
+    try:
+        kept = _SPECS.get(spec)
+        if kept is None:
+            _SPECS[spec] = kept = spec
+    except TypeError:  # not hashable (every field of the model is, today): not shared
+        return spec
+    return kept
 
 
 def _generation(metadata: Mapping[str, Any]) -> int | None:
@@ -257,8 +280,8 @@ def _load(doc: Mapping[str, Any], default_namespace: str | None) -> Resource | N
         raise _from_validation_error("spec", error) from None
     return InferenceService(
         name=name,
-        namespace=namespace or "",
-        spec=isvc_spec,
+        namespace=sys.intern(namespace or ""),  # a few namespaces, thousands of InferenceServices
+        spec=_shared(isvc_spec),
         annotations=_annotations(metadata),
         deletion_timestamp=_string(metadata, "deletionTimestamp"),
         uid=uid,

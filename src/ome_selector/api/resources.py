@@ -1,4 +1,5 @@
-"""Frozen pydantic models of the five ``ome.io/v1beta1`` kinds ome-selector reads (SPEC §1).
+"""The five ``ome.io/v1beta1`` kinds ome-selector reads (SPEC §1): frozen pydantic models, and for an
+InferenceService an immutable slotted record around its pydantic spec (see :class:`InferenceService`).
 
 Only the fields the product reads are modelled; everything else in a document is ignored. Field names are
 snake_case in Python and camelCase on the wire (``populate_by_name`` accepts both). A ``null`` counts as
@@ -8,8 +9,10 @@ CRD defaults and validation and reports errors with field paths.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
-from typing import Annotated, Any, NamedTuple
+from types import MappingProxyType
+from typing import Annotated, Any, ClassVar, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
 from pydantic.alias_generators import to_camel
@@ -327,19 +330,88 @@ class MatcherInputs(NamedTuple):
     deleting: bool
 
 
-class InferenceService(_Frozen):
-    """An InferenceService, reduced to what runtime selection reads."""
+#: The annotations of an InferenceService that selection reads (the others are not kept).
+READ_ANNOTATIONS = frozenset({ACCELERATOR_CLASS_ANNOTATION})
+_NO_ANNOTATIONS: Mapping[str, str] = MappingProxyType({})
 
-    name: StrictStr
-    namespace: StrictStr
-    spec: InferenceServiceSpec = Field(default_factory=InferenceServiceSpec)
-    annotations: dict[StrictStr, StrictStr] = Field(default_factory=dict)
-    deletion_timestamp: StrictStr | None = None
-    uid: StrictStr | None = None
-    resource_version: StrictStr | None = None
-    generation: StrictInt | None = None
 
-    kind: Kind = Kind.INFERENCE_SERVICE
+class InferenceService:
+    """An InferenceService, reduced to what runtime selection reads: its validated spec, the annotations of
+    :data:`READ_ANNOTATIONS` and a few metadata fields.
+
+    Unlike the other kinds it is not a pydantic model but an immutable slotted record around one (its spec),
+    because the operator keeps one per InferenceService of the cluster: tens of thousands, where a model
+    instance with its field dictionary and field set costs some 2 KB and this some 100 bytes
+    (:func:`~ome_selector.api.loading.load_resource`, which validates every field, also lets InferenceServices
+    with equal specs share one). Equal fields make equal InferenceServices.
+    """
+
+    __slots__ = (
+        "annotations",
+        "deletion_timestamp",
+        "generation",
+        "name",
+        "namespace",
+        "resource_version",
+        "spec",
+        "uid",
+    )
+    kind: ClassVar[Kind] = Kind.INFERENCE_SERVICE
+
+    name: str
+    namespace: str
+    spec: InferenceServiceSpec
+    annotations: Mapping[str, str]
+    deletion_timestamp: str | None
+    uid: str | None
+    resource_version: str | None
+    generation: int | None
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        namespace: str,
+        spec: InferenceServiceSpec | None = None,
+        annotations: Mapping[str, str] | None = None,
+        deletion_timestamp: str | None = None,
+        uid: str | None = None,
+        resource_version: str | None = None,
+        generation: int | None = None,
+    ) -> None:
+        put = object.__setattr__
+        put(self, "name", name)
+        put(self, "namespace", namespace)
+        put(self, "spec", spec if spec is not None else InferenceServiceSpec())
+        put(self, "annotations", annotations if annotations else _NO_ANNOTATIONS)
+        put(self, "deletion_timestamp", deletion_timestamp)
+        put(self, "uid", uid)
+        put(self, "resource_version", resource_version)
+        put(self, "generation", generation)
+
+    def _fields(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in _ISVC_FIELDS)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"InferenceService is immutable: cannot set {name}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"InferenceService is immutable: cannot delete {name}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, InferenceService):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash((self.namespace, self.name, self.spec, self.resource_version))
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in _ISVC_FIELDS)
+        return f"InferenceService({fields})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _inference_service, self._fields()
 
     @property
     def key(self) -> ObjectKey:
@@ -411,6 +483,23 @@ class InferenceService(_Frozen):
             accelerator_classes=self.accelerator_classes,
             deleting=self.deletion_timestamp is not None,
         )
+
+
+_ISVC_FIELDS = (
+    "name",
+    "namespace",
+    "spec",
+    "annotations",
+    "deletion_timestamp",
+    "uid",
+    "resource_version",
+    "generation",
+)
+
+
+def _inference_service(*fields: Any) -> InferenceService:
+    """An InferenceService from its fields in the order of ``_ISVC_FIELDS`` (copy and pickle)."""
+    return InferenceService(**dict(zip(_ISVC_FIELDS, fields, strict=True)))
 
 
 def _override_class(selector: AcceleratorSelector | None) -> str | None:

@@ -1,12 +1,15 @@
 """The ome.io objects and core/v1 Events through kubernetes_asyncio: list, get, patch, create events.
 
-:meth:`Objects.list_objects` is one consistent, paged listing (SPEC §6 live mode; the operator's startup and
-resync): the first list fixes a resourceVersion and every later list (other kinds, other pages) is read at
-exactly that resourceVersion, so the snapshot is one point in time. Any error fails the whole listing:
-callers never act on a partial catalog. :meth:`Objects.list_metadata` is the same listing, metadata only
-(the apiserver's ``PartialObjectMetadataList``): which objects exist and at which resourceVersion, for a
-fraction of the bytes and none of the specs; :meth:`Objects.list_objects_where` keeps only the objects a
-predicate accepts. Both read each page with the garbage collector paused (see :func:`_sifted`).
+:meth:`Objects.list_objects` is one consistent, paged listing (SPEC §6 live mode): the first list fixes a
+resourceVersion and every later list (other kinds, other pages) is read at exactly that resourceVersion, so
+the snapshot is one point in time. Any error fails the whole listing: callers never act on a partial catalog.
+:meth:`Objects.list_pages` is the same listing handed out a page at a time (the operator's startup and
+resync): only the page being read and the one being consumed are alive, not every body of every kind; an
+error ends it before the pages still to come, so a consumer acts on what is absent only once the iteration
+has finished. :meth:`Objects.list_metadata` is the same listing, metadata only (the apiserver's
+``PartialObjectMetadataList``): which objects exist and at which resourceVersion, for a fraction of the bytes
+and none of the specs; :meth:`Objects.list_objects_where` keeps only the objects a predicate accepts. Both
+read each page with the garbage collector paused (see :func:`_sifted`).
 
 Bodies are plain dicts with ``apiVersion`` and ``kind`` always filled in. Status (and a model's learned
 fields, SPEC §10) is written with a JSON merge patch; the caller guards it with ``metadata.resourceVersion``,
@@ -19,7 +22,7 @@ from __future__ import annotations
 import datetime
 import gc
 import json
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +43,7 @@ __all__ = [
     "ConflictError",
     "GoneError",
     "Objects",
+    "Page",
     "Snapshot",
     "now_rfc3339",
 ]
@@ -93,6 +97,16 @@ class Snapshot:
 
     resource_version: str | None = None
     bodies: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a consistent listing: bodies of ``kind`` (apiVersion and kind filled in) and the
+    resourceVersion of the whole listing, the same on every page."""
+
+    kind: Kind
+    resource_version: str | None
+    bodies: list[dict[str, Any]]
 
 
 def now_rfc3339() -> str:
@@ -150,6 +164,16 @@ class Objects:
         """Every object of `kinds`: namespaced kinds in `namespaces` (all when None), cluster kinds all."""
         return await self._list(namespaces, kinds, self._page, PAGE_SIZE)
 
+    def list_pages(
+        self, *, namespaces: Sequence[str] | None = None, kinds: Iterable[Kind] = ALL_KINDS
+    ) -> AsyncIterator[Page]:
+        """As :meth:`list_objects`, a page at a time, each read when the previous one has been consumed.
+
+        The listing is as consistent as :meth:`list_objects`' (one resourceVersion, read exactly); an error
+        ends the iteration with the exception, after the pages already handed out.
+        """
+        return self._pages(namespaces, kinds, self._page, PAGE_SIZE)
+
     async def list_metadata(
         self, *, namespaces: Sequence[str] | None = None, kinds: Iterable[Kind] = ALL_KINDS
     ) -> Snapshot:
@@ -177,34 +201,38 @@ class Objects:
         self, namespaces: Sequence[str] | None, kinds: Iterable[Kind], read_page: _PageReader, limit: int
     ) -> Snapshot:
         snapshot = Snapshot()
+        async for page in self._pages(namespaces, kinds, read_page, limit):
+            snapshot.resource_version = page.resource_version
+            snapshot.bodies.extend(page.bodies)
+        return snapshot
+
+    async def _pages(
+        self, namespaces: Sequence[str] | None, kinds: Iterable[Kind], read_page: _PageReader, limit: int
+    ) -> AsyncIterator[Page]:
+        version: str | None = None  # the first list's: every later list and page is read at exactly it
         for kind in kinds:
             scopes: Sequence[str | None] = (
                 [None] if not kind.namespaced or namespaces is None else list(namespaces)
             )
             for namespace in scopes:
-                await self._list_into(kind, namespace, snapshot, read_page, limit)
-        return snapshot
-
-    async def _list_into(
-        self, kind: Kind, namespace: str | None, snapshot: Snapshot, read_page: _PageReader, limit: int
-    ) -> None:
-        token: str | None = None
-        while True:
-            arguments: dict[str, Any] = {"limit": limit}
-            if token:
-                arguments["_continue"] = token  # a continue token carries the first page's resourceVersion
-            elif snapshot.resource_version is not None:
-                arguments["resource_version"] = snapshot.resource_version
-                arguments["resource_version_match"] = "Exact"
-            page = await read_page(kind, namespace, arguments)
-            metadata = page.get("metadata") or {}
-            if snapshot.resource_version is None:
-                snapshot.resource_version = metadata.get("resourceVersion")
-            for item in page.get("items") or []:
-                snapshot.bodies.append(_complete(item, kind))
-            token = metadata.get("continue")
-            if not token:
-                return
+                token: str | None = None
+                while True:
+                    arguments: dict[str, Any] = {"limit": limit}
+                    if token:
+                        arguments["_continue"] = token  # a continue token carries the first resourceVersion
+                    elif version is not None:
+                        arguments["resource_version"] = version
+                        arguments["resource_version_match"] = "Exact"
+                    page = await read_page(kind, namespace, arguments)
+                    metadata = page.get("metadata") or {}
+                    if version is None:
+                        version = metadata.get("resourceVersion")
+                    token = metadata.get("continue")
+                    bodies = [_complete(item, kind) for item in page.get("items") or []]
+                    del page  # the consumer's page is the only one alive while it works on it
+                    yield Page(kind, version, bodies)
+                    if not token:
+                        break
 
     async def _page(self, kind: Kind, namespace: str | None, arguments: dict[str, Any]) -> dict[str, Any]:
         page: dict[str, Any] = await custom_object_call(self._custom, "list", kind, namespace)(**arguments)

@@ -18,20 +18,21 @@ import gc
 import logging
 import os
 import socket
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import kopf
 from aiohttp import web
+from kopf._core.reactor.inventory import ResourceMemories, ResourceMemory  # not exported by Kopf
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from ome_selector.api.resources import API_GROUP, API_VERSION
+from ome_selector.api.resources import API_GROUP, API_VERSION, ObjectKey
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.kube.connection import ClusterAccess, kopf_connection
 from ome_selector.kube.leaderelection import ApiLeaseStore, LeaderElector, LeaseTimings, default_identity
-from ome_selector.kube.objects import ALL_KINDS, Objects
+from ome_selector.kube.objects import ALL_KINDS, PAGE_SIZE, Objects
 from ome_selector.operator.controller import Controller
 from ome_selector.operator.learning import LearningConfig, ModelMetadataLearner
 from ome_selector.operator.looplag import watch_loop_lag
@@ -47,6 +48,13 @@ logger = logging.getLogger(__name__)
 #: After Kopf's listing events stop for this long (or at most after RELIST_MAX_DELAY), resync.
 RELIST_QUIET_SECONDS = 0.5
 RELIST_MAX_DELAY_SECONDS = 5.0
+#: A listing event of a kind this long after the previous one belongs to a new listing (a watch gap): longer
+#: than the pause between two pages of one listing.
+RELIST_GAP_SECONDS = 2.0
+#: Items per page of Kopf's own listing of a kind (as our listing's PAGE_SIZE).
+KOPF_LIST_CHUNK = PAGE_SIZE
+#: How long Kopf keeps an object's worker task after its last event.
+KOPF_IDLE_WORKER_SECONDS = 0.1
 
 
 @dataclass(frozen=True)
@@ -145,7 +153,7 @@ class Operator:
     def _listing_seen(self, kind: str) -> None:
         now = asyncio.get_running_loop().time()
         last = self._listing_events.get(kind)
-        if last is not None and now - last > RELIST_QUIET_SECONDS:
+        if last is not None and now - last > RELIST_GAP_SECONDS:
             self._relisted = True  # a second listing of this kind: the watch had a gap
         self._listing_events[kind] = self._last_listing_event = now
         if self._relist is None or self._relist.done():
@@ -204,9 +212,7 @@ class Operator:
         elif self.config.model_metadata is not None:
             logger.warning("report-only: model metadata is not learned (that would write)")
         # Decide nothing before every model and runtime is known: one consistent listing first.
-        controller.begin_listing()
-        snapshot = await objects.list_objects(namespaces=self.config.namespaces)
-        await controller.reconcile(snapshot.bodies)
+        count, version = await self._list_into(objects, controller)
         # The catalog is long-lived: keep the collector from re-scanning it on every full collection.
         gc.freeze()
         self.controller = controller
@@ -214,11 +220,10 @@ class Operator:
         controller.mark_ready()
         if self.learner is not None:
             self.learner.start()
-            self.learner.observe_all(snapshot.bodies)
         logger.info(
             "indexed %d objects at resourceVersion %s; %s",
-            len(snapshot.bodies),
-            snapshot.resource_version,
+            count,
+            version,
             "report-only: no writes, no events" if self.config.report_only else "writing RuntimeReady",
         )
         self._tasks.append(asyncio.create_task(self._resync_forever(), name="resync"))
@@ -262,17 +267,33 @@ class Operator:
         if objects is None or controller is None:
             return  # not started: the startup listing is still to come
         async with self._resync_lock:
-            controller.begin_listing()
-            snapshot = await objects.list_objects(namespaces=self.config.namespaces)
-            await controller.reconcile(snapshot.bodies)
-            if self.learner is not None:
-                self.learner.observe_all(snapshot.bodies)
+            count, version = await self._list_into(objects, controller)
             if evaluate:
                 controller.evaluate_all()
             self.resyncs += 1
-            logger.debug(
-                "resynced %d objects at resourceVersion %s", len(snapshot.bodies), snapshot.resource_version
-            )
+            logger.debug("resynced %d objects at resourceVersion %s", count, version)
+
+    async def _list_into(self, objects: Objects, controller: Controller) -> tuple[int, str | None]:
+        """One consistent listing reconciled into the controller's catalog and shown to the learner, a page
+        at a time: at 10,000 InferenceServices all the bodies at once would be the operator's largest
+        allocation. Returns how many objects were listed, at which resourceVersion."""
+        learner = self.learner
+        listed_models: set[ObjectKey] = set()
+        count, version = 0, None
+
+        async def pages() -> AsyncIterator[list[dict[str, Any]]]:
+            nonlocal count, version
+            async for page in objects.list_pages(namespaces=self.config.namespaces):
+                count, version = count + len(page.bodies), page.resource_version
+                yield page.bodies
+                if learner is not None:
+                    listed_models.update(learner.observe_listed(page.bodies))
+
+        controller.begin_listing()
+        await controller.reconcile(pages())
+        if learner is not None:
+            learner.forget_unlisted(listed_models)  # only after the whole listing: it names every model
+        return count, version
 
     def waiting_for(self) -> str | None:
         """What keeps this replica from being ready (/readyz), or None when it is ready.
@@ -339,11 +360,25 @@ class Operator:
             namespaces=namespaces,
             standalone=True,
             stop_flag=stop_flag,
+            memories=ForgetfulMemories(),
         )
 
 
 def _always() -> bool:
     return True
+
+
+class ForgetfulMemories(ResourceMemories):
+    """Kopf's memories of the objects it watches, none kept from one event to the next.
+
+    Kopf keeps a record per object it has seen (a memo, an error throttler, indexing and daemon state: about
+    1 KB) until the object is deleted: some 10 MiB for 12,000 objects. Only what the operator does not use
+    reads them across events: change handlers, daemons, timers, indexes, a memo kept per object. With only
+    ``@kopf.on.event`` (and admission) handlers, each event gets a fresh record that goes with it.
+    """
+
+    async def recall(self, raw_body: kopf.RawBody, **options: Any) -> ResourceMemory:
+        return await super().recall(raw_body, **options | {"ephemeral": True})
 
 
 def configure_settings(settings: kopf.OperatorSettings, config: OperatorConfig) -> None:
@@ -355,3 +390,9 @@ def configure_settings(settings: kopf.OperatorSettings, config: OperatorConfig) 
     settings.watching.client_timeout = 330
     settings.watching.connect_timeout = 10
     settings.networking.request_timeout = 60
+    # Kopf's own listing of each kind, in pages (it holds one page at a time, not every body at once).
+    settings.watching.chunk_size = KOPF_LIST_CHUNK
+    # Kopf keeps a task per object alive this long after its last event (5 s by default): after a listing of
+    # thousands of objects that is thousands of idle tasks, each holding its last body. Our handler is
+    # synchronous and quick, so a worker has nothing to wait for.
+    settings.queueing.idle_timeout = KOPF_IDLE_WORKER_SECONDS

@@ -7,8 +7,8 @@ re-read after a write conflict; the only writes are the RuntimeReady condition a
 Bounded work per event (SPEC §8): a model or runtime whose ``metadata.generation`` (and uid) is the one
 already read is not parsed again — a label change or a relist costs a dictionary lookup — and one too large to
 read (:func:`~ome_selector.api.bounds.oversized`) is treated as absent. A full listing is reconciled with
-:meth:`Controller.reconcile`, which yields to the event loop as it goes and never lets the listing undo what
-the watch delivered while the listing was in flight.
+:meth:`Controller.reconcile` a page at a time (only one page of bodies alive), yielding to the event loop as
+it goes and never letting the listing undo what the watch delivered while the listing was in flight.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ome_selector.api.bounds import oversized
@@ -46,13 +46,52 @@ MAX_CONFLICT_RETRIES = 5
 YIELD_EVERY_SECONDS = 0.01
 
 
-@dataclass
+class _Packed(tuple[Any, ...]):
+    """A condition whose keys and values are all strings, numbers, booleans or null, as one flat tuple
+    ``(key, value, key, value, ...)`` with its strings interned."""
+
+    __slots__ = ()
+
+
+def _pack(condition: Any) -> Any:
+    if not isinstance(condition, Mapping):
+        return condition  # malformed: kept as it is, a write sends it back unchanged
+    flat: list[Any] = []
+    for key, value in condition.items():
+        if not isinstance(key, str) or not (value is None or isinstance(value, str | int | float)):
+            return condition  # a nested value (no condition of the Kubernetes convention has one)
+        flat += (sys.intern(key), sys.intern(value) if isinstance(value, str) else value)
+    return _Packed(flat)
+
+
+def _unpack(condition: Any) -> Any:
+    if isinstance(condition, _Packed):
+        return dict(zip(condition[::2], condition[1::2], strict=True))
+    return condition
+
+
 class _Stored:
     """What a write needs from the last seen body of an InferenceService: its version and conditions only
-    (whole bodies would keep every object's managedFields in memory)."""
+    (whole bodies would keep every object's managedFields in memory).
 
-    resource_version: str
-    conditions: Sequence[Any] | None
+    One is kept per InferenceService, so compactly: the conditions as flat tuples of interned strings (the
+    keys are the same everywhere; type, status, reason and often message and time are shared by many
+    InferenceServices), not the body's dictionaries. :attr:`conditions` gives the list as it was read.
+    """
+
+    __slots__ = ("_conditions", "resource_version")
+
+    def __init__(self, resource_version: str, conditions: Sequence[Any] | None) -> None:
+        self.resource_version = resource_version
+        self._conditions: Sequence[Any] | None = (
+            conditions if conditions is None or isinstance(conditions, str) else tuple(map(_pack, conditions))
+        )
+
+    @property
+    def conditions(self) -> Sequence[Any] | None:
+        """The conditions as read (a list of new dictionaries on every call), None when there were none."""
+        packed = self._conditions
+        return packed if packed is None or isinstance(packed, str) else [_unpack(c) for c in packed]
 
 
 class Controller:
@@ -141,23 +180,26 @@ class Controller:
         """A full listing is about to be requested: from now on, remember what the watch changes."""
         self._touched = set()
 
-    async def reconcile(self, bodies: Iterable[Mapping[str, Any]]) -> None:
+    async def reconcile(self, pages: AsyncIterable[Iterable[Mapping[str, Any]]]) -> None:
         """Reconcile the catalog with the full listing requested after :meth:`begin_listing` (startup and
-        resyncs): add, change and remove — except what the watch changed meanwhile, which is newer."""
+        resyncs), read a page at a time: add and change as the pages come, then remove what none of them held
+        — except what the watch changed meanwhile, which is newer. A listing that fails part way (the
+        exception goes to the caller) removes nothing: each object it stored is a state the object had."""
         touched = self._touched if self._touched is not None else set()
         listed: set[ObjectKey] = set()
         turn = time.monotonic()
         try:
-            for body in bodies:
-                key = key_of(body)
-                if key is None:
-                    continue
-                listed.add(key)
-                if key not in touched:
-                    self.observe(body)
-                if time.monotonic() - turn > YIELD_EVERY_SECONDS:
-                    await asyncio.sleep(0)
-                    turn = time.monotonic()
+            async for bodies in pages:
+                for body in bodies:
+                    key = key_of(body)
+                    if key is None:
+                        continue
+                    listed.add(key)
+                    if key not in touched:
+                        self.observe(body)
+                    if time.monotonic() - turn > YIELD_EVERY_SECONDS:
+                        await asyncio.sleep(0)
+                        turn = time.monotonic()
             for key in self.catalog.keys(kind=None):
                 if key not in listed and key not in touched:
                     self.forget(_body_of(key))

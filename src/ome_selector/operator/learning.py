@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -269,12 +269,20 @@ class ModelMetadataLearner:
 
     def observe_all(self, bodies: Iterable[Mapping[str, Any]]) -> None:
         """A full listing (startup, resync): observe every model, forget the ones no longer there."""
+        self.forget_unlisted(self.observe_listed(bodies))
+
+    def observe_listed(self, bodies: Iterable[Mapping[str, Any]]) -> set[ObjectKey]:
+        """A page of a full listing: observe its models; returns their keys (for :meth:`forget_unlisted`)."""
         listed: set[ObjectKey] = set()
         for body in bodies:
             key = model_key(body)
             if key is not None:
                 listed.add(key)
                 self.observe(body)
+        return listed
+
+    def forget_unlisted(self, listed: Collection[ObjectKey]) -> None:
+        """A full listing has been observed, ``listed`` the keys of its models: forget the others."""
         for key in [k for k in {*self._candidates, *self._learned} if k not in listed]:
             self._drop(key)
             self._learned.pop(key, None)

@@ -309,6 +309,36 @@ def test_mapping_bodies_are_accepted() -> None:
     assert isinstance(load_resource(body), InferenceService)
 
 
+def test_an_inference_service_keeps_the_annotations_selection_reads_and_checks_them_all() -> None:
+    annotations = {
+        "ome.io/accelerator-class": "h100",
+        "kubectl.kubernetes.io/last-applied-configuration": "{...}",
+        "team": "a",
+    }
+    loaded = load_resource(_with(ISVC, ["metadata", "annotations"], annotations))
+    assert isinstance(loaded, InferenceService)
+    assert dict(loaded.annotations) == {"ome.io/accelerator-class": "h100"}
+    unread = load_resource(_with(ISVC, ["metadata", "annotations"], {"team": "a"}))
+    assert isinstance(unread, InferenceService)
+    assert dict(unread.annotations) == {}
+    with pytest.raises(LoadError) as error:
+        load_resource(_with(ISVC, ["metadata", "annotations"], {"team": 7}))
+    assert error.value.path == "metadata.annotations.team"
+
+
+def test_inference_services_with_equal_specs_share_one() -> None:
+    first, second = (load_resource(_with(ISVC, ["metadata", "name"], name)) for name in ("a", "b"))
+    other = load_resource(_with(ISVC, ["spec", "runtime", "name"], "other"))
+    assert isinstance(first, InferenceService)
+    assert isinstance(second, InferenceService)
+    assert isinstance(other, InferenceService)
+    assert first.spec is second.spec
+    assert other.spec is not first.spec
+    assert other.spec.runtime is not None
+    assert other.spec.runtime.name == "other"
+    assert first != second  # different names
+
+
 # --- hypothesis: never anything but LoadError ---------------------------------------------------------------
 
 json_values = st.recursive(

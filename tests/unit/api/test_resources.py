@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
 from typing import Any
 
 import pytest
@@ -125,3 +127,22 @@ def test_matcher_inputs_change_with_every_matcher_field_and_only_those() -> None
 
 def test_other_annotations_do_not_change_matcher_inputs() -> None:
     assert isvc(annotations={"team": "a"}).matcher_inputs == isvc().matcher_inputs
+
+
+def test_an_inference_service_is_an_immutable_value() -> None:
+    service = isvc(runtime_name="rt", annotations={"ome.io/accelerator-class": "h100"})
+    twin = isvc(runtime_name="rt", annotations={"ome.io/accelerator-class": "h100"})
+    assert service == twin
+    assert hash(service) == hash(twin)
+    assert service != isvc(runtime_name="rt")
+    assert service != isvc(runtime_name="rt", annotations={"ome.io/accelerator-class": "h100"}, name="b")
+    assert service.kind is Kind.INFERENCE_SERVICE
+    with pytest.raises(AttributeError):
+        service.name = "other"
+    with pytest.raises(AttributeError):
+        del service.namespace
+    for copied in (copy.copy(service), copy.deepcopy(service), pickle.loads(pickle.dumps(service))):
+        assert copied == service
+        assert copied.accelerator_classes == ("h100",)
+    assert repr(service).startswith("InferenceService(name='svc', namespace='ns', spec=InferenceServiceSpec(")
+    assert not hasattr(service, "__dict__")  # slotted: thousands are kept

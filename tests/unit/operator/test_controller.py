@@ -5,8 +5,9 @@ again, objects too large to read are absent."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
-from collections.abc import Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any, TypeVar
 
 import pytest
@@ -101,19 +102,42 @@ def test_an_object_too_large_to_read_is_absent_and_said_once(
     ]
 
 
-def test_a_listing_never_undoes_what_the_watch_delivered_while_it_was_in_flight() -> None:
+async def _pages(
+    *pages: list[dict[str, Any]], between: Callable[[int], None] | None = None
+) -> AsyncIterator[list[dict[str, Any]]]:
+    """A listing read in ``pages``; ``between(n)`` runs after page ``n`` was consumed (a watch event then)."""
+    for number, page in enumerate(pages):
+        yield page
+        if between is not None:
+            between(number)
+
+
+# How the same listing of "m" and "old" may come: in one page, one object a page, with empty pages around.
+PAGINGS = [
+    pytest.param(lambda m, old: [[m, old]], id="one page"),
+    pytest.param(lambda m, old: [[m], [old]], id="a page each"),
+    pytest.param(lambda m, old: [[], [old], [], [m], []], id="empty pages around"),
+]
+
+
+@pytest.mark.parametrize("paging", PAGINGS)
+def test_a_listing_never_undoes_what_the_watch_delivered_while_it_was_in_flight(
+    paging: Callable[..., list[list[dict[str, Any]]]],
+) -> None:
+    m, old = _listed(objects.model("m")), _listed(objects.model("old"))
+
     async def scenario() -> Controller:
         controller = Controller(None, Metrics(), report_only=True)
         controller.begin_listing()
-        await controller.reconcile([_listed(objects.model("m")), _listed(objects.model("old"))])
+        await controller.reconcile(_pages(*paging(m, old)))
         controller.mark_ready()
         # A listing is requested; meanwhile the watch adds "new", deletes "old" and changes "m".
         controller.begin_listing()
         controller.on_watch_event(_listed(objects.model("new"), uid="n"), deleted=False)
-        controller.on_watch_event(_listed(objects.model("old")), deleted=True)
+        controller.on_watch_event(old, deleted=True)
         controller.on_watch_event(_listed(objects.model("m", size="8B"), generation=2), deleted=False)
         # The listing (older than all of that) still has "old" and the old "m", and not "new".
-        await controller.reconcile([_listed(objects.model("m")), _listed(objects.model("old"))])
+        await controller.reconcile(_pages(*paging(m, old)))
         return controller
 
     controller = _run(scenario())
@@ -122,17 +146,124 @@ def test_a_listing_never_undoes_what_the_watch_delivered_while_it_was_in_flight(
     assert controller.catalog.get(MODEL).spec.model_parameter_size == "8B"  # type: ignore[union-attr]
 
 
-def test_a_listing_forgets_what_vanished_and_queues_its_dependants() -> None:
+def test_what_the_watch_delivers_between_two_pages_is_newer_than_the_later_pages() -> None:
+    m, old = _listed(objects.model("m")), _listed(objects.model("old"))
+
+    def watch(page: int) -> None:
+        if page == 0:  # after the first page: "old" is deleted, "m" changed, both listed on later pages
+            controller.on_watch_event(old, deleted=True)
+            controller.on_watch_event(_listed(objects.model("m", size="8B"), generation=2), deleted=False)
+
+    async def scenario() -> None:
+        controller.begin_listing()
+        await controller.reconcile(_pages([], [m], [old], between=watch))
+
+    controller = Controller(None, Metrics(), report_only=True)
+    _run(scenario())
+    assert controller.catalog.keys(Kind.CLUSTER_BASE_MODEL) == [MODEL]
+    assert controller.catalog.get(MODEL).spec.model_parameter_size == "8B"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("paging", PAGINGS)
+def test_a_listing_forgets_what_vanished_and_queues_its_dependants(
+    paging: Callable[..., list[list[dict[str, Any]]]],
+) -> None:
+    isvc = _listed(objects.inference_service("svc", namespace="ns", model_name="m"))
+    m = _listed(objects.model("m"))
+
     async def scenario() -> tuple[Controller, int]:
         controller = Controller(None, Metrics(), report_only=True)
-        isvc = _listed(objects.inference_service("svc", namespace="ns", model_name="m"))
         controller.begin_listing()
-        await controller.reconcile([_listed(objects.model("m")), isvc])
+        await controller.reconcile(_pages(*paging(m, isvc)))
         controller.mark_ready()
         controller.begin_listing()
-        await controller.reconcile([isvc])  # the model vanished during a watch gap
+        await controller.reconcile(_pages([], [isvc], []))  # the model vanished during a watch gap
         return controller, controller.queue.depth
 
     controller, queued = _run(scenario())
     assert MODEL not in controller.catalog
     assert queued == 1  # the InferenceService that referenced it
+
+
+def test_a_listing_that_fails_part_way_stores_what_it_read_and_forgets_nothing() -> None:
+    m, old, new = (_listed(objects.model(name), uid=name) for name in ("m", "old", "new"))
+
+    async def failing() -> AsyncIterator[list[dict[str, Any]]]:
+        yield [_listed(m | {"spec": {"modelParameterSize": "8B"}}, uid="m", generation=2), new]
+        raise ConnectionError("the apiserver went away")
+
+    async def scenario() -> Controller:
+        controller = Controller(None, Metrics(), report_only=True)
+        controller.begin_listing()
+        await controller.reconcile(_pages([m, old]))
+        controller.begin_listing()
+        with pytest.raises(ConnectionError):
+            await controller.reconcile(failing())
+        # No listing is in flight any more: the watch's events are not remembered against one.
+        controller.on_watch_event(_listed(objects.model("later"), uid="later"), deleted=False)
+        assert controller._touched is None
+        return controller
+
+    controller = _run(scenario())
+    names = sorted(key.name for key in controller.catalog.keys(Kind.CLUSTER_BASE_MODEL))
+    assert names == ["later", "m", "new", "old"]  # "old" was not on the page read: still there
+    assert controller.catalog.get(MODEL).spec.model_parameter_size == "8B"  # type: ignore[union-attr]
+
+
+# --- what is kept per InferenceService ----------------------------------------------------------------------
+
+READY = {
+    "type": "RuntimeReady",
+    "status": "True",
+    "reason": "RuntimeSelected",
+    "message": "Selected ClusterServingRuntime rt (score 12)",
+    "lastTransitionTime": "2026-01-01T00:00:00Z",
+}
+
+
+@pytest.mark.parametrize(
+    "conditions",
+    [
+        pytest.param(None, id="none"),
+        pytest.param([], id="empty"),
+        pytest.param([READY], id="ours"),
+        pytest.param(
+            [{"type": "Ready", "status": "False", "observedGeneration": 3}, READY], id="another first"
+        ),
+        pytest.param([READY | {"flag": True, "ratio": 0.5, "empty": None}], id="every scalar"),
+        pytest.param([READY | {"details": {"a": [1]}}], id="a nested value"),
+        pytest.param([READY, "not a condition", 7, None, ["x"]], id="malformed entries"),
+        pytest.param("a string", id="not a list"),
+    ],
+)
+def test_the_stored_conditions_are_the_ones_read(conditions: Any) -> None:
+    body = json.loads(json.dumps(conditions))  # as parsed from the wire
+    stored = controller_module._Stored("7", body)
+    assert stored.resource_version == "7"
+    assert stored.conditions == conditions
+    assert stored.conditions == conditions  # read as often as a write needs
+    if isinstance(body, list):
+        kept = stored.conditions
+        assert isinstance(kept, list)
+        # Flat conditions are kept in a form of their own: a write's list never aliases the body's dicts.
+        flat = [i for i, c in enumerate(body) if isinstance(c, dict) and "details" not in c]
+        assert all(kept[i] is not body[i] for i in flat)
+
+
+def test_inference_services_share_the_strings_of_their_conditions() -> None:
+    first, second = (controller_module._Stored(v, json.loads(json.dumps([READY]))) for v in ("1", "2"))
+    (a,), (b,) = first.conditions or [], second.conditions or []
+    assert all(a[key] is b[key] for key in READY)
+    assert not hasattr(first, "__dict__")  # slotted: one is kept per InferenceService
+
+
+def test_the_controller_keeps_the_version_and_conditions_of_each_inference_service() -> None:
+    controller = Controller(None, Metrics(), report_only=True)
+    body = _listed(objects.inference_service("svc", namespace="ns", model_name="m"), version="9")
+    body["status"] = {"conditions": [READY]}
+    controller.on_watch_event(json.loads(json.dumps(body)), deleted=False)
+    key = ObjectKey(Kind.INFERENCE_SERVICE, "ns", "svc")
+    stored = controller._stored[key]
+    assert (stored.resource_version, stored.conditions) == ("9", [READY])
+    controller.on_watch_event(body, deleted=True)
+    assert key not in controller._stored

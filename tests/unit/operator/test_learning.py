@@ -1,25 +1,29 @@
 """The operator's model-metadata learning, without a cluster: which models are candidates, and the retry
-schedule on a fake clock (30 s, 2 min, then never more than one attempt per model per 10 minutes)."""
+schedule on a fake clock (30 s, 2 min, then never more than one attempt per model per 10 minutes), a full
+listing read in pages."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from ome_selector.api.resources import Kind, ObjectKey
+from ome_selector.kube.objects import Objects
 from ome_selector.modelfiles import LEARNABLE_FIELDS
 from ome_selector.operator.learning import (
     DEFAULT_RETRY_DELAYS,
     SKIP_ANNOTATION,
     Candidate,
     LearningConfig,
+    ModelMetadataLearner,
     RetrySchedule,
     _duration,
     candidate,
 )
+from ome_selector.operator.metrics import Metrics
 
 KEY = ObjectKey(Kind.CLUSTER_BASE_MODEL, None, "llama")
 OTHER = ObjectKey(Kind.BASE_MODEL, "team-a", "qwen")
@@ -155,3 +159,25 @@ def test_not_candidates(body: dict[str, Any]) -> None:
 @pytest.mark.parametrize("value", ["false", "", "yes", None])
 def test_only_true_opts_out(value: Any) -> None:
     assert candidate(_model(annotations={SKIP_ANNOTATION: value})) is not None
+
+
+# --- a full listing, a page at a time -----------------------------------------------------------------------
+
+
+def test_a_listing_read_in_pages_forgets_only_the_models_no_page_held() -> None:
+    learner = ModelMetadataLearner(
+        cast(Objects, None),  # a follower (may_write false) makes no call
+        Metrics(),
+        LearningConfig(),
+        instance="test",
+        may_write=lambda: False,
+    )
+    llama, qwen = _model(), _model("BaseModel") | {"metadata": {"name": "qwen", "namespace": "team-a"}}
+    learner.observe_all([llama, qwen])
+    assert set(learner._candidates) == {KEY, OTHER}
+    # The next listing comes in pages: llama, then a runtime; qwen is gone.
+    listed = learner.observe_listed([llama])
+    listed |= learner.observe_listed([_model("ServingRuntime")])
+    assert set(learner._candidates) == {KEY, OTHER}  # nothing is forgotten before the last page
+    learner.forget_unlisted(listed)
+    assert set(learner._candidates) == {KEY}
