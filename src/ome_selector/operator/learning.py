@@ -43,7 +43,7 @@ from ome_selector.modelfiles import (
 )
 from ome_selector.operator.metrics import Metrics
 from ome_selector.operator.workqueue import WorkQueue
-from ome_selector.operator.writer import COMPONENT, NotLeaderError
+from ome_selector.operator.writer import COMPONENT, ApiWriter, NotLeaderError
 
 __all__ = [
     "DEFAULT_RETRY_DELAYS",
@@ -218,6 +218,7 @@ class ModelMetadataLearner:
         self._metrics = metrics
         self._instance = instance
         self.may_write = may_write
+        self._events = ApiWriter(objects, metrics, instance=instance, may_write=may_write)
         self._read = read or functools.partial(_read_hub, endpoint=config.endpoint)
         self.results = Counter(
             "ome_selector_model_metadata",
@@ -440,21 +441,5 @@ class ModelMetadataLearner:
     async def _record_event(
         self, kind: Kind, involved: Mapping[str, Any], *, type_: str, reason: str, message: str
     ) -> None:
-        if not self.may_write():
-            return
-        try:
-            await self._objects.create_event(
-                kind,
-                involved,
-                type_=type_,
-                reason=reason,
-                message=message,
-                component=COMPONENT,
-                instance=self._instance,
-            )
-        except ApiError as error:
-            # What was set is on the model; a lost event must not undo or repeat the attempt.
-            self._metrics.api_errors.labels("create_event").inc()
-            logger.warning("could not record event %s: %s %s", reason, error.status, error.reason)
-            return
-        self._metrics.writes.labels("create_event").inc()
+        # What was set is on the model; a lost event must not undo or repeat the attempt.
+        await self._events.record_event(involved, kind=kind, type_=type_, reason=reason, message=message)

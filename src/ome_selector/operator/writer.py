@@ -76,8 +76,16 @@ class ApiWriter:
         return body
 
     async def record_event(
-        self, involved: Mapping[str, Any], *, type_: str, reason: str, message: str
+        self,
+        involved: Mapping[str, Any],
+        *,
+        type_: str,
+        reason: str,
+        message: str,
+        kind: Kind = Kind.INFERENCE_SERVICE,
     ) -> None:
+        """An event on ``involved`` (a body of ``kind``), at most once: never retried, and a failure only
+        counted and logged (the change it reports is already stored)."""
         if not self.may_write():
             # The condition was written while this replica led; the event is not recorded after losing the
             # Lease (at most once: the new leader sees the stored condition and records nothing either).
@@ -85,7 +93,7 @@ class ApiWriter:
             return
         try:
             await self._objects.create_event(
-                Kind.INFERENCE_SERVICE,
+                kind,
                 involved,
                 type_=type_,
                 reason=reason,

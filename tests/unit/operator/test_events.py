@@ -11,6 +11,7 @@ from typing import Any, cast
 import pytest
 
 from harness import objects
+from ome_selector.api.resources import Kind
 from ome_selector.kube.objects import ConflictError, Objects
 from ome_selector.operator.controller import Controller
 from ome_selector.operator.events import EventPipeline, PendingEvent, involved_reference
@@ -159,8 +160,15 @@ class _RecordingWriter(ApiWriter):
         return body
 
     async def record_event(
-        self, involved: Mapping[str, Any], *, type_: str, reason: str, message: str
+        self,
+        involved: Mapping[str, Any],
+        *,
+        type_: str,
+        reason: str,
+        message: str,
+        kind: Kind = Kind.INFERENCE_SERVICE,
     ) -> None:
+        assert kind is Kind.INFERENCE_SERVICE
         assert set(involved["metadata"]) == {"name", "namespace", "uid", "resourceVersion"}
         self.calls.append(f"event {reason}")
 
