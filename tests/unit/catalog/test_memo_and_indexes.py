@@ -10,55 +10,16 @@ in a row, so the second decision reads the memo.
 
 from __future__ import annotations
 
+from catalog_strategies import OTHER, models, runtimes
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from selection_builders import NS, entry, isvc, model, no_runtime_message_from, runtime
 
-from ome_selector.api.resources import InferenceService, Kind, Model, ObjectKey, Resource, Runtime
+from ome_selector.api.resources import InferenceService, Kind, ObjectKey, Resource
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.selection.explain import explain
 from ome_selector.selection.outcome import Outcome, OutcomeKind, evaluate
-
-OTHER = "other"
-
-entries = st.builds(
-    lambda fmt, arch, version, operator, auto_select, priority: entry(
-        fmt, arch=arch, version=version, operator=operator, auto_select=auto_select, priority=priority
-    ),
-    st.sampled_from(["safetensors", "onnx"]),
-    st.sampled_from([None, "A", "B"]),
-    st.sampled_from([None, "1.0", "2.0"]),
-    st.sampled_from([None, "GreaterThanOrEqual"]),
-    st.booleans(),
-    st.integers(1, 3),
-)
-
-
-@st.composite
-def runtimes(draw: st.DrawFn) -> Runtime:
-    size_range = draw(st.sampled_from([{}, {"max": "1B"}, {"min": "2B"}, {"min": "1B", "max": "9B"}]))
-    return runtime(
-        draw(st.sampled_from("abcd")),
-        *draw(st.lists(entries, max_size=2)),
-        namespace=draw(st.sampled_from([NS, OTHER, None])),
-        disabled=draw(st.booleans()),
-        classes=draw(st.sampled_from([None, ["a100"], ["a100", "h100"]])),
-        **size_range,
-    )
-
-
-@st.composite
-def models(draw: st.DrawFn) -> Model:
-    return model(
-        draw(st.sampled_from("mn")),
-        fmt=draw(st.sampled_from(["safetensors", "onnx", None])),
-        arch=draw(st.sampled_from([None, "A", "B"])),
-        version=draw(st.sampled_from([None, "1.0", "2.0"])),
-        size=draw(st.sampled_from([None, "3B", "500M"])),
-        namespace=draw(st.sampled_from([NS, None])),
-        disabled=draw(st.sampled_from([False, False, False, True])),
-    )
 
 
 def _probe(namespace: str, model_name: str, accelerator: str | None) -> InferenceService:

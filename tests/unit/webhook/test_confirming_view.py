@@ -8,9 +8,10 @@ final objects gives — and the live catalog's memo, filled first, must not leak
 
 from __future__ import annotations
 
+from catalog_strategies import OTHER, models, runtimes
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from selection_builders import NS, entry, isvc, model, runtime
+from selection_builders import NS, isvc
 
 from ome_selector.api.resources import InferenceService, Kind, Model, ObjectKey, Runtime
 from ome_selector.catalog.catalog import Catalog
@@ -18,44 +19,6 @@ from ome_selector.selection.outcome import Outcome, evaluate
 from ome_selector.selection.profiles import RuntimeProfile
 from ome_selector.selection.view import CatalogView
 from ome_selector.webhook.admission import _Amended
-
-OTHER = "other"
-
-entries = st.builds(
-    lambda fmt, arch, auto_select, priority: entry(
-        fmt, arch=arch, auto_select=auto_select, priority=priority
-    ),
-    st.sampled_from(["safetensors", "onnx"]),
-    st.sampled_from([None, "A"]),
-    st.booleans(),
-    st.integers(1, 3),
-)
-
-
-@st.composite
-def runtimes(draw: st.DrawFn) -> Runtime:
-    size_range = draw(st.sampled_from([{}, {"max": "1B"}, {"min": "2B"}, {"min": "1B", "max": "9B"}]))
-    return runtime(
-        draw(st.sampled_from("abcde")),
-        *draw(st.lists(entries, min_size=1, max_size=2)),
-        namespace=draw(st.sampled_from([NS, OTHER, None])),
-        disabled=draw(st.sampled_from([False, False, True])),
-        classes=draw(st.sampled_from([None, ["a100"]])),
-        **size_range,
-    )
-
-
-@st.composite
-def models(draw: st.DrawFn) -> Model:
-    return model(
-        "m",
-        fmt=draw(st.sampled_from(["safetensors", "onnx", None])),
-        arch=draw(st.sampled_from([None, "A"])),
-        size=draw(st.sampled_from([None, "3B", "500M"])),
-        namespace=draw(st.sampled_from([NS, None])),
-        disabled=draw(st.sampled_from([False, False, False, True])),
-    )
-
 
 removals = st.builds(
     ObjectKey,
@@ -77,10 +40,10 @@ def _decided(view: CatalogView, service: InferenceService) -> Outcome | None:
 
 @settings(max_examples=150, deadline=None)
 @given(
-    live_runtimes=st.lists(runtimes(), max_size=8),
-    changes=st.lists(runtimes() | removals, max_size=5),
-    read=models(),
-    live_model=st.none() | st.just("the model read") | models(),
+    live_runtimes=st.lists(runtimes("abcde", min_entries=1), max_size=8),
+    changes=st.lists(runtimes("abcde", min_entries=1) | removals, max_size=5),
+    read=models("m"),
+    live_model=st.none() | st.just("the model read") | models("m"),
 )
 def test_the_amended_live_catalog_decides_as_a_catalog_rebuilt_from_the_same_objects(
     live_runtimes: list[Runtime],
