@@ -216,8 +216,8 @@ class ModelMetadataLearner:
     ) -> None:
         self._objects = objects
         self._metrics = metrics
-        self._instance = instance
         self.may_write = may_write
+        # Events at most once, as the operator's own (a lost one must not undo or repeat an attempt).
         self._events = ApiWriter(objects, metrics, instance=instance, may_write=may_write)
         self._read = read or functools.partial(_read_hub, endpoint=config.endpoint)
         self.results = Counter(
@@ -267,10 +267,6 @@ class ModelMetadataLearner:
         if key is not None:
             self._drop(key)
             self._learned.pop(key, None)
-
-    def observe_all(self, bodies: Iterable[Mapping[str, Any]]) -> None:
-        """A full listing (startup, resync): observe every model, forget the ones no longer there."""
-        self.forget_unlisted(self.observe_listed(bodies))
 
     def observe_listed(self, bodies: Iterable[Mapping[str, Any]]) -> set[ObjectKey]:
         """A page of a full listing: observe its models; returns their keys (for :meth:`forget_unlisted`)."""
@@ -379,8 +375,12 @@ class ModelMetadataLearner:
         self.results.labels("learned").inc()
         learned_text = ", ".join(describe_fill(fields, metadata))
         logger.info("%s: learned from %s: %s", key, uri, learned_text)
-        await self._record_event(
-            key.kind, stored, type_="Normal", reason=LEARNED, message=f"Learned from {uri}: {learned_text}"
+        await self._events.record_event(
+            stored,
+            kind=key.kind,
+            type_="Normal",
+            reason=LEARNED,
+            message=f"Learned from {uri}: {learned_text}",
         )
 
     async def _write(
@@ -434,12 +434,6 @@ class ModelMetadataLearner:
         self._request(key)
         if event:
             message = f"Cannot read the model's files: {reason}; next attempt in {_duration(delay)}"
-            await self._record_event(
-                key.kind, found.involved, type_="Warning", reason=UNAVAILABLE, message=message
+            await self._events.record_event(
+                found.involved, kind=key.kind, type_="Warning", reason=UNAVAILABLE, message=message
             )
-
-    async def _record_event(
-        self, kind: Kind, involved: Mapping[str, Any], *, type_: str, reason: str, message: str
-    ) -> None:
-        # What was set is on the model; a lost event must not undo or repeat the attempt.
-        await self._events.record_event(involved, kind=kind, type_=type_, reason=reason, message=message)

@@ -173,7 +173,7 @@ def test_a_listing_read_in_pages_forgets_only_the_models_no_page_held() -> None:
         may_write=lambda: False,
     )
     llama, qwen = _model(), _model("BaseModel") | {"metadata": {"name": "qwen", "namespace": "team-a"}}
-    learner.observe_all([llama, qwen])
+    learner.forget_unlisted(learner.observe_listed([llama, qwen]))
     assert set(learner._candidates) == {KEY, OTHER}
     # The next listing comes in pages: llama, then a runtime; qwen is gone.
     listed = learner.observe_listed([llama])
