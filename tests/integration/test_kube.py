@@ -12,7 +12,7 @@ from kubernetes import client
 
 from harness import objects
 from harness.controlplane import ControlPlane
-from harness.kube import create, events_for, get
+from harness.kube import create, delete, events_for, get, patch
 from ome_selector.api.resources import API_GROUP_VERSION, Kind
 from ome_selector.kube import objects as kube_objects
 from ome_selector.kube import scope
@@ -149,26 +149,47 @@ def test_metadata_listing_names_each_object_and_its_version_only(
     monkeypatch.setattr(kube_objects, "METADATA_PAGE_SIZE", 2)  # five objects take three pages
     kinds = [Kind.SERVING_RUNTIME]
 
-    async def both(o: Objects) -> tuple[kube_objects.Snapshot, kube_objects.Snapshot]:
-        return await o.list_objects(namespaces=[namespace], kinds=kinds), await o.list_metadata(
-            namespaces=[namespace], kinds=kinds
-        )
+    async def both(o: Objects) -> tuple[kube_objects.Snapshot, kube_objects.Listing]:
+        full = await o.list_objects(namespaces=[namespace], kinds=kinds)
+        return full, await o.list_versions(Kind.SERVING_RUNTIME, namespace)
 
-    full, metadata = _with_objects(control_plane, both)
-    assert metadata.resource_version is not None
-    assert metadata.bodies == [
+    full, listing = _with_objects(control_plane, both)
+    assert len(listing.pages) == 3
+    assert listing.bodies() == [
         {
             "apiVersion": API_GROUP_VERSION,
             "kind": "ServingRuntime",
             "metadata": {
                 "name": body["metadata"]["name"],
                 "namespace": namespace,
+                "uid": body["metadata"]["uid"],
                 "resourceVersion": body["metadata"]["resourceVersion"],
+                "generation": 1,
             },
         }
         for body in full.bodies
     ]
-    assert len(metadata.bodies) == 5
+
+
+def test_a_listing_digest_changes_with_the_listed_objects_only(
+    control_plane: ControlPlane, api_client: Any, namespace: str
+) -> None:
+    create(api_client, objects.runtime("r0", namespace=namespace))
+
+    def digest() -> bytes:
+        listing = _with_objects(control_plane, lambda o: o.list_versions(Kind.SERVING_RUNTIME, namespace))
+        return listing.digest
+
+    first = digest()
+    create(api_client, objects.model("elsewhere", namespace=namespace))  # the listing's resourceVersion moves
+    assert digest() == first
+    create(api_client, objects.runtime("r1", namespace=namespace))
+    second = digest()
+    assert second != first
+    patch(api_client, "ServingRuntime", "r1", {"metadata": {"labels": {"touched": "yes"}}}, namespace)
+    assert digest() not in (first, second)
+    delete(api_client, "ServingRuntime", "r1", namespace)
+    assert digest() == first  # the same object at the same version again
 
 
 def test_a_sifted_listing_keeps_what_the_predicate_accepts_and_sees_every_object(

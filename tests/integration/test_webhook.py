@@ -575,6 +575,52 @@ def test_a_runtime_created_just_before_is_read(
     assert _live_catalog(webhook).resolve_runtime_profile(ns, "rt-fits") is None
 
 
+def test_a_denial_repeated_against_unchanged_runtimes_is_not_decoded_again_and_a_change_is_seen(
+    webhook: OperatorThread, kubectl: Kubectl, namespace: str
+) -> None:
+    ns = namespace
+    setup = kubectl.create(_model("llama", ns, "3.21B"), _runtime("rt-small", ns, ("500M", "2B")))
+    assert setup.returncode == 0, setup.stderr
+    _seen(webhook, ns, ["llama"], ["rt-small"])
+    reader = _reader(webhook)
+    held = reader.listings_held_as_before
+    for name in ("first", "second", "third"):
+        denied = kubectl.create(isvc(name, ns, "llama"), dry_run=True)
+        assert denied.returncode == 1, denied.stderr
+    assert reader.listings_held_as_before == held + 2  # the first listing was decoded and compared
+    _blind(webhook, ns)
+    created = kubectl.create(_runtime("rt-fits", ns, ("2B", "4B")))
+    assert created.returncode == 0, created.stderr
+    allowed = kubectl.create(isvc("svc", ns, "llama"), dry_run=True)
+    assert (allowed.returncode, warnings_of(allowed)) == (0, []), allowed.stderr
+    assert reader.listings_held_as_before == held + 2
+
+
+def test_a_runtime_whose_labels_changed_is_held_as_indexed_and_not_read_again(
+    webhook: OperatorThread, kubectl: Kubectl, namespace: str
+) -> None:
+    ns = namespace
+    setup = kubectl.create(_model("llama", ns, "3.21B"), _runtime("rt-small", ns, ("500M", "2B")))
+    assert setup.returncode == 0, setup.stderr
+    _seen(webhook, ns, ["llama"], ["rt-small"])
+    _blind(webhook, ns)
+    reader = _reader(webhook)
+    fetched = reader.runtimes_fetched
+    labelled = kubectl("label", "servingruntime", "rt-small", "-n", ns, "team=serving")
+    assert labelled.returncode == 0, labelled.stderr
+    denied = kubectl.create(isvc("svc", ns, "llama"), dry_run=True)
+    assert denied.returncode == 1
+    assert reader.runtimes_fetched == fetched  # same uid and generation: the indexed spec is the stored one
+    resized = kubectl(
+        "patch", "servingruntime", "rt-small", "-n", ns, "--type=merge", "-p",
+        '{"spec": {"modelSizeRange": {"max": "4B"}}}',
+    )  # fmt: skip
+    assert resized.returncode == 0, resized.stderr
+    allowed = kubectl.create(isvc("svc", ns, "llama"), dry_run=True)
+    assert allowed.returncode == 0, allowed.stderr
+    assert reader.runtimes_fetched == fetched + 1
+
+
 def test_a_runtime_modified_just_before_is_read_as_it_is_now(
     webhook: OperatorThread, kubectl: Kubectl, namespace: str, api_client: Any
 ) -> None:

@@ -274,6 +274,7 @@ def _load(doc: Mapping[str, Any], default_namespace: str | None) -> Resource | N
                 spec=RuntimeSpec.model_validate(spec),
                 uid=uid,
                 resource_version=resource_version,
+                generation=_generation(metadata),
             )
         isvc_spec = InferenceServiceSpec.model_validate(spec)
     except ValidationError as error:

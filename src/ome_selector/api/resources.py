@@ -251,6 +251,8 @@ class Runtime(_Frozen):
     spec: RuntimeSpec = Field(default_factory=RuntimeSpec)
     uid: StrictStr | None = None
     resource_version: StrictStr | None = None
+    #: ``metadata.generation``: moves with every change of the spec, not with one of labels or annotations.
+    generation: int | None = None
 
     @property
     def key(self) -> ObjectKey:

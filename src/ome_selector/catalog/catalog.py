@@ -14,7 +14,9 @@ and keeps indexes so that a decision touches only what it needs:
   visible from their namespace is stored or removed;
 - models are indexed for the SPEC §1 lookups (BaseModel in the namespace, else ClusterBaseModel);
 - InferenceServices are indexed by namespace and by ``spec.model.name``, so a model or runtime event finds the
-  InferenceServices to re-evaluate.
+  InferenceServices to re-evaluate;
+- ``runtimes_stamp`` changes whenever a runtime is stored or removed, and no two catalogs share one, so a
+  reader can tell that the runtimes are the ones it compared before.
 
 Storing an object with the key of a stored one replaces it ("later wins"). The catalog is not thread-safe: one
 event loop (or one lock) owns it. It is the :class:`~ome_selector.selection.view.CatalogView` that selection
@@ -23,6 +25,7 @@ reads.
 
 from __future__ import annotations
 
+import itertools
 from bisect import bisect_left
 from collections.abc import Hashable, Iterable, Iterator
 from typing import TypeVar
@@ -36,6 +39,9 @@ __all__ = ["Catalog"]
 _K = TypeVar("_K")
 _V = TypeVar("_V")
 _W = TypeVar("_W")
+
+#: Where every catalog's runtimes stamp comes from (unique in the process).
+_STAMPS = itertools.count(1)
 
 
 class _Shelf:
@@ -121,6 +127,7 @@ class Catalog:
         self._runtimes_by_format: dict[tuple[str | None, str], _Shelf] = {}
         self._runtimes_by_match_key: dict[tuple[str | None, MatchKey], _Shelf] = {}
         self._auto_selections = AutoSelectionMemo()
+        self._runtimes_stamp = next(_STAMPS)
         # models: scope → name → key
         self._models: dict[str | None, dict[str, ObjectKey]] = {}
         # inference services: namespace → keys; model name → keys
@@ -154,6 +161,7 @@ class Catalog:
             for match_key in profile.entries_by_key:
                 _shelve(self._runtimes_by_match_key, (scope, match_key), profile)
             self._auto_selections.runtimes_changed(scope)
+            self._runtimes_stamp = next(_STAMPS)
         elif isinstance(resource, Model):
             self._model_profiles[key] = ModelProfile.of(resource)
             self._models.setdefault(scope, {})[key.name] = key
@@ -178,6 +186,7 @@ class Catalog:
             for match_key in profile.entries_by_key:
                 _unshelve(self._runtimes_by_match_key, (scope, match_key), key.name)
             self._auto_selections.runtimes_changed(scope)
+            self._runtimes_stamp = next(_STAMPS)
         elif isinstance(resource, Model):
             self._model_profiles.pop(key, None)
             _discard(self._models, scope, key.name)
@@ -246,6 +255,11 @@ class Catalog:
     def runtime_counts(self, namespace: str) -> tuple[int, int]:
         """(ServingRuntimes in ``namespace``, ClusterServingRuntimes)."""
         return len(self._runtimes.get(namespace, {})), len(self._runtimes.get(None, {}))
+
+    @property
+    def runtimes_stamp(self) -> int:
+        """A number that changes whenever a runtime is stored or removed, unique to this catalog's state."""
+        return self._runtimes_stamp
 
     def models(self) -> list[Model]:
         return [r for r in self._objects.values() if isinstance(r, Model)]

@@ -6,10 +6,13 @@ the snapshot is one point in time. Any error fails the whole listing: callers ne
 :meth:`Objects.list_pages` is the same listing handed out a page at a time (the operator's startup and
 resync): only the page being read and the one being consumed are alive, not every body of every kind; an
 error ends it before the pages still to come, so a consumer acts on what is absent only once the iteration
-has finished. :meth:`Objects.list_metadata` is the same listing, metadata only (the apiserver's
+has finished. :meth:`Objects.list_versions` lists one kind metadata only (the apiserver's
 ``PartialObjectMetadataList``): which objects exist and at which resourceVersion, for a fraction of the bytes
-and none of the specs; :meth:`Objects.list_objects_where` keeps only the objects a predicate accepts. Both
-read each page with the garbage collector paused (see :func:`_sifted`).
+and none of the specs, kept undecoded with a digest of the items, so a reader that has compared the same
+items before need not decode them again (see :class:`Listing`); :meth:`Objects.list_objects_where` keeps
+only the objects a predicate accepts. Both decode each page with the garbage collector paused (see
+:func:`_sifted`), and ask for it uncompressed: they sit on the admission path, where compressing half a
+megabyte costs the apiserver and the reader more time than the bytes take to cross a cluster's network.
 
 Bodies are plain dicts with ``apiVersion`` and ``kind`` always filled in. Status (and a model's learned
 fields, SPEC §10) is written with a JSON merge patch; the caller guards it with ``metadata.resourceVersion``,
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import datetime
 import gc
+import hashlib
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -42,6 +46,7 @@ __all__ = [
     "ApiError",
     "ConflictError",
     "GoneError",
+    "Listing",
     "Objects",
     "Page",
     "Snapshot",
@@ -68,6 +73,8 @@ EVENT_NAMESPACE_OF_CLUSTER_OBJECTS = "default"
 _MERGE_PATCH = "application/merge-patch+json"
 #: The Accept header of a metadata-only list: the apiserver answers a PartialObjectMetadataList.
 METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+#: Where a list's items begin in the apiserver's JSON (after kind, apiVersion and the list's metadata).
+_ITEMS = b',"items":'
 
 
 #: One page of a listing: (kind, namespace or None, the list call's keyword arguments) → the list.
@@ -109,6 +116,46 @@ class Page:
     bodies: list[dict[str, Any]]
 
 
+@dataclass(frozen=True)
+class Listing:
+    """A metadata-only listing of one kind as read (one consistent listing, however many pages): the pages
+    undecoded, and a digest of their items.
+
+    The digest leaves out what changes between two reads when no listed object does (the listing's
+    resourceVersion, continue tokens): equal digests mean the same objects at the same resourceVersions.
+    """
+
+    kind: Kind
+    digest: bytes
+    pages: tuple[bytes, ...]
+
+    def bodies(self) -> list[dict[str, Any]]:
+        """Each listed object as a body of its kind holding only the metadata :func:`_identity` keeps."""
+        return [
+            _complete(item, self.kind)
+            for page in self.pages
+            for item in _sifted(page, self.kind, _identities).get("items") or []
+        ]
+
+
+def _list_parts(data: bytes) -> tuple[dict[str, Any], bytes]:
+    """A list page's own fields (kind, apiVersion, metadata) and the bytes of its items, the items not
+    decoded. A page not laid out as the apiserver writes lists is decoded whole, and all of it counts as
+    its items (a digest of it then matches no other page: correct, only slower)."""
+    at = data.find(_ITEMS)
+    if at >= 0:
+        try:
+            head = json.loads(data[:at] + b"}")
+        except ValueError:
+            head = None
+        if isinstance(head, dict):
+            return head, data[at:]
+    whole = json.loads(data)
+    if not isinstance(whole, dict):
+        raise ValueError("a list page that is not a JSON object")
+    return whole, data
+
+
 def now_rfc3339() -> str:
     """The current time as Kubernetes writes timestamps (UTC, whole seconds)."""
     return datetime.datetime.now(datetime.UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -137,10 +184,14 @@ def _identities(kind: Kind, items: list[dict[str, Any]]) -> list[dict[str, Any]]
     return [_identity(item.get("metadata") or {}) for item in items]
 
 
+#: What a metadata-only list item keeps: which object, and which version of it.
+_IDENTITY = ("name", "namespace", "uid", "resourceVersion", "generation")
+
+
 def _identity(metadata: Mapping[str, Any]) -> dict[str, Any]:
-    """A metadata-only list item as a body of its own kind: name, namespace and resourceVersion."""
-    kept = {key: metadata[key] for key in ("name", "namespace", "resourceVersion") if key in metadata}
-    return {"metadata": kept}
+    """A metadata-only list item as a body of its own kind: name, namespace, uid, resourceVersion and
+    generation."""
+    return {"metadata": {key: metadata[key] for key in _IDENTITY if key in metadata}}
 
 
 def _complete(body: dict[str, Any], kind: Kind) -> dict[str, Any]:
@@ -174,13 +225,24 @@ class Objects:
         """
         return self._pages(namespaces, kinds, self._page, PAGE_SIZE)
 
-    async def list_metadata(
-        self, *, namespaces: Sequence[str] | None = None, kinds: Iterable[Kind] = ALL_KINDS
-    ) -> Snapshot:
-        """As :meth:`list_objects`, but each body holds only ``apiVersion``, ``kind`` and ``metadata`` reduced
-        to ``name``, ``namespace`` (namespaced kinds) and ``resourceVersion``."""
-        read_page = self._sifted_pages(METADATA_ONLY, _identities)
-        return await self._list(namespaces, kinds, read_page, METADATA_PAGE_SIZE)
+    async def list_versions(self, kind: Kind, namespace: str | None = None) -> Listing:
+        """The objects of ``kind`` (in ``namespace``; a cluster kind, or every namespace, when None) read now
+        as one consistent listing, metadata only and undecoded (see :class:`Listing`)."""
+        digest = hashlib.blake2b(digest_size=16)
+        pages: list[bytes] = []
+        token: str | None = None
+        while True:
+            query: list[tuple[str, Any]] = [("limit", METADATA_PAGE_SIZE)]
+            if token:
+                query.append(("continue", token))  # it carries the first page's resourceVersion
+            data = await self._read_list(kind, namespace, query, METADATA_ONLY)
+            head, items = _list_parts(data)
+            digest.update(len(items).to_bytes(8, "big"))
+            digest.update(items)
+            pages.append(data)
+            token = (head.get("metadata") or {}).get("continue")
+            if not token:
+                return Listing(kind, digest.digest(), tuple(pages))
 
     async def list_objects_where(
         self,
@@ -242,22 +304,28 @@ class Objects:
         """Reads pages as ``accept`` and sifts their items with :func:`_sifted`."""
 
         async def read_page(kind: Kind, namespace: str | None, arguments: dict[str, Any]) -> dict[str, Any]:
-            # The generated list calls fix Accept and parse the body themselves, hence call_api.
-            where = "/namespaces/{namespace}" if namespace is not None else ""
             query = [(_QUERY_NAMES[key], value) for key, value in arguments.items() if key in _QUERY_NAMES]
-            response = await self._api_client.call_api(
-                f"/apis/{API_GROUP_VERSION}{where}/{kind.plural}",
-                "GET",
-                path_params={"namespace": namespace} if namespace is not None else {},
-                query_params=query,
-                header_params={"Accept": accept},
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _return_http_data_only=True,
-            )
-            return _sifted(await _checked_body(response), kind, sift)
+            return _sifted(await self._read_list(kind, namespace, query, accept), kind, sift)
 
         return read_page
+
+    async def _read_list(
+        self, kind: Kind, namespace: str | None, query: list[tuple[str, Any]], accept: str
+    ) -> bytes:
+        """The body of one list call, as ``accept`` and uncompressed (see the module's docstring)."""
+        # The generated list calls fix Accept and parse the body themselves, hence call_api.
+        where = "/namespaces/{namespace}" if namespace is not None else ""
+        response = await self._api_client.call_api(
+            f"/apis/{API_GROUP_VERSION}{where}/{kind.plural}",
+            "GET",
+            path_params={"namespace": namespace} if namespace is not None else {},
+            query_params=query,
+            header_params={"Accept": accept, "Accept-Encoding": "identity"},
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _return_http_data_only=True,
+        )
+        return await _checked_body(response)
 
     async def get(self, kind: Kind, namespace: str | None, name: str) -> dict[str, Any] | None:
         """The object as stored now; None when there is none (404)."""

@@ -29,7 +29,7 @@ from ome_selector.api.bounds import oversized
 from ome_selector.api.loading import LoadError, key_of, load_resource
 from ome_selector.api.resources import API_GROUP, API_VERSION, Kind, Model, ObjectKey, Resource, Runtime
 from ome_selector.catalog.catalog import Catalog
-from ome_selector.kube.objects import Objects
+from ome_selector.kube.objects import Listing, Objects
 from ome_selector.selection.memo import AutoSelectionMemo
 from ome_selector.selection.profiles import MatchKey, ModelProfile, RuntimeProfile
 from ome_selector.selection.view import CatalogView
@@ -67,6 +67,8 @@ _Handler = Callable[..., Awaitable[None]]
 MAX_RUNTIME_FETCHES = 16
 #: Runtimes remembered as unreadable (by resourceVersion), so that confirmations do not fetch them again.
 MAX_UNREADABLE = 1024
+#: Namespaces whose listings are remembered as found held (see :class:`DirectReader`).
+MAX_HELD_NAMESPACES = 256
 #: A full listing hands the event loop back after this many objects read (SPEC §8: no handler holds it long).
 _YIELD_EVERY = 64
 _RUNTIME_KINDS = (Kind.SERVING_RUNTIME, Kind.CLUSTER_SERVING_RUNTIME)
@@ -77,17 +79,30 @@ class DirectReader:
     whatever differs from what is stored now.
 
     The model and a named runtime are read with GETs. For auto-selection, every runtime visible from the
-    namespace matters, so a metadata-only listing (names and resourceVersions, read now) says which runtimes
-    the live catalog holds as stored, which it lacks or holds in an older version (those are fetched: at most
-    :data:`MAX_RUNTIME_FETCHES`, else one full listing) and which are gone. The runtimes the live catalog
-    holds as stored are not read again: a denial costs one listing of metadata, not reading every runtime.
+    namespace matters, so a metadata-only listing (names and versions, read now) says which runtimes the live
+    catalog holds as stored (:func:`_held_as_listed`), which it lacks or holds in an older version (those are
+    fetched: at most :data:`MAX_RUNTIME_FETCHES`, else one full listing) and which are gone. The runtimes the
+    live catalog holds as stored are not read again: a denial costs one listing of metadata, not reading every
+    runtime.
+
+    When a listing shows the live catalog holding every runtime as stored, its digests are kept for the
+    namespace with the live catalog's runtimes stamp; a later listing with the same digests, the live
+    runtimes unchanged since, is the same comparison with the same answer, and is not decoded again (a
+    denial repeated against an unchanged catalog costs the listing and its digest).
     """
 
     def __init__(self, objects: Objects) -> None:
         self._objects = objects
         self._unreadable: dict[ObjectKey, str | None] = {}
+        #: Namespace → (the digests of its listings, the live catalog's runtimes stamp) when they were found
+        #: held as stored.
+        self._held: dict[str, tuple[tuple[bytes, ...], int]] = {}
         #: Confirmations whose runtimes were read by a full listing (tests and logs).
         self.full_listings = 0
+        #: Confirmations whose listings were found held as before, without decoding them (tests and logs).
+        self.listings_held_as_before = 0
+        #: Runtimes read one by one because the live catalog lacked them or held another version (tests).
+        self.runtimes_fetched = 0
 
     async def catalog_for(self, lookup: Lookup, known: Catalog | None = None) -> CatalogView:
         """The model, then the named runtime or every runtime visible from the namespace, as stored now;
@@ -111,12 +126,12 @@ class DirectReader:
             model = await resolving
             if model is None:
                 return Catalog()
-            listing = await self._list_runtime_versions(namespaces)
+            listings = await self._list_runtime_versions(namespaces)
         else:
-            model, listing = await asyncio.gather(resolving, self._list_runtime_versions(namespaces))
+            model, listings = await asyncio.gather(resolving, self._list_runtime_versions(namespaces))
             if model is None:
                 return Catalog()
-        changes = _differences(live, namespace, listing, self._unreadable)
+        changes = self._compare(live, namespace, listings)
         if len(changes.stale) > MAX_RUNTIME_FETCHES:
             self.full_listings += 1
             comparison = _Comparison(live, namespace, self._unreadable)
@@ -138,17 +153,32 @@ class DirectReader:
             model = stored
         return _Amended(live, model, amended)
 
-    async def _list_runtime_versions(self, namespaces: list[str]) -> list[dict[str, Any]]:
-        """The names and resourceVersions of the runtimes visible from ``namespaces``, read now: each kind
-        by its own consistent listing (both at least as new as the request)."""
-        snapshots = await asyncio.gather(
-            self._objects.list_metadata(namespaces=namespaces, kinds=(Kind.SERVING_RUNTIME,)),
-            self._objects.list_metadata(kinds=(Kind.CLUSTER_SERVING_RUNTIME,)),
+    async def _list_runtime_versions(self, namespaces: list[str]) -> list[Listing]:
+        """The names and versions of the runtimes visible from ``namespaces``, read now: each kind
+        by its own consistent listing (each at least as new as the request)."""
+        return await asyncio.gather(
+            *(self._objects.list_versions(Kind.SERVING_RUNTIME, namespace) for namespace in namespaces),
+            self._objects.list_versions(Kind.CLUSTER_SERVING_RUNTIME),
         )
-        return [body for snapshot in snapshots for body in snapshot.bodies]
+
+    def _compare(self, live: Catalog, namespace: str, listings: list[Listing]) -> _Differences:
+        """How the listed runtimes differ from the live catalog's (taken without an await in between)."""
+        digests = tuple(listing.digest for listing in listings)
+        held = (digests, live.runtimes_stamp)
+        if self._held.get(namespace) == held:
+            self.listings_held_as_before += 1
+            return _Differences([], [])
+        listed = [body for listing in listings for body in listing.bodies()]
+        changes = _differences(live, namespace, listed, self._unreadable)
+        if not changes.stale and not changes.gone:
+            if len(self._held) >= MAX_HELD_NAMESPACES:
+                self._held.clear()
+            self._held[namespace] = held
+        return changes
 
     async def _fetch(self, changes: _Differences) -> dict[ObjectKey, RuntimeProfile | None]:
         """The stale runtimes read one by one (None: gone or unreadable), and the gone ones."""
+        self.runtimes_fetched += len(changes.stale)
         bodies = await asyncio.gather(
             *(self._objects.get(key.kind, key.namespace, key.name) for key in changes.stale)
         )
@@ -178,6 +208,7 @@ class DirectReader:
             return RuntimeProfile.of(runtime)
         if len(self._unreadable) >= MAX_UNREADABLE:
             self._unreadable.clear()
+            self._held.clear()  # what was held counted on runtimes known unreadable
         self._unreadable[key] = (body.get("metadata") or {}).get("resourceVersion")
         return None
 
@@ -221,8 +252,9 @@ def _differences(
 class _Comparison:
     """Listed runtimes compared one by one with the live runtimes visible from ``namespace``.
 
-    A listed runtime differs when the live catalog lacks it or holds another version of it — unless it is
-    absent from the live catalog and was found ``unreadable`` at the listed version before (absent still).
+    A listed runtime differs when the live catalog lacks it or holds another version of it (see
+    :func:`_held_as_listed`) — unless it is absent from the live catalog and was found ``unreadable`` at the
+    listed version before (absent still).
     """
 
     def __init__(self, live: Catalog, namespace: str, unreadable: Mapping[ObjectKey, str | None]) -> None:
@@ -239,10 +271,11 @@ class _Comparison:
             return False
         self._listed.add(key)
         stored = self._live.get(key)
-        version = (body.get("metadata") or {}).get("resourceVersion")
-        if stored is not None and stored.resource_version == version:
+        metadata = body.get("metadata") or {}
+        if stored is not None and _held_as_listed(stored, metadata):
             self.held += 1
             return False
+        version = metadata.get("resourceVersion")
         return stored is not None or key not in self._unreadable or self._unreadable[key] != version
 
     def gone(self) -> list[ObjectKey]:
@@ -250,6 +283,23 @@ class _Comparison:
         listed = self._listed
         visible = self._live.runtime_profiles_visible_from(self._namespace)
         return [profile.runtime.key for profile in visible if profile.runtime.key not in listed]
+
+
+def _held_as_listed(stored: Resource, listed: Mapping[str, Any]) -> bool:
+    """Whether the live catalog holds the listed runtime (``listed``: its metadata) as it is stored: at the
+    same resourceVersion, or with the same uid and generation. The apiserver moves a custom resource's
+    generation with every change but those of its metadata (and status), and the operator does not read a
+    runtime again while its generation stays (only its spec matters): a runtime whose labels changed is
+    still held."""
+    if stored.resource_version is not None and stored.resource_version == listed.get("resourceVersion"):
+        return True
+    return (
+        isinstance(stored, Runtime)
+        and stored.generation is not None
+        and stored.uid is not None
+        and stored.uid == listed.get("uid")
+        and stored.generation == listed.get("generation")
+    )
 
 
 def _order(profile: RuntimeProfile) -> tuple[bool, str]:

@@ -51,6 +51,26 @@ def test_runtimes_visible_from_a_namespace() -> None:
     assert c.runtime_counts("empty") == (0, 2)
 
 
+def test_the_runtimes_stamp_changes_with_every_runtime_stored_or_removed_and_nothing_else() -> None:
+    c = catalog(runtime("rt"))
+    stamps = [c.runtimes_stamp, Catalog().runtimes_stamp, catalog(runtime("rt")).runtimes_stamp]
+    c.upsert(model("m"))
+    c.upsert(isvc("svc"))
+    assert c.runtimes_stamp == stamps[0]
+    c.upsert(runtime("rt", entry("other")))
+    assert c.runtimes_stamp not in stamps
+    stamps.append(c.runtimes_stamp)
+    c.upsert(runtime("rt2", namespace=NS))
+    assert c.runtimes_stamp not in stamps
+    stamps.append(c.runtimes_stamp)
+    c.remove(ObjectKey(Kind.SERVING_RUNTIME, NS, "rt2"))
+    assert c.runtimes_stamp not in stamps
+    stamps.append(c.runtimes_stamp)
+    c.remove(ObjectKey(Kind.SERVING_RUNTIME, NS, "rt2"))  # nothing to remove
+    assert c.runtimes_stamp == stamps[-1]
+    assert len(set(stamps)) == len(stamps)  # no two catalogs share a stamp either
+
+
 def test_format_index_follows_updates() -> None:
     c = catalog(
         runtime("rt", entry("onnx"), entry("safetensors")), runtime("local", entry("onnx"), namespace=NS)

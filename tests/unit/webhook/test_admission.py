@@ -12,7 +12,13 @@ from harness import objects
 from ome_selector.api.loading import load_resource
 from ome_selector.api.resources import Kind, ObjectKey, Resource
 from ome_selector.catalog.catalog import Catalog
-from ome_selector.webhook.admission import AdmissionHandlers, _Differences, _differences, recording_failures
+from ome_selector.webhook.admission import (
+    AdmissionHandlers,
+    _Differences,
+    _differences,
+    _held_as_listed,
+    recording_failures,
+)
 from ome_selector.webhook.config import WebhookConfig
 from ome_selector.webhook.registration import HANDLER_IDS
 
@@ -141,3 +147,37 @@ def test_a_listed_runtime_unchanged_since_the_watch_saw_it_is_not_read_again() -
 
 def _key(name: str) -> ObjectKey:
     return ObjectKey(Kind.SERVING_RUNTIME, "ns", name)
+
+
+def _versioned(version: str, uid: str | None, generation: int | None) -> Resource:
+    body = objects.runtime("rt", namespace="ns")
+    body["metadata"] |= {"resourceVersion": version, "uid": uid, "generation": generation}
+    resource = load_resource(body)
+    assert resource is not None
+    return resource
+
+
+@pytest.mark.parametrize(
+    ("stored", "listed", "held"),
+    [
+        pytest.param(("7", "u", 2), {"resourceVersion": "7"}, True, id="same resourceVersion"),
+        pytest.param(("7", "u", 2), {"resourceVersion": "8", "uid": "u", "generation": 2}, True, id="labels"),
+        pytest.param(("7", "u", 2), {"resourceVersion": "8", "uid": "u", "generation": 3}, False, id="spec"),
+        pytest.param(("7", "u", 2), {"resourceVersion": "8", "uid": "v", "generation": 2}, False, id="uid"),
+        pytest.param(("7", "u", 2), {"resourceVersion": "8", "uid": "u"}, False, id="no generation listed"),
+        pytest.param(("7", "u", None), {"resourceVersion": "8", "uid": "u"}, False, id="none either side"),
+        pytest.param(("7", None, None), {"resourceVersion": "8"}, False, id="nothing but the version"),
+    ],
+)
+def test_a_listed_runtime_is_held_at_its_version_or_at_its_uid_and_generation(
+    stored: tuple[str, str | None, int | None], listed: dict[str, Any], held: bool
+) -> None:
+    assert _held_as_listed(_versioned(*stored), listed) is held
+
+
+def test_a_model_is_held_only_at_its_resource_version() -> None:
+    body = objects.model("m")
+    body["metadata"] |= {"resourceVersion": "7", "uid": "u", "generation": 2}
+    model = load_resource(body)
+    assert model is not None
+    assert not _held_as_listed(model, {"resourceVersion": "8", "uid": "u", "generation": 2})
