@@ -249,17 +249,17 @@ def test_status_patch_is_guarded_by_resource_version(
         "lastTransitionTime": "2025-01-01T00:00:00Z",
     }
 
-    def patch(version: str, name: str = "svc") -> Callable[[Objects], Awaitable[dict[str, Any]]]:
+    def status_patch(version: str, name: str = "svc") -> Callable[[Objects], Awaitable[dict[str, Any]]]:
         body = {"metadata": {"resourceVersion": version}, "status": {"conditions": [condition]}}
         return lambda o: o.patch_status(Kind.INFERENCE_SERVICE, namespace, name, body, field_manager="test")
 
-    written = _with_objects(control_plane, patch(stale))
+    written = _with_objects(control_plane, status_patch(stale))
     assert written["status"]["conditions"] == [condition]
     assert written["metadata"]["resourceVersion"] != stale
     with pytest.raises(ConflictError, match=f"{namespace}/svc"):
-        _with_objects(control_plane, patch(stale))
+        _with_objects(control_plane, status_patch(stale))
     with pytest.raises(GoneError, match=f"{namespace}/gone"):
-        _with_objects(control_plane, patch(stale, name="gone"))
+        _with_objects(control_plane, status_patch(stale, name="gone"))
 
 
 def test_event_names_the_object_and_the_reporter(
