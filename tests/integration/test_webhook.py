@@ -744,6 +744,24 @@ async def _set(event: Any) -> None:
     event.set()
 
 
+def test_a_drained_replica_is_not_ready_and_still_answers_until_it_stops(
+    webhook: OperatorThread, kubectl: Kubectl, namespace: str
+) -> None:
+    operator = webhook.operator
+    assert operator.webhook is not None
+    assert operator.waiting_for() is None
+
+    async def drain() -> None:
+        operator.drain()
+
+    webhook.call(drain())
+    assert operator.waiting_for() == "stopping"
+    assert operator.webhook.draining
+    for name in ("one", "two"):  # each answer on a connection of its own
+        denied = kubectl.create(isvc(name, namespace, "ghost"), dry_run=True)
+        assert "denied the request: model ghost not found" in denied.stderr, denied.stderr
+
+
 def test_configuration_is_named_by_instance_configurable_and_removed_on_stop(
     running_operator: Any, kubectl: Kubectl, namespace: str, api_client: Any
 ) -> None:

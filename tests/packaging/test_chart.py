@@ -217,7 +217,8 @@ def test_deployment_is_always_available_and_restricted(render: Any) -> None:
     assert spread["whenUnsatisfiable"] == "ScheduleAnyway"
     assert spread["labelSelector"]["matchLabels"] == selector
     # Time to drain the endpoint (preStop), stop writing and release the Lease before the kubelet kills it.
-    assert render().container["lifecycle"]["preStop"] == {"sleep": {"seconds": 5}}
+    drain = ["ome-selector", "drain", "--seconds", "5"]
+    assert render().container["lifecycle"]["preStop"] == {"exec": {"command": drain}}
     assert pod["terminationGracePeriodSeconds"] >= 15
     assert render().container["readinessProbe"]["failureThreshold"] == 1
     assert pod["securityContext"]["runAsNonRoot"] is True

@@ -1,4 +1,4 @@
-"""`ome-selector`: run the operator, or remove its condition before uninstalling."""
+"""`ome-selector`: run the operator, drain it before it stops, or remove its condition before uninstalling."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import asyncio
 import logging
 import os
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -106,7 +107,35 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--timeout", type=_positive_seconds, default=120.0, help="seconds to wait (default 120)"
     )
+
+    drain = commands.add_parser(
+        "drain",
+        help="(the pod's preStop hook) tell the operator to stop being ready and to close each webhook "
+        "connection after its answer, then wait while the Service forgets this pod",
+    )
+    drain.add_argument(
+        "--seconds", type=_seconds, default=5.0, help="how long to wait after telling it (default 5)"
+    )
+    drain.add_argument(
+        "--pid", type=_pid, default=1, help="the operator's process (default 1: the container's first)"
+    )
     return parser
+
+
+def _pid(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:  # 0 and negative numbers would signal whole process groups
+        raise argparse.ArgumentTypeError(f"expected a process id, got {text!r}")
+    return int(text)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 600:
+        raise argparse.ArgumentTypeError(f"expected seconds from 0 to 600, got {text!r}")
+    return value
 
 
 def _positive_seconds(text: str) -> float:
@@ -190,6 +219,8 @@ def _main(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "run":
         return _run(args)
+    if args.command == "drain":
+        return _drain(args.pid, args.seconds)
     if args.command == "check-webhook":
         from ome_selector.cli.check_webhook import check_webhook  # noqa: PLC0415
         from ome_selector.kube.connection import ClusterAccess  # noqa: PLC0415
@@ -212,6 +243,18 @@ def _main(argv: Sequence[str] | None) -> int:
             webhook_only=args.webhook_only,
         )
     )
+
+
+def _drain(pid: int, seconds: float) -> int:
+    from ome_selector.operator.signals import DRAIN_SIGNAL  # noqa: PLC0415
+
+    try:
+        os.kill(pid, DRAIN_SIGNAL)
+    except OSError as error:  # no such process, or not ours
+        print(f"ome-selector: error: cannot drain process {pid}: {error.strerror}", file=sys.stderr)
+        return 1
+    time.sleep(seconds)
+    return 0
 
 
 def _run(args: argparse.Namespace) -> int:

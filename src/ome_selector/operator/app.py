@@ -18,6 +18,7 @@ import gc
 import logging
 import os
 import socket
+import threading
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,7 @@ from ome_selector.operator.controller import Controller
 from ome_selector.operator.learning import LearningConfig, ModelMetadataLearner
 from ome_selector.operator.looplag import watch_loop_lag
 from ome_selector.operator.metrics import Metrics
+from ome_selector.operator.signals import DRAIN_SIGNAL
 from ome_selector.operator.tasks import cancel_and_wait
 from ome_selector.operator.writer import ApiWriter
 from ome_selector.webhook.admission import AdmissionHandlers
@@ -295,6 +297,16 @@ class Operator:
             learner.forget_unlisted(listed_models)  # only after the whole listing: it names every model
         return count, version
 
+    def drain(self) -> None:
+        """Get ready to stop (SIGUSR1, sent by ``ome-selector drain`` as the pod's preStop hook): not ready
+        from now on, and each webhook answer closes its connection, so that by the time the listener closes
+        the apiserver holds no connection to it. Everything else goes on until the stop."""
+        if not self.stopping:
+            logger.info("draining: not ready, and each webhook connection closes after its answer")
+        self.stopping = True
+        if self.webhook is not None:
+            self.webhook.draining = True
+
     def waiting_for(self) -> str | None:
         """What keeps this replica from being ready (/readyz), or None when it is ready.
 
@@ -353,15 +365,24 @@ class Operator:
         if self.webhook is not None:
             self.webhook.configure(settings)
         namespaces = list(self.config.namespaces) if self.config.namespaces is not None else []
-        await kopf.operator(
-            registry=self.registry,
-            settings=settings,
-            clusterwide=self.config.namespaces is None,
-            namespaces=namespaces,
-            standalone=True,
-            stop_flag=stop_flag,
-            memories=ForgetfulMemories(),
-        )
+        loop = asyncio.get_running_loop()
+        # Signals reach only the main thread (an operator in a test's thread is drained by calling drain()).
+        draining_on_signal = threading.current_thread() is threading.main_thread()
+        if draining_on_signal:
+            loop.add_signal_handler(DRAIN_SIGNAL, self.drain)
+        try:
+            await kopf.operator(
+                registry=self.registry,
+                settings=settings,
+                clusterwide=self.config.namespaces is None,
+                namespaces=namespaces,
+                standalone=True,
+                stop_flag=stop_flag,
+                memories=ForgetfulMemories(),
+            )
+        finally:
+            if draining_on_signal:
+                loop.remove_signal_handler(DRAIN_SIGNAL)
 
 
 def _always() -> bool:

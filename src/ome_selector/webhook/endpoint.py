@@ -11,6 +11,10 @@ A slow client cannot hold a connection for long: a request whose headers have no
 not arrived within :data:`BODY_TIMEOUT` gets 408 (and its connection is closed after at most
 :data:`LINGER_TIMEOUT`).
 
+A draining replica (``closing``: it is about to stop) closes each connection after its answer: the apiserver
+reuses a connection it keeps alive without looking at the Service again, so one kept to a replica whose
+listener closes can meet the close with a request on it (an EOF, which the apiserver does not retry).
+
 Malformed requests are logged as one line at most once a minute, with how many came since: those refused
 here, and those aiohttp itself refuses before any handler runs (a bad request line, headers over 8 KiB, a
 client gone mid-body), which it would otherwise log each with a traceback.
@@ -61,6 +65,10 @@ IDLE_TIMEOUT = 120.0
 LINGER_TIMEOUT = 2.0
 
 
+def _never() -> bool:
+    return False
+
+
 @dataclass
 class ReviewEndpoint:
     files: TlsFiles
@@ -72,6 +80,9 @@ class ReviewEndpoint:
     body_timeout: float = BODY_TIMEOUT
     idle_timeout: float = IDLE_TIMEOUT
     linger_timeout: float = LINGER_TIMEOUT
+    #: Whether the replica is draining (about to stop): each answer then closes its connection, so that the
+    #: apiserver keeps no connection to this replica for a request that would meet the listener closing.
+    closing: Callable[[], bool] = _never
 
     async def listen(
         self, answer: Answer, on_malformed: OnMalformed
@@ -82,6 +93,12 @@ class ReviewEndpoint:
         _quiet_aiohttp_request_errors()
 
         async def handle(request: web.Request) -> web.Response:
+            response = await answer_one(request)
+            if self.closing():
+                response.force_close()  # "Connection: close", and the connection ends after this answer
+            return response
+
+        async def answer_one(request: web.Request) -> web.Response:
             try:
                 webhook = request.match_info["id"]
                 if webhook not in self.webhook_ids:

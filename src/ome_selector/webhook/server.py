@@ -80,6 +80,8 @@ class WebhookServer:
         #: The ValidatingWebhookConfiguration in use (``<prefix>-local-<instance>`` locally, the chart's in
         #: static mode).
         self.configuration_name: str | None = None
+        #: Set when the replica drains before stopping: each answer then closes its connection.
+        self.draining = False
         self._client_config: kopf.WebhookClientConfig | None = None
 
     def configure(self, settings: kopf.OperatorSettings) -> None:
@@ -143,6 +145,7 @@ class WebhookServer:
                 host=config.host,
                 webhook_ids=frozenset(HANDLER_IDS.values()),
                 file_check_interval=config.file_check_interval,
+                closing=lambda: self.draining,
             )
             api_client = await self._access.api_client()
             self._handlers.reader = DirectReader(Objects(api_client))

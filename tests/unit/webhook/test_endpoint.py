@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,9 @@ async def _never_called(review: Review, webhook: str, headers: dict[str, str], p
 
 
 @asynccontextmanager
-async def _serving(tmp_path: Path, refused: list[MalformedReviewError]) -> AsyncIterator[int]:
+async def _serving(
+    tmp_path: Path, refused: list[MalformedReviewError], closing: Callable[[], bool] = lambda: False
+) -> AsyncIterator[int]:
     files = generate_serving_files(tmp_path / "tls", "127.0.0.1")
     endpoint = ReviewEndpoint(
         files,
@@ -40,6 +42,7 @@ async def _serving(tmp_path: Path, refused: list[MalformedReviewError]) -> Async
         body_timeout=SERVER_TIMEOUT,
         idle_timeout=SERVER_TIMEOUT,
         linger_timeout=SERVER_TIMEOUT,
+        closing=closing,
     )
     configs = endpoint.listen(_never_called, refused.append)
     config = await anext(configs)
@@ -104,6 +107,40 @@ def test_a_client_that_keeps_its_body_coming_is_answered(tmp_path: Path) -> None
         return answer
 
     assert asyncio.run(scenario()).startswith(b"HTTP/1.1 400 ")
+
+
+async def _answer(reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
+    """One HTTP answer read off a connection: its head and its body."""
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), CLIENT_PATIENCE)
+    fields = dict(line.split(b":", 1) for line in head.split(b"\r\n")[1:] if b":" in line)
+    length = int({name.lower(): value for name, value in fields.items()}[b"content-length"])
+    return head, await asyncio.wait_for(reader.readexactly(length), CLIENT_PATIENCE)
+
+
+def test_a_draining_endpoint_closes_each_connection_after_its_answer(tmp_path: Path) -> None:
+    """Until the replica drains, a connection carries one request after another; from then on, the answer
+    says ``Connection: close`` and the connection ends, so the apiserver keeps none for later."""
+    draining = [False]
+
+    async def scenario() -> tuple[bytes, bytes, bytes]:
+        async with _serving(tmp_path, [], closing=lambda: draining[0]) as port:
+            reader, writer = await _connect(port)
+            request = b"POST /elsewhere HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
+            writer.write(request)
+            before, _ = await _answer(reader)
+            draining[0] = True
+            writer.write(request)  # the same connection: still open
+            after, _ = await _answer(reader)
+            rest = await asyncio.wait_for(reader.read(), CLIENT_PATIENCE)  # until the server closes
+            writer.close()
+        return before, after, rest
+
+    before, after, rest = asyncio.run(scenario())
+    assert before.startswith(b"HTTP/1.1 404 ")
+    assert b"connection: close" not in before.lower()
+    assert after.startswith(b"HTTP/1.1 404 ")
+    assert b"connection: close" in after.lower()
+    assert rest == b""
 
 
 async def _served_certificate(port: int) -> bytes:
