@@ -219,6 +219,15 @@ leader_deletion_without_failed_admissions() {
   availability verify --timeout 120 | sed 's/^/> events: /'
 }
 
+# Each replica stopped so far (a rollout, a deletion) ran its preStop drain: the kubelet records a
+# FailedPreStopHook event for a hook that cannot run or exits non-zero.
+stopped_replicas_drained() {
+  local failed
+  failed=$(k -n "$NAMESPACE" get events --field-selector reason=FailedPreStopHook -o name)
+  [[ -z "$failed" ]] || { echo "preStop hooks failed:"; k -n "$NAMESPACE" get events --field-selector reason=FailedPreStopHook; return 1; }
+  note "no FailedPreStopHook event in $NAMESPACE"
+}
+
 # The PodDisruptionBudget (minAvailable 1): of two ready replicas one may be evicted, then no other until it is back.
 eviction_respects_the_budget() {
   local pods first second out
@@ -311,6 +320,7 @@ run() {
   check "two ready replicas, one Lease holder" two_replicas_one_leader
   check "kubectl rollout restart: 0 failed admissions, 0 duplicate events" rollout_without_failed_admissions
   check "leader pod deleted: 0 failed admissions, 0 duplicate events" leader_deletion_without_failed_admissions
+  check "every stopped replica ran its preStop drain" stopped_replicas_drained
   check "an eviction that would break the PodDisruptionBudget is refused" eviction_respects_the_budget
   check "helm upgrade keeps the webhook CA" upgrade_keeps_ca
   check "the upgraded operator denies an unparseable size (strictSizes)" strict_sizes_denial
