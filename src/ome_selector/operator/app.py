@@ -358,6 +358,7 @@ class Operator:
             await self._health_runner.cleanup()
         if self._api_client is not None:
             await self._api_client.close()
+        _cancel_orphaned_pause_waiters()
 
     async def run(self, stop_flag: asyncio.Event | None = None) -> None:
         settings = kopf.OperatorSettings()
@@ -387,6 +388,22 @@ class Operator:
 
 def _always() -> bool:
     return True
+
+
+#: How Kopf names the task that tells a watch stream the operator paused (``streaming_block``).
+KOPF_PAUSE_WAITER_PREFIX = "pause-waiter for "
+
+
+def _cancel_orphaned_pause_waiters() -> None:
+    """Cancel the pause waiters of watch streams Kopf cancelled in the middle of an event.
+
+    Such a stream's generator is never closed, so its waiter outlives it, and Kopf's stop waits 5 s for every
+    task still running before it cancels them: every stop that came while an event was handled took 5 s more.
+    The watch streams are all gone when the cleanup runs, so no live stream loses its waiter.
+    """
+    for task in asyncio.all_tasks():
+        if task.get_name().startswith(KOPF_PAUSE_WAITER_PREFIX):
+            task.cancel()
 
 
 class ForgetfulMemories(ResourceMemories):

@@ -7,10 +7,14 @@ import asyncio
 from typing import Any
 
 import kopf
+from kopf._cogs.aiokits.aiotoggles import ToggleSet  # not exported by Kopf, as the names below
+from kopf._cogs.clients.watching import streaming_block
+from kopf._cogs.structs.references import Resource
 
 from ome_selector.kube.objects import PAGE_SIZE
 from ome_selector.operator.app import (
     KOPF_IDLE_WORKER_SECONDS,
+    KOPF_PAUSE_WAITER_PREFIX,
     ForgetfulMemories,
     Operator,
     OperatorConfig,
@@ -69,3 +73,19 @@ def test_kopf_keeps_no_memory_of_an_object_between_its_events() -> None:
     assert first is not second
     assert first.noticed_by_listing  # what Kopf asks for is still passed on
     assert list(memories.iter_all_memories()) == []
+
+
+def test_kopf_names_a_watch_streams_pause_waiter_as_the_cleanup_expects() -> None:
+    """The cleanup cancels the pause waiters Kopf leaves behind by their task name, a detail Kopf does not
+    export: if it changes, this fails (and a stop during an event would again take 5 s longer)."""
+
+    async def scenario() -> tuple[list[str], bool]:
+        resource = Resource("ome.io", "v1beta1", "servingruntimes")
+        paused = ToggleSet(any)
+        async with streaming_block(resource=resource, namespace=None, operator_paused=paused) as waiter:
+            names = [task.get_name() for task in asyncio.all_tasks()]
+        return names, waiter.cancelled()
+
+    names, cancelled = asyncio.run(scenario())
+    assert f"{KOPF_PAUSE_WAITER_PREFIX}servingruntimes.v1beta1.ome.io" in names
+    assert cancelled  # a stream that is closed cancels its own; only an orphaned one is left running
