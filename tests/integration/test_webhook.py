@@ -529,15 +529,19 @@ def _model(name: str, ns: str, size: str) -> dict[str, Any]:
     return _own_format(objects.model(name, namespace=ns, size=size), ns)
 
 
-def _seen(webhook: OperatorThread, ns: str, models: list[str], runtimes: list[str]) -> None:
+def _set_up(webhook: OperatorThread, kubectl: Kubectl, *bodies: dict[str, Any]) -> None:
+    """Create ``bodies`` (models and runtimes of one namespace) and wait until the live catalog holds them."""
+    created = kubectl.create(*bodies)
+    assert created.returncode == 0, created.stderr
     catalog = _live_catalog(webhook)
-    eventually(
-        lambda: (
-            all(catalog.resolve_model(ns, m) for m in models)
-            and all(catalog.resolve_runtime_profile(ns, r) for r in runtimes)
-        ),
-        what="the catalog holding the setup",
-    )
+
+    def held(body: dict[str, Any]) -> bool:
+        ns, name = body["metadata"]["namespace"], body["metadata"]["name"]
+        if body["kind"].endswith("BaseModel"):
+            return catalog.resolve_model(ns, name) is not None
+        return catalog.resolve_runtime_profile(ns, name) is not None
+
+    eventually(lambda: all(held(body) for body in bodies), what="the catalog holding the setup")
 
 
 def _no_runtime(ns: str, model: str, namespaced: int, clusters: int, entries: list[str]) -> str:
@@ -561,9 +565,7 @@ def test_a_runtime_created_just_before_is_read(
     webhook: OperatorThread, kubectl: Kubectl, namespace: str
 ) -> None:
     ns = namespace
-    setup = kubectl.create(_model("llama", ns, "3.21B"), _runtime("rt-small", ns, ("500M", "2B")))
-    assert setup.returncode == 0, setup.stderr
-    _seen(webhook, ns, ["llama"], ["rt-small"])
+    _set_up(webhook, kubectl, _model("llama", ns, "3.21B"), _runtime("rt-small", ns, ("500M", "2B")))
     _blind(webhook, ns)
     reader = _reader(webhook)
     full_listings = reader.full_listings
@@ -579,9 +581,7 @@ def test_a_denial_repeated_against_unchanged_runtimes_is_not_decoded_again_and_a
     webhook: OperatorThread, kubectl: Kubectl, namespace: str
 ) -> None:
     ns = namespace
-    setup = kubectl.create(_model("llama", ns, "3.21B"), _runtime("rt-small", ns, ("500M", "2B")))
-    assert setup.returncode == 0, setup.stderr
-    _seen(webhook, ns, ["llama"], ["rt-small"])
+    _set_up(webhook, kubectl, _model("llama", ns, "3.21B"), _runtime("rt-small", ns, ("500M", "2B")))
     reader = _reader(webhook)
     held = reader.listings_held_as_before
     for name in ("first", "second", "third"):
@@ -600,9 +600,7 @@ def test_a_runtime_whose_labels_changed_is_held_as_indexed_and_not_read_again(
     webhook: OperatorThread, kubectl: Kubectl, namespace: str
 ) -> None:
     ns = namespace
-    setup = kubectl.create(_model("llama", ns, "3.21B"), _runtime("rt-small", ns, ("500M", "2B")))
-    assert setup.returncode == 0, setup.stderr
-    _seen(webhook, ns, ["llama"], ["rt-small"])
+    _set_up(webhook, kubectl, _model("llama", ns, "3.21B"), _runtime("rt-small", ns, ("500M", "2B")))
     _blind(webhook, ns)
     reader = _reader(webhook)
     fetched = reader.runtimes_fetched
@@ -625,9 +623,7 @@ def test_a_runtime_modified_just_before_is_read_as_it_is_now(
     webhook: OperatorThread, kubectl: Kubectl, namespace: str, api_client: Any
 ) -> None:
     ns = namespace
-    setup = kubectl.create(_model("llama", ns, "3.21B"), _runtime("rt", ns, ("500M", "2B")))
-    assert setup.returncode == 0, setup.stderr
-    _seen(webhook, ns, ["llama"], ["rt"])
+    _set_up(webhook, kubectl, _model("llama", ns, "3.21B"), _runtime("rt", ns, ("500M", "2B")))
     _blind(webhook, ns)
 
     def resize(low: str, high: str) -> None:
@@ -653,13 +649,13 @@ def test_a_runtime_deleted_just_before_is_absent(
     webhook: OperatorThread, kubectl: Kubectl, namespace: str, api_client: Any
 ) -> None:
     ns = namespace
-    setup = kubectl.create(
+    _set_up(
+        webhook,
+        kubectl,
         _model("llama", ns, "3.21B"),
         _runtime("rt-a", ns, ("500M", "2B")),
         _runtime("rt-b", ns, ("8B", "70B")),
     )
-    assert setup.returncode == 0, setup.stderr
-    _seen(webhook, ns, ["llama"], ["rt-a", "rt-b"])
     _blind(webhook, ns)
     delete(api_client, "ServingRuntime", "rt-b", ns)
     denied = kubectl.create(isvc("svc", ns, "llama"), dry_run=True)
@@ -674,9 +670,7 @@ def test_a_runtime_too_large_to_read_is_absent_for_the_confirming_read_too(
     webhook: OperatorThread, kubectl: Kubectl, namespace: str, api_client: Any
 ) -> None:
     ns = namespace
-    setup = kubectl.create(_model("llama", ns, "3.21B"), _runtime("rt-small", ns, ("500M", "2B")))
-    assert setup.returncode == 0, setup.stderr
-    _seen(webhook, ns, ["llama"], ["rt-small"])
+    _set_up(webhook, kubectl, _model("llama", ns, "3.21B"), _runtime("rt-small", ns, ("500M", "2B")))
     _blind(webhook, ns)
     huge = _runtime("rt-huge", ns, ("2B", "4B"))
     entries = huge["spec"]["supportedModelFormats"]
@@ -695,9 +689,7 @@ def test_more_changes_than_fetched_one_by_one_are_read_by_one_full_listing(
     webhook: OperatorThread, kubectl: Kubectl, namespace: str, api_client: Any
 ) -> None:
     ns = namespace
-    setup = kubectl.create(_model("llama", ns, "3.21B"), _model("huge", ns, "500B"))
-    assert setup.returncode == 0, setup.stderr
-    _seen(webhook, ns, ["llama", "huge"], [])
+    _set_up(webhook, kubectl, _model("llama", ns, "3.21B"), _model("huge", ns, "500B"))
     _blind(webhook, ns)
     reader = _reader(webhook)
     full_listings = reader.full_listings
