@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ome_selector.api.resources import InferenceService, Model, Runtime
+from ome_selector.api.resources import NO_MODES, InferenceService, Model, Runtime
 from ome_selector.selection.matcher import TUPLE_NEW, FormatReasons, RuntimeCheck, Step
 from ome_selector.selection.ranking import rank
 from ome_selector.selection.view import CatalogView
@@ -24,7 +24,7 @@ class RuntimeVerdict(NamedTuple):
     """One runtime's verdict for one model: its check, its rank and its reason, and what they tell (a named
     tuple, like the check: explain builds one per runtime).
 
-    ``supports_model``: passes SPEC §3 checks 1–4; ``compatible``: auto-selectable; ``reason``: the §3 reason,
+    ``supports_model``: passes SPEC §3 checks 1–5; ``compatible``: auto-selectable; ``reason``: the §3 reason,
     ``""`` when compatible; ``failed``: the step whose check failed (None when compatible);
     ``score``/``priority``: of the matching entry (0/None without one); ``rank``: 1-based among the compatible
     runtimes, else None; ``range_text``: the runtime's interval as §3 writes it, None without a bound;
@@ -106,12 +106,13 @@ class Explanation:
 def explain(
     catalog: CatalogView, model: Model, namespace: str, isvc: InferenceService | None = None
 ) -> Explanation:
-    """Every runtime visible from ``namespace`` judged for ``model`` (and the InferenceService's accelerator
-    classes, when given), ranked as SPEC §4, in SPEC §6 table order: ranked first in rank order, then the
-    others namespaced first, then by name."""
+    """Every runtime visible from ``namespace`` judged on its own spec for ``model`` (and the
+    InferenceService's accelerator classes and deployment modes, when given), ranked as SPEC §4, in SPEC §6
+    table order: ranked first in rank order, then the others namespaced first, then by name."""
     classes = isvc.accelerator_classes if isvc is not None else ()
+    modes = isvc.deployment_modes if isvc is not None else NO_MODES
     profile = catalog.model_profile(model)
-    ranking = rank(catalog.runtime_profiles_visible_from(namespace), profile, classes)
+    ranking = rank(catalog.runtime_profiles_visible_from(namespace), profile, classes, modes)
     writer = FormatReasons(profile.spec)  # runtimes share most of their reasons: each is written once
     ranked = tuple(
         RuntimeVerdict(result, position, result.reason_within(None, writer))

@@ -70,6 +70,16 @@ EXPECTED: dict[tuple[str, str], tuple[OutcomeKind, str, str, str]] = {
         OutcomeKind.RUNTIME_NOT_FOUND, "False", "RuntimeNotFound",
         "runtime vllm-llama-3-2-turbo not found in namespace ome-demo or at cluster scope",
     ),
+    ("team-b", "llama-3b-canary-runtime"): (
+        OutcomeKind.RUNTIME_INHERITANCE_ERROR, "False", "RuntimeInheritanceError",
+        "runtime team-vllm-canary cannot be resolved: "
+        'inherit-from parent "team-vllm-nightly" not found (chain so far: [team-vllm-canary])',
+    ),
+    ("team-b", "llama-3b-canary-runtime-pinned"): (
+        OutcomeKind.RUNTIME_SPECIFIED_UNRESOLVED, "True", "RuntimeSpecified",
+        "using specified ServingRuntime team-vllm-canary; live runtime cannot be resolved: "
+        'inherit-from parent "team-vllm-nightly" not found (chain so far: [team-vllm-canary])',
+    ),
     ("ome-demo", "qwen3-32b-auto"): (
         # All nine runtimes serve the model's format (safetensors), so each is an entry, nearest miss first:
         # the two Qwen3 runtimes failed only on size. The text is cut at 1,024 characters and points at
@@ -175,7 +185,7 @@ def test_namespaces_come_first_and_hold_every_namespaced_sample() -> None:
     assert files[0] == "00-namespaces.yaml"
     documents = _documents()
     declared = {doc["metadata"]["name"] for file, doc in documents if doc["kind"] == "Namespace"}
-    assert declared == {"ome-demo", "team-a"}
+    assert declared == {"ome-demo", "team-a", "team-b"}
     for file, doc in documents:
         if doc["kind"] in ("BaseModel", "ServingRuntime", "InferenceService"):
             assert doc["metadata"].get("namespace") in declared, (file, doc["metadata"]["name"])

@@ -65,6 +65,9 @@ SAMPLES_FINDINGS = [
 ]
 
 
+SAMPLES_SUMMARY = "0 errors, 9 warnings (namespaces default, ome-demo, team-a, team-b and cluster scope)\n"
+
+
 def summarize(document: str) -> list[tuple[str, str, list[str]]]:
     return [
         (
@@ -97,7 +100,7 @@ def test_errors_table_and_exit_status(kubectl_ome: Run, tmp_path: Path) -> None:
 def test_samples_have_warnings_only(kubectl_ome: Run) -> None:
     table = kubectl_ome("runtime", "lint", "-f", "samples/")
     assert table.code == 0
-    assert table.err == "0 errors, 9 warnings (namespaces default, ome-demo, team-a and cluster scope)\n"
+    assert table.err == SAMPLES_SUMMARY
     assert [line.split()[:2] for line in table.out.splitlines()] == [["CODE", "SEVERITY"]] + [
         [code, severity] for code, severity, _ in SAMPLES_FINDINGS
     ]
@@ -137,7 +140,7 @@ def test_all_namespaces_with_files_is_every_namespace_they_hold(kubectl_ome: Run
     """With -f the files are the scope: -A judges what no flag judges (default, ome-demo and team-a)."""
     everything = kubectl_ome("runtime", "lint", "-f", "samples/", "-A")
     assert everything == kubectl_ome("runtime", "lint", "-f", "samples/")
-    assert everything.err == "0 errors, 9 warnings (namespaces default, ome-demo, team-a and cluster scope)\n"
+    assert everything.err == SAMPLES_SUMMARY
 
 
 def test_no_findings(kubectl_ome: Run) -> None:
