@@ -111,7 +111,7 @@ apply_samples() {
 samples_outcomes() {
   local want got deadline
   want=$(expected_outcomes)
-  (($(wc -l <<<"$want") == 15)) || { echo "samples/README.md's table gave: $want"; return 1; }
+  (($(wc -l <<<"$want") == 17)) || { echo "samples/README.md's table gave: $want"; return 1; }
   deadline=$(($(date +%s) + 60))
   until got=$(observed_outcomes) && [[ $got == "$want" ]]; do
     if (($(date +%s) >= deadline)); then
