@@ -256,6 +256,28 @@ REJECTED: list[tuple[str, Callable[[str], dict[str, Any]], str, Any, str]] = [
         "1",
         "spec.supportedModelFormats[0].modelFramework.weight: Invalid value",
     ),
+    # SPEC §1 v4: the deployment-mode enum of OME v1.3's CRD, and annotations maps of strings.
+    (
+        "deployment-mode-outside-the-enum",
+        _isvc,
+        "spec.deploymentMode",
+        "MultiNode",
+        'spec.deploymentMode: Unsupported value: "MultiNode"',
+    ),
+    (
+        "engine-annotation-not-a-string",
+        _isvc,
+        "spec.engine",
+        {"annotations": {"x": 5}},
+        "spec.engine.annotations.x: Invalid value",
+    ),
+    (
+        "engine-config-annotation-not-a-string",
+        lambda n: _runtime("ClusterServingRuntime", n),
+        "spec.engineConfig",
+        {"annotations": {"x": True}},
+        "spec.engineConfig.annotations.x: Invalid value",
+    ),
 ]
 
 
@@ -270,6 +292,19 @@ def test_malformed_objects_are_rejected_naming_the_field(
 
 
 # ------------------------------------------------------------------------------------- accepted as written
+
+
+def test_the_v4_fields_are_accepted_and_spec_deployment_mode_has_no_default(objects: Objects) -> None:
+    modes = {"ome.io/deploymentMode": "RawDeployment"}
+    created = objects.create(
+        _isvc(_unique("modes"), engine={"annotations": modes}, decoder={"annotations": modes}),
+        field_validation="Strict",
+    )
+    assert created["spec"]["engine"]["annotations"] == modes
+    assert "deploymentMode" not in created["spec"]  # no default (SPEC §1)
+    runtime = _runtime("ServingRuntime", _unique("modes"))
+    runtime["spec"]["decoderConfig"] = {"annotations": modes, "runner": {"image": "x"}}
+    assert objects.create(runtime, field_validation="Strict")["spec"]["decoderConfig"]["annotations"] == modes
 
 
 def test_sizes_are_not_checked_and_unknown_operators_are_accepted(objects: Objects) -> None:
