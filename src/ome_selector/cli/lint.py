@@ -17,6 +17,7 @@ from ome_selector.cli.arguments import (
     add_files_argument,
     add_namespace_arguments,
     add_output_argument,
+    add_runtime_lookup_argument,
     add_subcommand,
 )
 from ome_selector.cli.render import render_table
@@ -34,7 +35,7 @@ COLUMNS = ("CODE", "SEVERITY", "MESSAGE")
 
 _USAGE = (
     "%(prog)s [-f PATH]... [-n NAMESPACE | -A] [-o table|json] [--strict]\n"
-    "       [--kubeconfig PATH] [--context NAME] [-h]"
+    "       [--runtime-lookup v1.3|legacy] [--kubeconfig PATH] [--context NAME] [-h]"
 )
 
 _DESCRIPTION = """\
@@ -85,6 +86,7 @@ def add_lint_parser(commands: argparse._SubParsersAction[Any]) -> None:
     add_namespace_arguments(parser, subject="judge the runtimes, models and InferenceServices")
     add_output_argument(parser, LINT_OUTPUTS)
     parser.add_argument("--strict", action="store_true", help="exit 1 on any finding, not only on errors")
+    add_runtime_lookup_argument(parser)
     add_cluster_arguments(parser, when="live mode")
     parser.set_defaults(handler=lint_command)
 

@@ -20,6 +20,7 @@ from ome_selector.cli.arguments import (
     add_files_argument,
     add_namespace_arguments,
     add_output_argument,
+    add_runtime_lookup_argument,
     add_subcommand,
 )
 from ome_selector.cli.render import render_table
@@ -45,7 +46,8 @@ ABSENT = "(absent)"
 
 _USAGE = (
     "%(prog)s (-f CHANGE)... [--delete KIND/NAME]... [-n NAMESPACE | -A] [--against PATH]...\n"
-    "       [-o table|json] [--fail-on-change] [--kubeconfig PATH] [--context NAME] [-h]"
+    "       [-o table|json] [--fail-on-change] [--runtime-lookup v1.3|legacy] [--kubeconfig PATH]\n"
+    "       [--context NAME] [-h]"
 )
 
 _DESCRIPTION = """\
@@ -130,6 +132,7 @@ def add_what_if_parser(commands: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument(
         "--fail-on-change", action="store_true", help="exit 3 when any InferenceService changes"
     )
+    add_runtime_lookup_argument(parser)
     add_cluster_arguments(parser, when="live mode")
     parser.set_defaults(handler=what_if_command)
 

@@ -10,14 +10,31 @@ that name the model's format, and writes reasons only for the runtimes its messa
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, NamedTuple
 
-from ome_selector.api.resources import InferenceService, Model, Runtime
+from ome_selector.api.resources import (
+    InferenceService,
+    Model,
+    ObjectKey,
+    Runtime,
+    SupportedModelFormat,
+)
 from ome_selector.selection.matcher import TUPLE_NEW, FormatReasons, RuntimeCheck, Step
 from ome_selector.selection.ranking import rank
 from ome_selector.selection.view import CatalogView
 
-__all__ = ["Explanation", "RuntimeVerdict", "explain", "explanation_document"]
+__all__ = [
+    "NO_SOURCE_REASON",
+    "EffectiveRuntime",
+    "Explanation",
+    "RuntimeVerdict",
+    "Selection",
+    "effective_document",
+    "entry_weight",
+    "explain",
+    "explanation_document",
+]
 
 
 class RuntimeVerdict(NamedTuple):
@@ -58,6 +75,15 @@ class RuntimeVerdict(NamedTuple):
     @property
     def failed(self) -> Step | None:
         return self.check.failed
+
+    @property
+    def weight(self) -> int | None:
+        """The ``WEIGHT`` column of SPEC §6 (OME's explain column): the matching entry's weights above 0 times
+        its priority, None without a matching entry."""
+        index = self.check.entry
+        if index is None:
+            return None
+        return entry_weight(self.check.profile.entries[index].entry)
 
     @property
     def range_text(self) -> str | None:
@@ -138,6 +164,70 @@ def explain(
     )
 
 
+class Selection(StrEnum):
+    """Where ``--with-effective``'s source comes from (SPEC §6)."""
+
+    EXPLICIT = "Explicit"
+    SELECTED = "Selected"
+
+
+#: ``REASON`` of ``--with-effective`` without a source (SPEC §6).
+NO_SOURCE_REASON = "RuntimeNotFound"
+
+
+@dataclass(frozen=True, slots=True)
+class EffectiveRuntime:
+    """What an InferenceService would run, as ``explain --with-effective`` shows it (SPEC §6).
+
+    ``source`` is the named runtime as the SPEC §1 lookup finds it (``Explicit``), else the runtime
+    auto-selection selects (``Selected``); None when there is none. ``chain`` is its resolved inheritance
+    chain, root first and the source last (empty unless resolved); ``reason`` is the §1 reason of a broken
+    chain (or ``RuntimeNotFound`` without a source), None when resolved, and ``error`` the chain error.
+    """
+
+    selection: Selection
+    source: ObjectKey | None
+    chain: tuple[ObjectKey, ...] = ()
+    reason: str | None = None
+    error: str | None = None
+
+    @property
+    def observed(self) -> bool:
+        return self.reason is None
+
+    @property
+    def inheritance(self) -> str:
+        return "Observed" if self.observed else "Unavailable"
+
+
+def _key_document(key: ObjectKey) -> dict[str, Any]:
+    return _ref(key.kind.value, key.name, key.namespace)
+
+
+def effective_document(effective: EffectiveRuntime) -> dict[str, Any]:
+    """The SPEC §6 ``effective`` object of ``--with-effective``."""
+    return {
+        "selection": effective.selection.value,
+        "source": _key_document(effective.source) if effective.source is not None else None,
+        "inheritance": effective.inheritance,
+        "reason": effective.reason,
+        "chain": [_key_document(key) for key in effective.chain],
+        "error": effective.error,
+    }
+
+
+def entry_weight(entry: SupportedModelFormat) -> int:
+    """OME's explain ``WEIGHT`` of an entry (SPEC §6): ``modelFormat.weight`` if above 0, plus
+    ``modelFramework.weight`` if above 0, times the priority — without the 10/5 fallback of the score (§4),
+    and whether or not the model names a framework."""
+    weights = (
+        selector.weight
+        for selector in (entry.model_format, entry.model_framework)
+        if selector is not None and selector.weight > 0
+    )
+    return sum(weights) * entry.priority
+
+
 def _ref(kind: str, name: str, namespace: str | None) -> dict[str, Any]:
     return {"kind": kind, "name": name, "namespace": namespace}
 
@@ -165,6 +255,7 @@ def explanation_document(explanation: Explanation) -> dict[str, Any]:
                 "score": v.score,
                 "priority": v.priority,
                 "reason": v.reason,
+                "weight": v.weight,
             }
             for v in explanation.verdicts
         ],
