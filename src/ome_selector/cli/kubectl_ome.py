@@ -31,7 +31,8 @@ from ome_selector.cli.render import OUTPUT_FORMATS, render
 from ome_selector.cli.sources import DEFAULT_NAMESPACE, FileSource, ObjectSource, SourceError, load_catalog
 from ome_selector.cli.whatif import add_what_if_parser
 from ome_selector.selection import messages
-from ome_selector.selection.explain import Explanation, explain
+from ome_selector.selection.explain import EffectiveRuntime, Explanation, effective_runtime, explain
+from ome_selector.selection.inheritance import RuntimeLookup
 from ome_selector.selection.outcome import evaluate
 
 __all__ = ["main", "run"]
@@ -177,12 +178,13 @@ def _find_isvc(catalog: Catalog, namespace: str, name: str) -> InferenceService:
     return resource
 
 
-def _notes(catalog: Catalog, model: Model, isvc: InferenceService | None) -> list[str]:
-    """What explain says on stderr besides the table: a named runtime, a disabled or pending model."""
+def _notes(catalog: Catalog, model: Model, isvc: InferenceService | None, lookup: RuntimeLookup) -> list[str]:
+    """What explain says on stderr besides the table: a named runtime (OME's note, then the operator's
+    verdict), a disabled or pending model."""
     notes: list[str] = []
     if isvc is not None and isvc.runtime_name is not None:
         notes.append(EXPLICIT_RUNTIME_NOTE)
-        outcome = evaluate(catalog, isvc)
+        outcome = evaluate(catalog, isvc, lookup)
         verdict = f": {outcome.reason}: {outcome.message}" if outcome is not None else ""
         notes.append(
             f"Note: InferenceService {isvc.namespace}/{isvc.name} names runtime {isvc.runtime_name}{verdict}"
@@ -196,11 +198,15 @@ def _notes(catalog: Catalog, model: Model, isvc: InferenceService | None) -> lis
     return notes
 
 
-def explain_command(args: argparse.Namespace, source: ObjectSource) -> tuple[Explanation, list[str]]:
-    """The explanation for the parsed command line and the notes for stderr.
+def explain_command(
+    args: argparse.Namespace, source: ObjectSource
+) -> tuple[Explanation, EffectiveRuntime | None, list[str]]:
+    """The explanation for the parsed command line, the effective runtime (with ``--with-effective``) and the
+    notes for stderr.
 
     Raises :class:`SourceError` when the objects cannot be read and :class:`CommandError` when a lookup fails.
     """
+    lookup = RuntimeLookup(args.runtime_lookup)
     namespace = source.namespace
     catalog = load_catalog(source.read(), namespace)
     isvc: InferenceService | None = None
@@ -217,10 +223,13 @@ def explain_command(args: argparse.Namespace, source: ObjectSource) -> tuple[Exp
     if model is None:
         raise CommandError(messages.model_not_found(model_name, namespace))
     explanation = explain(catalog, model, namespace, isvc)
-    notes = _notes(catalog, model, isvc)
+    effective = None
+    if args.with_effective and isvc is not None:
+        effective = effective_runtime(catalog, explanation, isvc, lookup)
+    notes = _notes(catalog, model, isvc, lookup)
     if not explanation.verdicts:
         notes.append(f"No serving runtimes found in namespace {namespace} or at cluster scope.")
-    return explanation, notes
+    return explanation, effective, notes
 
 
 def run(argv: Sequence[str] | None = None) -> int:
@@ -238,11 +247,11 @@ def run(argv: Sequence[str] | None = None) -> int:
         status: int = handler(args)
         return status
     try:
-        explanation, notes = explain_command(args, object_source(args))
+        explanation, effective, notes = explain_command(args, object_source(args))
     except (SourceError, CommandError) as error:
         sys.stderr.write(f"error: {error}\n")
         return EXIT_ERROR
-    text = render(explanation, args.output)
+    text = render(explanation, args.output, effective)
     for note in notes:
         sys.stderr.write(note + "\n")
     sys.stdout.write(text)

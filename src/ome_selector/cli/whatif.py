@@ -34,6 +34,7 @@ from ome_selector.review.whatif import (
     what_if,
     what_if_document,
 )
+from ome_selector.selection.inheritance import RuntimeLookup
 
 __all__ = ["WHAT_IF_OUTPUTS", "add_what_if_parser", "parse_kind", "render_what_if", "what_if_command"]
 
@@ -176,7 +177,8 @@ def what_if_command(args: argparse.Namespace) -> int:
     except (SourceError, ChangeError) as error:
         sys.stderr.write(f"error: {error}\n")
         return EXIT_ERROR
-    result = what_if(before, after, {args.namespace} if args.namespace else None)
+    lookup = RuntimeLookup(args.runtime_lookup)
+    result = what_if(before, after, {args.namespace} if args.namespace else None, lookup)
     sys.stdout.write(render_what_if(result, args.output))
     sys.stdout.flush()
     if args.output == "table":

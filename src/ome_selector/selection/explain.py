@@ -5,11 +5,15 @@
 :func:`~.ranking.rank`, the ranking :func:`~.outcome.evaluate` uses too (evaluate looks only at the runtimes
 that name the model's format, and writes reasons only for the runtimes its message lists). The CLI prints an
 :class:`Explanation` as a table; :func:`explanation_document` is exactly the ``-o json`` object of SPEC §6.
+Every row judges its runtime on its own spec; the inheritance chain of a runtime that names a parent is
+resolved for the document only. :func:`effective_runtime` is ``--with-effective``: what an InferenceService
+would run and the chain its effective spec is merged from (SPEC §1).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, NamedTuple
 
@@ -20,7 +24,15 @@ from ome_selector.api.resources import (
     Runtime,
     SupportedModelFormat,
 )
+from ome_selector.selection.inheritance import (
+    Chain,
+    ChainError,
+    RuntimeLookup,
+    find_named_runtime,
+    resolve_chain,
+)
 from ome_selector.selection.matcher import TUPLE_NEW, FormatReasons, RuntimeCheck, Step
+from ome_selector.selection.profiles import RuntimeProfile
 from ome_selector.selection.ranking import rank
 from ome_selector.selection.view import CatalogView
 
@@ -31,6 +43,7 @@ __all__ = [
     "RuntimeVerdict",
     "Selection",
     "effective_document",
+    "effective_runtime",
     "entry_weight",
     "explain",
     "explanation_document",
@@ -114,6 +127,9 @@ class Explanation:
     namespace: str
     verdicts: tuple[RuntimeVerdict, ...]
     selected: RuntimeVerdict | None
+    #: The inheritance chain of each runtime that names a parent (SPEC §1), resolved or broken; the rows
+    #: judge every runtime on its own spec, the chain is shown for information (``inheritanceChain``).
+    chains: Mapping[ObjectKey, Chain | ChainError] = field(default_factory=dict)
 
     @property
     def ranked(self) -> tuple[RuntimeVerdict, ...]:
@@ -137,7 +153,8 @@ def explain(
     others namespaced first, then by name."""
     classes = isvc.accelerator_classes if isvc is not None else ()
     profile = catalog.model_profile(model)
-    ranking = rank(catalog.runtime_profiles_visible_from(namespace), profile, classes)
+    runtimes = catalog.runtime_profiles_visible_from(namespace)
+    ranking = rank(runtimes, profile, classes)
     writer = FormatReasons(profile.spec)  # runtimes share most of their reasons: each is written once
     ranked = tuple(
         RuntimeVerdict(result, position, result.reason_within(None, writer))
@@ -160,8 +177,56 @@ def explain(
         for result in ranking.others
     )
     return Explanation(
-        model=model, namespace=namespace, verdicts=verdicts, selected=ranked[0] if ranked else None
+        model=model,
+        namespace=namespace,
+        verdicts=verdicts,
+        selected=ranked[0] if ranked else None,
+        chains=_chains(catalog, runtimes),
     )
+
+
+def _chains(catalog: CatalogView, runtimes: Iterable[RuntimeProfile]) -> dict[ObjectKey, Chain | ChainError]:
+    """The chains of the runtimes that name a parent (an absent or empty annotation names none, SPEC §1)."""
+    return {
+        profile.runtime.key: resolve_chain(catalog, profile)
+        for profile in runtimes
+        if profile.runtime.inherit_from
+    }
+
+
+def _chain_document(chain: Chain | ChainError | None) -> list[str] | dict[str, str] | None:
+    """``inheritanceChain`` (SPEC §6): null without a parent, the names root-first, or the chain error."""
+    if chain is None:
+        return None
+    if isinstance(chain, ChainError):
+        return {"error": chain.message}
+    return [link.name for link in chain.root_first]
+
+
+def effective_runtime(
+    catalog: CatalogView,
+    explanation: Explanation,
+    isvc: InferenceService,
+    lookup: RuntimeLookup = RuntimeLookup.V1_3,
+) -> EffectiveRuntime:
+    """What ``isvc`` would run (``--with-effective``, SPEC §6): the runtime it names as the SPEC §1 lookup
+    finds it, else the one auto-selection selects, with its inheritance chain resolved as §1 says."""
+    name = isvc.runtime_name
+    profile: RuntimeProfile | None
+    if name is not None:
+        selection = Selection.EXPLICIT
+        profile = find_named_runtime(catalog, isvc.namespace, name, isvc.runtime_kind, lookup)
+    else:
+        selection = Selection.SELECTED
+        selected = explanation.selected
+        profile = selected.check.profile if selected is not None else None
+    if profile is None:
+        return EffectiveRuntime(selection, None, reason=NO_SOURCE_REASON)
+    source = profile.runtime.key
+    chain = resolve_chain(catalog, profile)
+    if isinstance(chain, ChainError):
+        return EffectiveRuntime(selection, source, reason=chain.reason.value, error=chain.message)
+    return EffectiveRuntime(selection, source, chain=tuple(link.runtime.key for link in chain.root_first))
 
 
 class Selection(StrEnum):
@@ -256,6 +321,7 @@ def explanation_document(explanation: Explanation) -> dict[str, Any]:
                 "priority": v.priority,
                 "reason": v.reason,
                 "weight": v.weight,
+                "inheritanceChain": _chain_document(explanation.chains.get(v.runtime.key)),
             }
             for v in explanation.verdicts
         ],

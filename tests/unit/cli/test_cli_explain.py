@@ -91,6 +91,7 @@ def runtime(
         "priority": priority,
         "reason": reason,
         "weight": score if priority is not None else None,
+        "inheritanceChain": None,
     }
 
 
@@ -170,6 +171,7 @@ def test_json_keys_are_in_the_spec_order(kubectl_ome: Any) -> None:
         "priority",
         "reason",
         "weight",
+        "inheritanceChain",
     ]
 
 
@@ -509,6 +511,9 @@ def test_offline_mode_opens_no_kubeconfig_and_imports_no_client(hostile_env: dic
         sys.addaudithook(lambda event, args: opened.append(str(args[0])) if event == "open" else None)
         from ome_selector.cli.kubectl_ome import run
         status = run(["runtime", "explain", "-f", "samples/", "--model", "llama-3-2-3b-instruct", "-o=json"])
+        # Inheritance chains too are resolved from the files alone (SPEC §6 v4).
+        args = ["--isvc", "demo-inherited", "-n", "demo-v13", "--with-effective"]
+        status += run(["runtime", "explain", "-f", "samples/", *args, "-o=json"])
         home, kubeconfig = os.environ["HOME"], os.environ["KUBECONFIG"]
         touched = [p for p in opened if p == kubeconfig or p.startswith(home) or ".kube" in p]
         clients = [m for m in sys.modules if m.split(".")[0] in ("kubernetes", "kubernetes_asyncio", "kopf")]
@@ -526,7 +531,7 @@ def test_offline_mode_opens_no_kubeconfig_and_imports_no_client(hostile_env: dic
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stderr.strip() == "PROBE-OK"
+    assert result.stderr.splitlines()[-1] == "PROBE-OK"  # after the notes for the named runtime
 
 
 # --- OME's published catalog (vendored under tests/data/ome-catalog) ---------------------------------------

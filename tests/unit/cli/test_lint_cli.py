@@ -31,6 +31,7 @@ spec:
 SAMPLES_FINDINGS = [
     ("DEAD001", "warning", ["ClusterServingRuntime/vllm-llama-3-3-70b"]),
     ("DEAD001", "warning", ["ClusterServingRuntime/vllm-qwen3-small"]),
+    ("INHR004", "warning", ["ServingRuntime/demo-v13/demo-llama-draft"]),
     (
         "RANK001",
         "warning",
@@ -97,7 +98,10 @@ def test_errors_table_and_exit_status(kubectl_ome: Run, tmp_path: Path) -> None:
 def test_samples_have_warnings_only(kubectl_ome: Run) -> None:
     table = kubectl_ome("runtime", "lint", "-f", "samples/")
     assert table.code == 0
-    assert table.err == "0 errors, 9 warnings (namespaces default, ome-demo, team-a and cluster scope)\n"
+    assert (
+        table.err
+        == "0 errors, 10 warnings (namespaces default, demo-v13, ome-demo, team-a and cluster scope)\n"
+    )
     assert [line.split()[:2] for line in table.out.splitlines()] == [["CODE", "SEVERITY"]] + [
         [code, severity] for code, severity, _ in SAMPLES_FINDINGS
     ]
@@ -134,10 +138,14 @@ def test_one_namespace(kubectl_ome: Run) -> None:
 
 
 def test_all_namespaces_with_files_is_every_namespace_they_hold(kubectl_ome: Run) -> None:
-    """With -f the files are the scope: -A judges what no flag judges (default, ome-demo and team-a)."""
+    """With -f the files are the scope: -A judges what no flag judges (default, demo-v13, ome-demo and
+    team-a)."""
     everything = kubectl_ome("runtime", "lint", "-f", "samples/", "-A")
     assert everything == kubectl_ome("runtime", "lint", "-f", "samples/")
-    assert everything.err == "0 errors, 9 warnings (namespaces default, ome-demo, team-a and cluster scope)\n"
+    assert (
+        everything.err
+        == "0 errors, 10 warnings (namespaces default, demo-v13, ome-demo, team-a and cluster scope)\n"
+    )
 
 
 def test_no_findings(kubectl_ome: Run) -> None:
@@ -236,3 +244,13 @@ def test_offline_lint_and_what_if_load_no_client(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stderr.strip().endswith("PROBE-OK")
+
+
+def test_the_readme_shows_what_lint_prints_on_the_samples(kubectl_ome: Run) -> None:
+    """README "Check a catalog change in CI": the console block is the real output, with an inheritance
+    finding."""
+    readme = (REPO_ROOT / "README.md").read_text()
+    shown = readme.split("$ kubectl ome runtime lint -f samples/\n", 1)[1].split("```", 1)[0]
+    result = kubectl_ome("runtime", "lint", "-f", "samples/")
+    assert result.out + result.err == shown
+    assert "\nINHR004   warning    ServingRuntime demo-v13/demo-llama-draft " in shown

@@ -468,9 +468,15 @@ RANK001_CASES = [
         id="distance-decides",
     ),
     pytest.param(
-        [model(size="3B"), runtime("a", entry(), min="1B"), runtime("b", entry(), max="8B")],
+        # SPEC §4 v4: only the bounds that are present count, 2B away each.
+        [model(size="3B"), runtime("a", entry(), min="1B"), runtime("b", entry(), max="5B")],
         [(["ClusterBaseModel m", A, B], tie_sized("ClusterBaseModel m (3B)", A, B, 1, "a"))],
-        id="two-infinite-distances-tie",
+        id="one-sided-equal-distances-tie",
+    ),
+    pytest.param(
+        [model(size="3B"), runtime("a", entry(), min="1B"), runtime("b", entry(), max="8B")],
+        [],
+        id="one-sided-distances-differ",
     ),
     pytest.param([model(), runtime("a", entry()), runtime("b", entry(priority=2))], [], id="score-decides"),
     pytest.param(
@@ -563,7 +569,8 @@ RANK002_CASES = [
                     "ClusterBaseModel qwen (72B)",
                     "ClusterServingRuntime any",
                     "any",
-                    "ClusterServingRuntime fit ([70B, 75B]) and ClusterServingRuntime open ([70B, inf))",
+                    # by rank: open is 2B away (its one bound), fit 5B (SPEC §4 v4)
+                    "ClusterServingRuntime open ([70B, inf)) and ClusterServingRuntime fit ([70B, 75B])",
                     "whose ranges cover",
                     "the one that should serve it",
                 ),

@@ -104,6 +104,7 @@ def test_document_is_exactly_the_spec_shape() -> None:
                 "priority": 1,
                 "reason": "",
                 "weight": 1,
+                "inheritanceChain": None,
             },
             {
                 "kind": "ServingRuntime",
@@ -117,6 +118,7 @@ def test_document_is_exactly_the_spec_shape() -> None:
                 "reason": "model format 'mt:safetensors' not in supported formats: "
                 "format name mismatch (model=safetensors, runtime=onnx)",
                 "weight": None,
+                "inheritanceChain": None,
             },
         ],
     }
