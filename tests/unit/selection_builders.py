@@ -106,6 +106,10 @@ def runtime_doc(
     size_range: dict[str, Any] | None = None,
     disabled: bool | None = None,
     classes: list[str] | None = None,
+    inherit_from: str | None = None,
+    annotations: dict[str, Any] | None = None,
+    engine_mode: str | None = None,
+    decoder_mode: str | None = None,
 ) -> dict[str, Any]:
     if size_range is None and (min is not None or max is not None):
         size_range = _drop_none({"min": min, "max": max})
@@ -115,15 +119,23 @@ def runtime_doc(
             "supportedModelFormats": list(entries),
             "modelSizeRange": size_range,
             "acceleratorRequirements": {"acceleratorClasses": classes} if classes is not None else None,
+            "engineConfig": _mode_config(engine_mode),
+            "decoderConfig": _mode_config(decoder_mode),
         }
     )
+    if inherit_from is not None:
+        annotations = {**(annotations or {}), "ome.io/inherit-from": inherit_from}
     kind = "ServingRuntime" if namespace is not None else "ClusterServingRuntime"
     return {
         "apiVersion": GV,
         "kind": kind,
-        "metadata": _drop_none({"name": name, "namespace": namespace}),
+        "metadata": _drop_none({"name": name, "namespace": namespace, "annotations": annotations}),
         "spec": spec,
     }
+
+
+def _mode_config(mode: str | None) -> dict[str, Any] | None:
+    return {"annotations": {"ome.io/deploymentMode": mode}} if mode is not None else None
 
 
 def runtime(name: str, *entries: dict[str, Any], **kwargs: Any) -> Runtime:
@@ -137,7 +149,9 @@ def isvc(
     *,
     model_name: str | None = "m",
     runtime_name: str | None = None,
+    runtime_kind: str | None = None,
     auto_sync: bool | None = None,
+    deployment_mode: str | None = None,
     namespace: str = NS,
     annotations: dict[str, str] | None = None,
     engine: dict[str, Any] | None = None,
@@ -145,11 +159,12 @@ def isvc(
     selector_class: str | None = None,
     deletion_timestamp: str | None = None,
 ) -> InferenceService:
-    runtime_ref = _drop_none({"name": runtime_name, "autoSync": auto_sync}) or None
+    runtime_ref = _drop_none({"name": runtime_name, "kind": runtime_kind, "autoSync": auto_sync}) or None
     spec = _drop_none(
         {
             "model": {"name": model_name} if model_name is not None else None,
             "runtime": runtime_ref,
+            "deploymentMode": deployment_mode,
             "engine": engine,
             "decoder": decoder,
             "acceleratorSelector": {"acceleratorClass": selector_class}

@@ -22,7 +22,10 @@ from pydantic import ValidationError
 
 from ome_selector.api.resources import (
     API_GROUP_VERSION,
+    DEPLOYMENT_MODE_ENUM,
+    INHERIT_FROM_ANNOTATION,
     READ_ANNOTATIONS,
+    RUNTIME_PROFILE_ANNOTATION,
     InferenceService,
     InferenceServiceSpec,
     Kind,
@@ -165,21 +168,51 @@ def _string(metadata: Mapping[str, Any], field: str, *, required: bool = False) 
     return value
 
 
-def _annotations(metadata: Mapping[str, Any]) -> dict[str, str] | None:
-    """The annotations selection reads (:data:`READ_ANNOTATIONS`), None when there are none; every one is
-    checked (a value that is not a string is an error wherever it is)."""
-    raw = metadata.get("annotations")
+def _string_map(raw: Any, path: str, wanted: frozenset[str]) -> dict[str, str] | None:
+    """The entries of an annotations map ``raw`` (at ``path``) whose keys are ``wanted``, None when there are
+    none; every value is checked (one that is not a string is an error wherever it is)."""
     if raw is None:
         return None
     if not isinstance(raw, Mapping):
-        raise LoadError("metadata.annotations", f"must be an object, not {describe_value(raw)}")
-    annotations: dict[str, str] = {}
+        raise LoadError(path, f"must be an object, not {describe_value(raw)}")
+    kept: dict[str, str] = {}
     for key, value in raw.items():
         if not isinstance(value, str) or not isinstance(key, str):
-            raise LoadError(f"metadata.annotations.{key}", f"must be a string, not {describe_value(value)}")
-        if key in READ_ANNOTATIONS:
-            annotations[key] = value
-    return annotations or None
+            raise LoadError(f"{path}.{key}", f"must be a string, not {describe_value(value)}")
+        if key in wanted:
+            kept[key] = value
+    return kept or None
+
+
+def _annotations(metadata: Mapping[str, Any]) -> dict[str, str] | None:
+    """The annotations of an InferenceService that selection reads (:data:`READ_ANNOTATIONS`)."""
+    return _string_map(metadata.get("annotations"), "metadata.annotations", READ_ANNOTATIONS)
+
+
+_RUNTIME_ANNOTATIONS = frozenset({INHERIT_FROM_ANNOTATION, RUNTIME_PROFILE_ANNOTATION})
+#: The components whose ``annotations`` maps are read (SPEC §1, §3.3), by kind of object.
+_RUNTIME_COMPONENTS = ("engineConfig", "decoderConfig")
+_ISVC_COMPONENTS = ("engine", "decoder")
+
+
+def _check_component_annotations(spec: Mapping[str, Any], components: tuple[str, ...]) -> None:
+    """Every value of the components' ``annotations`` maps must be a string, as the CRDs say (SPEC §1)."""
+    for component in components:
+        part = spec.get(component)
+        if isinstance(part, Mapping):
+            _string_map(part.get("annotations"), f"spec.{component}.annotations", frozenset())
+
+
+def _as_the_crd_defaults(spec: dict[str, Any]) -> None:
+    """What the InferenceService CRD does at the API server and a file has not had done (SPEC §1): the enum
+    of ``spec.deploymentMode`` and the default ``spec.runtime.kind: ClusterServingRuntime``."""
+    mode = spec.get("deploymentMode")
+    if isinstance(mode, str) and mode not in DEPLOYMENT_MODE_ENUM:
+        allowed = ", ".join(f'"{value}"' for value in DEPLOYMENT_MODE_ENUM)
+        raise LoadError("spec.deploymentMode", f"must be one of {allowed}, not {describe_value(mode)}")
+    runtime = spec.get("runtime")
+    if isinstance(runtime, Mapping) and runtime.get("kind") is None:
+        spec["runtime"] = {**runtime, "kind": "ClusterServingRuntime"}
 
 
 #: Equal InferenceService specs are one object: thousands of InferenceServices name a few models and runtimes
@@ -208,17 +241,24 @@ def _generation(metadata: Mapping[str, Any]) -> int | None:
     return value
 
 
-def load_resource(doc: Mapping[str, Any], *, default_namespace: str | None = None) -> Resource | None:
+def load_resource(
+    doc: Mapping[str, Any], *, default_namespace: str | None = None, from_file: bool = False
+) -> Resource | None:
     """The resource ``doc`` describes, None when it is not one of the five ``ome.io/v1beta1`` kinds.
 
     A namespaced object without ``metadata.namespace`` is put in ``default_namespace`` (an error without one);
     cluster-scoped objects get no namespace. Raises :class:`LoadError` (and nothing else) for an invalid
     document.
+
+    ``from_file``: the document comes from a file, not from the API server, so what the shipped CRD does
+    there is done here too (SPEC §1 "Loading from files"): a ``spec.deploymentMode`` outside the enum is an
+    error, and an absent ``spec.runtime.kind`` becomes ``ClusterServingRuntime``. An object read from a
+    cluster passed whatever CRD is installed there (SPEC §3.3: an unknown mode declares nothing).
     """
     if not isinstance(doc, Mapping):
         raise LoadError("", f"a resource must be an object, not {describe_value(doc)}")
     try:
-        return _load(doc, default_namespace)
+        return _load(doc, default_namespace, from_file)
     except LoadError:
         raise
     except (TypeError, ValueError, AttributeError, KeyError, RecursionError) as error:
@@ -227,7 +267,7 @@ def load_resource(doc: Mapping[str, Any], *, default_namespace: str | None = Non
         raise LoadError("", f"invalid document: {error}") from None
 
 
-def _load(doc: Mapping[str, Any], default_namespace: str | None) -> Resource | None:
+def _load(doc: Mapping[str, Any], default_namespace: str | None, from_file: bool) -> Resource | None:
     if doc.get("apiVersion") != API_GROUP_VERSION:
         return None
     kind_text = doc.get("kind")
@@ -258,6 +298,7 @@ def _load(doc: Mapping[str, Any], default_namespace: str | None) -> Resource | N
 
     try:
         if kind.is_model:
+            _string_map(metadata.get("annotations"), "metadata.annotations", frozenset())
             return Model(
                 kind=kind,
                 name=name,
@@ -267,6 +308,11 @@ def _load(doc: Mapping[str, Any], default_namespace: str | None) -> Resource | N
                 resource_version=resource_version,
             )
         if kind.is_runtime:
+            _check_component_annotations(spec, _RUNTIME_COMPONENTS)
+            annotations = _string_map(
+                metadata.get("annotations"), "metadata.annotations", _RUNTIME_ANNOTATIONS
+            )
+            read = annotations or {}
             return Runtime(
                 kind=kind,
                 name=name,
@@ -275,7 +321,12 @@ def _load(doc: Mapping[str, Any], default_namespace: str | None) -> Resource | N
                 uid=uid,
                 resource_version=resource_version,
                 generation=_generation(metadata),
+                inherit_from=read.get(INHERIT_FROM_ANNOTATION),
+                runtime_profile=read.get(RUNTIME_PROFILE_ANNOTATION),
             )
+        _check_component_annotations(spec, _ISVC_COMPONENTS)
+        if from_file:
+            _as_the_crd_defaults(spec)
         isvc_spec = InferenceServiceSpec.model_validate(spec)
     except ValidationError as error:
         raise _from_validation_error("spec", error) from None

@@ -64,7 +64,7 @@ def load_manifest(
     resources: list[Resource] = []
     for item in read_manifest(text, json_stream=json_stream):
         try:
-            resource = load_resource(item.body, default_namespace=default_namespace)
+            resource = load_resource(item.body, default_namespace=default_namespace, from_file=True)
         except LoadError as error:
             raise error.within(item.path).in_document(item.document) from None
         if resource is not None:

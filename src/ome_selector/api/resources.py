@@ -23,6 +23,16 @@ API_GROUP_VERSION = f"{API_GROUP}/{API_VERSION}"
 
 #: The annotation an InferenceService can use to ask for an accelerator class (SPEC §3.2).
 ACCELERATOR_CLASS_ANNOTATION = "ome.io/accelerator-class"
+#: The annotation of a runtime that names its parent runtime (SPEC §1 "Effective runtime").
+INHERIT_FROM_ANNOTATION = "ome.io/inherit-from"
+#: The annotation that marks a runtime as a profile meant to be inherited from (SPEC §11 INHR003).
+RUNTIME_PROFILE_ANNOTATION = "ome.io/runtime-profile"
+#: The key of a component's ``annotations`` that declares its deployment mode (SPEC §3.3).
+DEPLOYMENT_MODE_ANNOTATION = "ome.io/deploymentMode"
+#: The deployment modes that declare something (SPEC §3.3); any other value declares nothing.
+DEPLOYMENT_MODES = frozenset({"RawDeployment", "OMENative", "MultiNode", "VirtualDeployment"})
+#: The values the shipped InferenceService CRD allows for ``spec.deploymentMode`` (SPEC §1).
+DEPLOYMENT_MODE_ENUM = ("OMENative", "RawDeployment")
 
 #: The version operators SPEC §9 knows; any other value matches no versioned model.
 KNOWN_OPERATORS = ("Equal", "GreaterThan", "GreaterThanOrEqual")
@@ -228,18 +238,67 @@ class AcceleratorRequirements(_Frozen):
     accelerator_classes: tuple[StrictStr, ...] = ()
 
 
-class RuntimeSpec(_Frozen):
-    """The fields of a runtime's spec that runtime selection reads."""
+class ModeAnnotations(_Frozen):
+    """The ``annotations`` map of a component (a runtime's ``engineConfig``/``decoderConfig``, an
+    InferenceService's ``engine``/``decoder``), reduced to the one key selection reads (SPEC §3.3). The
+    loader checks that every value of the map is a string."""
 
-    disabled: StrictBool = False
+    deployment_mode: StrictStr | None = Field(default=None, alias=DEPLOYMENT_MODE_ANNOTATION)
+
+
+def declared_mode(value: str | None) -> str | None:
+    """``value`` when it is one of the four deployment modes (SPEC §3.3), else None: it declares nothing."""
+    return value if value in DEPLOYMENT_MODES else None
+
+
+def _annotated_mode(annotations: ModeAnnotations | None) -> str | None:
+    return annotations.deployment_mode if annotations is not None else None
+
+
+class ComponentConfig(_Frozen):
+    """``spec.engineConfig`` or ``spec.decoderConfig`` of a runtime: only its mode annotation is read."""
+
+    annotations: ModeAnnotations | None = None
+
+    @property
+    def mode_annotation(self) -> str | None:
+        """The ``ome.io/deploymentMode`` value as written (None when absent), valid or not."""
+        return _annotated_mode(self.annotations)
+
+
+class RuntimeSpec(_Frozen):
+    """The fields of a runtime's spec that runtime selection reads.
+
+    ``disabled`` is None when the spec does not set it (an effective spec takes it from a parent then, SPEC
+    §1); :attr:`is_disabled` is what the checks read.
+    """
+
+    disabled: StrictBool | None = None
     supported_model_formats: tuple[SupportedModelFormat, ...] = ()
     model_size_range: ModelSizeRange | None = None
     accelerator_requirements: AcceleratorRequirements | None = None
+    engine_config: ComponentConfig | None = None
+    decoder_config: ComponentConfig | None = None
+
+    @property
+    def is_disabled(self) -> bool:
+        """``spec.disabled: true`` (absent counts as false)."""
+        return self.disabled is True
 
     @property
     def accelerator_classes(self) -> tuple[str, ...]:
         reqs = self.accelerator_requirements
         return reqs.accelerator_classes if reqs is not None else ()
+
+    @property
+    def engine_mode_annotation(self) -> str | None:
+        """``spec.engineConfig.annotations["ome.io/deploymentMode"]`` as written, None when absent."""
+        return self.engine_config.mode_annotation if self.engine_config is not None else None
+
+    @property
+    def decoder_mode_annotation(self) -> str | None:
+        """``spec.decoderConfig.annotations["ome.io/deploymentMode"]`` as written, None when absent."""
+        return self.decoder_config.mode_annotation if self.decoder_config is not None else None
 
 
 class Runtime(_Frozen):
@@ -253,6 +312,10 @@ class Runtime(_Frozen):
     resource_version: StrictStr | None = None
     #: ``metadata.generation``: moves with every change of the spec, not with one of labels or annotations.
     generation: int | None = None
+    #: ``metadata.annotations["ome.io/inherit-from"]`` as written (None when absent): the parent's name.
+    inherit_from: StrictStr | None = None
+    #: ``metadata.annotations["ome.io/runtime-profile"]`` as written (None when absent).
+    runtime_profile: StrictStr | None = None
 
     @property
     def key(self) -> ObjectKey:
@@ -261,6 +324,17 @@ class Runtime(_Frozen):
     @property
     def is_cluster(self) -> bool:
         return self.kind is Kind.CLUSTER_SERVING_RUNTIME
+
+    @property
+    def parent_name(self) -> str | None:
+        """The ``ome.io/inherit-from`` value, None when absent or ``""`` (no parent, SPEC §1)."""
+        return self.inherit_from or None
+
+    @property
+    def read_inputs(self) -> tuple[RuntimeSpec, str | None, str | None]:
+        """Everything of the runtime a verdict or a finding reads: its spec and its two annotations (SPEC §1,
+        §5 v4: an annotation change counts although it leaves ``metadata.generation`` as it was)."""
+        return self.spec, self.inherit_from, self.runtime_profile
 
     @property
     def scope(self) -> str:
@@ -279,9 +353,12 @@ class ModelRef(_Frozen):
 
 
 class RuntimeRef(_Frozen):
-    """``spec.runtime``; an absent or empty name means auto-selection."""
+    """``spec.runtime``; an absent or empty name means auto-selection. ``kind`` picks the named runtime's
+    lookup (SPEC §1); the loader defaults an absent one to ``ClusterServingRuntime`` for files, as the CRD
+    does."""
 
     name: StrictStr | None = None
+    kind: StrictStr | None = None
     auto_sync: StrictBool | None = None
 
 
@@ -304,10 +381,12 @@ class EngineSpec(_Frozen):
     leader: LeaderWorkerSpec | None = None
     worker: LeaderWorkerSpec | None = None
     accelerator_override: AcceleratorSelector | None = None
+    annotations: ModeAnnotations | None = None
 
 
 class DecoderSpec(_Frozen):
     accelerator_override: AcceleratorSelector | None = None
+    annotations: ModeAnnotations | None = None
 
 
 class InferenceServiceSpec(_Frozen):
@@ -316,6 +395,19 @@ class InferenceServiceSpec(_Frozen):
     engine: EngineSpec | None = None
     decoder: DecoderSpec | None = None
     accelerator_selector: AcceleratorSelector | None = None
+    deployment_mode: StrictStr | None = None
+
+
+class DeploymentModes(NamedTuple):
+    """The deployment modes an InferenceService declares for its engine and its decoder (SPEC §3.3), each
+    None when it declares none."""
+
+    engine: str | None
+    decoder: str | None
+
+
+#: No mode declared (explain ``--model``, lint's model rankings).
+NO_MODES = DeploymentModes(None, None)
 
 
 class MatcherInputs(NamedTuple):
@@ -330,6 +422,11 @@ class MatcherInputs(NamedTuple):
     worker_image: str | None
     accelerator_classes: tuple[str, ...]
     deleting: bool
+    runtime_kind: str | None
+    deployment_mode: str | None
+    engine_mode_annotation: str | None
+    decoder_mode_annotation: str | None
+    has_decoder: bool
 
 
 #: The annotations of an InferenceService that selection reads (the others are not kept).
@@ -431,6 +528,27 @@ class InferenceService:
         return runtime.name if runtime is not None and runtime.name else None
 
     @property
+    def runtime_kind(self) -> str | None:
+        """``spec.runtime.kind`` as stored (None when absent), compared exactly by the lookup (SPEC §1)."""
+        runtime = self.spec.runtime
+        return runtime.kind if runtime is not None else None
+
+    @property
+    def deployment_modes(self) -> DeploymentModes:
+        """The engine and decoder modes of SPEC §3.3: a component's own ``ome.io/deploymentMode`` annotation
+        if valid, else ``spec.deploymentMode`` if valid; the decoder's only when ``spec.decoder`` is
+        present."""
+        spec = self.spec
+        if spec.engine is None and spec.decoder is None and spec.deployment_mode is None:
+            return NO_MODES
+        fallback = declared_mode(spec.deployment_mode)
+        engine = declared_mode(_annotated_mode(spec.engine.annotations if spec.engine else None)) or fallback
+        decoder = None
+        if spec.decoder is not None:
+            decoder = declared_mode(_annotated_mode(spec.decoder.annotations)) or fallback
+        return NO_MODES if engine is None and decoder is None else DeploymentModes(engine, decoder)
+
+    @property
     def auto_sync(self) -> bool:
         """``spec.runtime.autoSync``; absent counts as true."""
         runtime = self.spec.runtime
@@ -484,6 +602,15 @@ class InferenceService:
             worker_image=worker_image,
             accelerator_classes=self.accelerator_classes,
             deleting=self.deletion_timestamp is not None,
+            runtime_kind=self.runtime_kind,
+            deployment_mode=self.spec.deployment_mode,
+            engine_mode_annotation=_annotated_mode(
+                self.spec.engine.annotations if self.spec.engine else None
+            ),
+            decoder_mode_annotation=_annotated_mode(
+                self.spec.decoder.annotations if self.spec.decoder else None
+            ),
+            has_decoder=self.spec.decoder is not None,
         )
 
 

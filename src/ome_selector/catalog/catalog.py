@@ -227,6 +227,10 @@ class Catalog:
         key = self._runtimes.get(namespace, {}).get(name) or self._runtimes.get(None, {}).get(name)
         return self._profiles.get(key) if key is not None else None
 
+    def runtime_profile(self, kind: Kind, namespace: str | None, name: str) -> RuntimeProfile | None:
+        """The ServingRuntime ``namespace``/``name`` or the ClusterServingRuntime ``name`` (SPEC §1)."""
+        return self._profiles.get(ObjectKey(kind, namespace if kind.namespaced else None, name))
+
     def model_profile(self, model: Model) -> ModelProfile:
         """The compiled form of ``model`` (cached when it is the stored object)."""
         profile = self._model_profiles.get(model.key)

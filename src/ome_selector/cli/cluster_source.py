@@ -71,7 +71,7 @@ class ClusterSource:
             except (ClientError, OSError, TimeoutError) as error:
                 raise SourceError(f"cannot reach the cluster: {error}") from error
         origin = f"the cluster (resourceVersion {snapshot.resource_version})"
-        return [RawObject(body, origin) for body in snapshot.bodies]
+        return [RawObject(body, origin, from_file=False) for body in snapshot.bodies]
 
 
 def _message(error: ApiError) -> str:

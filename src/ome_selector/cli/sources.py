@@ -54,13 +54,15 @@ class RawObject:
 
     ``origin`` names the file (or ``<stdin>``, or the cluster) and is what a duplicate error shows;
     ``document`` (1-based, set when the file holds several) and ``path`` (``items[3]`` in a ``kind: List``)
-    locate the object in it for validation errors.
+    locate the object in it for validation errors. ``from_file`` is false for a body read from a cluster,
+    which its CRDs defaulted and validated already (SPEC §1 "Loading from files").
     """
 
     body: Mapping[str, Any]
     origin: str
     document: int | None = None
     path: str = ""
+    from_file: bool = True
 
     @property
     def location(self) -> str:
@@ -183,7 +185,7 @@ def load_catalog(objects: Iterable[RawObject], namespace: str) -> Catalog:
     origins: dict[ObjectKey, str] = {}
     for raw in objects:
         try:
-            resource = load_resource(raw.body, default_namespace=namespace)
+            resource = load_resource(raw.body, default_namespace=namespace, from_file=raw.from_file)
         except LoadError as error:
             located = error.within(raw.path) if raw.path else error
             raise SourceError(f"{raw.location}: {_object_label(raw.body)}{located}") from error

@@ -18,11 +18,11 @@ from enum import StrEnum
 from typing import Any, NamedTuple
 
 from ome_selector.api.resources import (
+    NO_MODES,
     InferenceService,
     Model,
     ObjectKey,
     Runtime,
-    SupportedModelFormat,
 )
 from ome_selector.selection.inheritance import (
     Chain,
@@ -34,6 +34,7 @@ from ome_selector.selection.inheritance import (
 from ome_selector.selection.matcher import TUPLE_NEW, FormatReasons, RuntimeCheck, Step
 from ome_selector.selection.profiles import RuntimeProfile
 from ome_selector.selection.ranking import rank
+from ome_selector.selection.scoring import entry_weight
 from ome_selector.selection.view import CatalogView
 
 __all__ = [
@@ -44,7 +45,6 @@ __all__ = [
     "Selection",
     "effective_document",
     "effective_runtime",
-    "entry_weight",
     "explain",
     "explanation_document",
 ]
@@ -54,7 +54,7 @@ class RuntimeVerdict(NamedTuple):
     """One runtime's verdict for one model: its check, its rank and its reason, and what they tell (a named
     tuple, like the check: explain builds one per runtime).
 
-    ``supports_model``: passes SPEC §3 checks 1–4; ``compatible``: auto-selectable; ``reason``: the §3 reason,
+    ``supports_model``: passes SPEC §3 checks 1–5; ``compatible``: auto-selectable; ``reason``: the §3 reason,
     ``""`` when compatible; ``failed``: the step whose check failed (None when compatible);
     ``score``/``priority``: of the matching entry (0/None without one); ``rank``: 1-based among the compatible
     runtimes, else None; ``range_text``: the runtime's interval as §3 writes it, None without a bound;
@@ -148,13 +148,14 @@ class Explanation:
 def explain(
     catalog: CatalogView, model: Model, namespace: str, isvc: InferenceService | None = None
 ) -> Explanation:
-    """Every runtime visible from ``namespace`` judged for ``model`` (and the InferenceService's accelerator
-    classes, when given), ranked as SPEC §4, in SPEC §6 table order: ranked first in rank order, then the
-    others namespaced first, then by name."""
+    """Every runtime visible from ``namespace`` judged on its own spec for ``model`` (and the
+    InferenceService's accelerator classes and deployment modes, when given), ranked as SPEC §4, in SPEC §6
+    table order: ranked first in rank order, then the others namespaced first, then by name."""
     classes = isvc.accelerator_classes if isvc is not None else ()
+    modes = isvc.deployment_modes if isvc is not None else NO_MODES
     profile = catalog.model_profile(model)
     runtimes = catalog.runtime_profiles_visible_from(namespace)
-    ranking = rank(runtimes, profile, classes)
+    ranking = rank(runtimes, profile, classes, modes)
     writer = FormatReasons(profile.spec)  # runtimes share most of their reasons: each is written once
     ranked = tuple(
         RuntimeVerdict(result, position, result.reason_within(None, writer))
@@ -279,18 +280,6 @@ def effective_document(effective: EffectiveRuntime) -> dict[str, Any]:
         "chain": [_key_document(key) for key in effective.chain],
         "error": effective.error,
     }
-
-
-def entry_weight(entry: SupportedModelFormat) -> int:
-    """OME's explain ``WEIGHT`` of an entry (SPEC §6): ``modelFormat.weight`` if above 0, plus
-    ``modelFramework.weight`` if above 0, times the priority — without the 10/5 fallback of the score (§4),
-    and whether or not the model names a framework."""
-    weights = (
-        selector.weight
-        for selector in (entry.model_format, entry.model_framework)
-        if selector is not None and selector.weight > 0
-    )
-    return sum(weights) * entry.priority
 
 
 def _ref(kind: str, name: str, namespace: str | None) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """Compatibility of one runtime with one model (SPEC §3, with the entry rules of §9).
 
-:func:`check` runs the checks of SPEC §3 in order — disabled, accelerator classes, formats (the first matching
-entry), size — and the auto-selectability rules, and returns a :class:`RuntimeCheck`: the :class:`Step` that
-failed (None when the runtime is auto-selectable), the matching entry, its score and priority.
+:func:`check` runs the checks of SPEC §3 in order — disabled, accelerator classes, deployment mode, formats
+(the first matching entry), size — and the auto-selectability rules, and returns a :class:`RuntimeCheck`: the
+:class:`Step` that failed (None when the runtime is auto-selectable), the matching entry, its score and
+priority.
 
 Deciding builds no text. The reason of a failed check is written only when asked for
 (:attr:`RuntimeCheck.reason`, or :meth:`RuntimeCheck.reason_within` when the caller keeps only the first
@@ -19,6 +20,8 @@ from functools import partial
 from typing import NamedTuple
 
 from ome_selector.api.resources import (
+    NO_MODES,
+    DeploymentModes,
     DiffusionComponent,
     DiffusionPipeline,
     FormatSelector,
@@ -37,7 +40,16 @@ from ome_selector.selection.profiles import (
 from ome_selector.selection.scoring import entry_score
 from ome_selector.selection.version import KNOWN_OPERATORS, Version, parsed_versions_match, version_matches
 
-__all__ = ["FormatReasons", "RuntimeCheck", "Step", "check", "entry_mismatch_reason", "matching_entry"]
+__all__ = [
+    "FormatReasons",
+    "ModeMismatch",
+    "RuntimeCheck",
+    "Step",
+    "check",
+    "entry_mismatch_reason",
+    "matching_entry",
+    "mode_mismatch",
+]
 
 
 class Step(IntEnum):
@@ -48,17 +60,39 @@ class Step(IntEnum):
     MODEL_PENDING = 0
     DISABLED = 1
     ACCELERATOR = 2
-    FORMAT = 3
-    SIZE = 4
+    MODE = 3
+    FORMAT = 4
+    SIZE = 5
     #: Supports the model, but the matching entry has no ``autoSelect: true`` or its score is not above 0.
-    AUTO_SELECT = 5
+    AUTO_SELECT = 6
+
+
+class ModeMismatch(NamedTuple):
+    """A failed deployment-mode check (SPEC §3.3): the component (``engine`` or ``decoder``), the mode the
+    runtime declares for it and the one the InferenceService asks for."""
+
+    component: str
+    runtime_mode: str
+    requested_mode: str
+
+
+def mode_mismatch(profile: RuntimeProfile, modes: DeploymentModes) -> ModeMismatch | None:
+    """SPEC §3.3: the engine compared first, then the decoder; a component fails only when both sides
+    declare a mode and the two differ."""
+    engine, decoder = modes
+    if engine is not None and profile.engine_mode is not None and engine != profile.engine_mode:
+        return ModeMismatch("engine", profile.engine_mode, engine)
+    if decoder is not None and profile.decoder_mode is not None and decoder != profile.decoder_mode:
+        return ModeMismatch("decoder", profile.decoder_mode, decoder)
+    return None
 
 
 class RuntimeCheck(NamedTuple):
     """The verdict of SPEC §3 for one runtime and one model.
 
     ``failed`` is the first failing step (None when auto-selectable); ``entry`` is the index of the matching
-    entry (None without one), ``score``/``priority`` those of the matching entry (0/None without one).
+    entry (None without one), ``score``/``priority`` those of the matching entry (0/None without one);
+    ``mode`` the mismatch when the deployment-mode check failed (else None).
 
     A named tuple, not a frozen dataclass: as immutable, and built in a third of the time (explain builds one
     per runtime of the catalog).
@@ -70,10 +104,11 @@ class RuntimeCheck(NamedTuple):
     entry: int | None
     score: int
     priority: int | None
+    mode: ModeMismatch | None = None
 
     @property
     def supports_model(self) -> bool:
-        """Passes SPEC §3 checks 1–4 (it "declares support")."""
+        """Passes SPEC §3 checks 1–5 (it "declares support")."""
         return self.failed is None or self.failed is Step.AUTO_SELECT
 
     @property
@@ -103,6 +138,9 @@ class RuntimeCheck(NamedTuple):
             return messages.REASON_DISABLED
         if failed is Step.ACCELERATOR:
             return messages.REASON_ACCELERATOR
+        if failed is Step.MODE:
+            assert self.mode is not None
+            return messages.mode_mismatch_reason(*self.mode)
         if failed is Step.SIZE:
             size = model.spec.model_parameter_size or ""
             return messages.size_outside_reason(size, profile.range_text or "", limit)
@@ -144,7 +182,7 @@ def _compiled_entry_matches(compiled: CompiledEntry, model: ModelProfile) -> boo
 
 
 def matching_entry(profile: RuntimeProfile, model: ModelProfile) -> int | None:
-    """The index of the first entry that matches the model (SPEC §3.3), None when none does.
+    """The index of the first entry that matches the model (SPEC §3.4), None when none does.
 
     Only entries with the model's match key can match; they are indexed, in entry order.
     """
@@ -164,23 +202,30 @@ TUPLE_NEW = tuple.__new__
 
 
 def check(
-    profile: RuntimeProfile, model: ModelProfile, accelerator_classes: Iterable[str] = ()
+    profile: RuntimeProfile,
+    model: ModelProfile,
+    accelerator_classes: Iterable[str] = (),
+    modes: DeploymentModes = NO_MODES,
 ) -> RuntimeCheck:
-    """Run SPEC §3 for one runtime: the first failing check; then auto-selectability."""
+    """Run SPEC §3 for one runtime: the first failing check; then auto-selectability. ``modes`` are the
+    deployment modes the InferenceService declares (none by default)."""
     if not model.format_name:
         return RuntimeCheck(profile, model, Step.MODEL_PENDING, None, 0, None)
     failed: Step | None
+    mode: ModeMismatch | None = None
     if profile.disabled:
         failed = Step.DISABLED
     elif accelerator_classes and not profile.accelerator_classes.issuperset(accelerator_classes):
         failed = Step.ACCELERATOR
+    elif modes is not NO_MODES and (mode := mode_mismatch(profile, modes)) is not None:
+        failed = Step.MODE
     else:
         failed = None
     # Without an entry of the model's match key (most runtimes of a catalog, for one model), none matches.
     index = matching_entry(profile, model) if model.match_key in profile.entries_by_key else None
     if index is None:
         return TUPLE_NEW(
-            RuntimeCheck, (profile, model, Step.FORMAT if failed is None else failed, None, 0, None)
+            RuntimeCheck, (profile, model, Step.FORMAT if failed is None else failed, None, 0, None, mode)
         )
     # The matching entry gives the score whatever the other checks say (SPEC §4).
     entry = profile.entries[index].entry
@@ -190,7 +235,7 @@ def check(
             failed = Step.SIZE
         elif not entry.auto_select or score <= 0:
             failed = Step.AUTO_SELECT
-    return RuntimeCheck(profile, model, failed, index, score, entry.priority)
+    return RuntimeCheck(profile, model, failed, index, score, entry.priority, mode)
 
 
 # --- reasons of entries (SPEC §9) ---------------------------------------------------------------------------
@@ -305,7 +350,7 @@ def _framework_clause(model: ModelSpec, framework: FrameworkSelector | None, lim
 
 
 class FormatReasons:
-    """Writes the reasons of the format check (SPEC §3.3, §9) against one model: of entries and of runtimes,
+    """Writes the reasons of the format check (SPEC §3.4, §9) against one model: of entries and of runtimes,
     each value looked at only as far as ``limit`` characters when given.
 
     An entry's reason joins its mismatches: the diffusion pipeline's, then one clause each about the

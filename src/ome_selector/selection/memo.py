@@ -2,17 +2,17 @@
 ranking.
 
 What auto-selection finds (:class:`AutoSelection`) depends only on the model, the runtimes visible from the
-namespace and the accelerator classes asked for; the InferenceService adds only its name to the no-runtime
-message. The catalog keeps an :class:`AutoSelectionMemo` and tells it which scope a stored or removed runtime
-belongs to (:meth:`AutoSelectionMemo.runtimes_changed`); a changed model has a new profile, which the memo
-does not take for the old one.
+namespace, the accelerator classes and the deployment modes asked for; the InferenceService adds only its
+name to the no-runtime message. The catalog keeps an :class:`AutoSelectionMemo` and tells it which scope a
+stored or removed runtime belongs to (:meth:`AutoSelectionMemo.runtimes_changed`); a changed model has a new
+profile, which the memo does not take for the old one.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ome_selector.api.resources import ObjectKey
+from ome_selector.api.resources import NO_MODES, DeploymentModes, ObjectKey
 from ome_selector.selection.matcher import RuntimeCheck
 from ome_selector.selection.profiles import ModelProfile
 
@@ -41,11 +41,12 @@ class AutoSelection:
     other_formats: int = 0
 
 
-_Key = tuple[ObjectKey, tuple[str, ...]]
+_Key = tuple[ObjectKey, tuple[str, ...], DeploymentModes]
 
 
 class AutoSelectionMemo:
-    """:class:`AutoSelection` results by namespace, model and accelerator classes, each kept until a runtime
+    """:class:`AutoSelection` results by namespace, model, accelerator classes and deployment modes, each kept
+    until a runtime
     visible from its namespace changes."""
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
@@ -54,22 +55,32 @@ class AutoSelectionMemo:
         self._by_namespace: dict[str, dict[_Key, AutoSelection]] = {}
 
     def get(
-        self, namespace: str, model: ModelProfile, accelerator_classes: tuple[str, ...]
+        self,
+        namespace: str,
+        model: ModelProfile,
+        accelerator_classes: tuple[str, ...],
+        modes: DeploymentModes = NO_MODES,
     ) -> AutoSelection | None:
         """The result kept for ``model`` (this very profile) in ``namespace``, None when there is none."""
         bucket = self._by_namespace.get(namespace)
         if bucket is None:
             return None
-        found = bucket.get((model.key, accelerator_classes))
+        found = bucket.get((model.key, accelerator_classes, modes))
         # A model stored since has a new profile: what was found for the old one does not count.
         return found if found is not None and found.model is model else None
 
-    def put(self, namespace: str, accelerator_classes: tuple[str, ...], selection: AutoSelection) -> None:
+    def put(
+        self,
+        namespace: str,
+        accelerator_classes: tuple[str, ...],
+        selection: AutoSelection,
+        modes: DeploymentModes = NO_MODES,
+    ) -> None:
         """Keep ``selection`` (it replaces the one kept for an older version of its model)."""
         if self._size >= self._capacity:
             self.clear()
         bucket = self._by_namespace.setdefault(namespace, {})
-        key = (selection.model.key, accelerator_classes)
+        key = (selection.model.key, accelerator_classes, modes)
         if key not in bucket:
             self._size += 1
         bucket[key] = selection

@@ -24,20 +24,26 @@ __all__ = [
     "PIPELINE_MISSING",
     "REASON_ACCELERATOR",
     "REASON_DISABLED",
+    "RUNTIME_NAME_LIMIT",
     "UNKNOWN_MISMATCH",
     "additional_component_missing_reason",
     "admission_warning",
     "advisory",
+    "auto_selected_warning",
     "autoselect_disabled_reason",
     "component_mismatch_reason",
     "component_missing_reason",
     "escape_controls",
     "format_label",
     "format_not_supported_reason",
+    "inheritance_cycle",
     "interval_text",
+    "max_depth_exceeded",
     "min_above_max_warning",
     "mismatch_reason",
     "missing_requirement_reason",
+    "mode_conflict_warning",
+    "mode_mismatch_reason",
     "model_disabled",
     "model_not_found",
     "model_pending",
@@ -45,13 +51,18 @@ __all__ = [
     "no_runtime_entries_held",
     "no_runtime_message",
     "not_a_parameter_count_warning",
+    "parent_not_a_name",
+    "parent_not_found",
     "runtime_disabled",
     "runtime_entry",
     "runtime_not_found",
     "runtime_selected",
     "runtime_specified",
+    "runtime_specified_unresolved",
     "runtime_specified_unsupported",
+    "runtime_unresolved",
     "score_reason",
+    "serving_runtime_not_found",
     "shown",
     "size_outside_reason",
     "truncate",
@@ -152,7 +163,7 @@ def format_label(
     framework_name: str | None,
     framework_version: str | None,
 ) -> str:
-    """``mt:<format>[:<version>][:<arch>][:<quant>][:<framework>[:<frameworkVersion>]]`` (SPEC §3.3), control
+    """``mt:<format>[:<version>][:<arch>][:<quant>][:<framework>[:<frameworkVersion>]]`` (SPEC §3.4), control
     characters escaped (the label is shown in quotes)."""
     parts = ["mt:" + format_name]
     if format_version is not None:
@@ -259,6 +270,15 @@ def interval_text(minimum: str | None, maximum: str | None) -> str | None:
     return f"{lower}, {upper}"
 
 
+def mode_mismatch_reason(component: str, runtime_mode: str, requested_mode: str) -> str:
+    """SPEC §3.3: ``runtime <component> deployment mode <runtime mode> does not match requested <component>
+    deployment mode <isvc mode>`` (the modes are among the four valid ones, so nothing needs escaping)."""
+    return (
+        f"runtime {component} deployment mode {runtime_mode} does not match requested {component} "
+        f"deployment mode {requested_mode}"
+    )
+
+
 def autoselect_disabled_reason(format_name: str, limit: int | None = None) -> str:
     return f"autoSelect is not enabled for the matching format {shown(format_name, limit)}"
 
@@ -299,8 +319,80 @@ def runtime_disabled(is_cluster: bool, name: str) -> str:
 
 
 def runtime_not_found(name: str, namespace: str) -> str:
+    """The not-found message of SPEC §1 for every lookup but that of kind ``ServingRuntime``."""
     name, namespace = shown(name, MESSAGE_LIMIT), shown(namespace, MESSAGE_LIMIT)
     return truncate(f"runtime {name} not found in namespace {namespace} or at cluster scope")
+
+
+def serving_runtime_not_found(name: str, namespace: str) -> str:
+    """The not-found message of SPEC §1 for ``spec.runtime.kind: ServingRuntime`` (looked up in the
+    namespace only)."""
+    name, namespace = shown(name, MESSAGE_LIMIT), shown(namespace, MESSAGE_LIMIT)
+    return truncate(f"ServingRuntime {name} not found in namespace {namespace}")
+
+
+def runtime_unresolved(name: str, chain_error: str) -> str:
+    """SPEC §5 ``RuntimeInheritanceError``: ``runtime <name> cannot be resolved: <chain error>``; the chain
+    error is already escaped."""
+    return truncate(f"runtime {shown(name, MESSAGE_LIMIT)} cannot be resolved: {chain_error}")
+
+
+def runtime_specified_unresolved(kind: str, name: str, chain_error: str) -> str:
+    """SPEC §5, a broken chain with ``autoSync: false``: ``using specified <Kind> <name>; live runtime cannot
+    be resolved: <chain error>``."""
+    return truncate(
+        f"using specified {kind} {shown(name, MESSAGE_LIMIT)}; live runtime cannot be resolved: {chain_error}"
+    )
+
+
+# --- §1 chain errors
+# ------------------------------------------------------------------------------------------
+
+#: The longest runtime name (a DNS-1123 subdomain); a longer ``ome.io/inherit-from`` value is cut there.
+RUNTIME_NAME_LIMIT = 253
+
+
+def _names(names: Iterable[str]) -> str:
+    return " ".join(shown(name, RUNTIME_NAME_LIMIT) for name in names)
+
+
+def parent_not_found(parent: str, names: Iterable[str]) -> str:
+    return f'inherit-from parent "{escape_controls(parent)}" not found (chain so far: [{_names(names)}])'
+
+
+def parent_not_a_name(value: str, names: Iterable[str]) -> str:
+    """The value cut to its first 253 characters followed by "…" when longer, control characters escaped."""
+    cut = value[:RUNTIME_NAME_LIMIT] + (ELLIPSIS if len(value) > RUNTIME_NAME_LIMIT else "")
+    return (
+        f'inherit-from parent "{escape_controls(cut)}" is not a valid runtime name '
+        f"(chain so far: [{_names(names)}])"
+    )
+
+
+def inheritance_cycle(names: Iterable[str], parent: str) -> str:
+    return f"inheritance cycle detected: [{_names([*names, parent])}]"
+
+
+def max_depth_exceeded(depth: int, names: Iterable[str]) -> str:
+    return f"inheritance chain exceeds max depth {depth} (chain: [{_names(names)}])"
+
+
+# --- §7 admission warnings of v4
+# ---------------------------------------------------------------------------------------------
+
+
+def auto_selected_warning(runtime: str, model: str) -> str:
+    """SPEC §7: ``runtime <name> will be auto-selected for model <model>``."""
+    runtime, model = shown(runtime, MESSAGE_LIMIT), shown(model, MESSAGE_LIMIT)
+    return truncate(f"runtime {runtime} will be auto-selected for model {model}")
+
+
+def mode_conflict_warning(engine_mode: str, decoder_mode: str) -> str:
+    """SPEC §7: engine and decoder asking for different modes, one of them ``OMENative``."""
+    return (
+        f"spec.engine and spec.decoder ask for different deployment modes ({engine_mode}, {decoder_mode}); "
+        "OME v1.3 denies this"
+    )
 
 
 def model_not_found(name: str, namespace: str) -> str:

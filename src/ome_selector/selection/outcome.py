@@ -1,9 +1,12 @@
-"""The outcome of runtime selection for one InferenceService: the nine situations of SPEC §5.
+"""The outcome of runtime selection for one InferenceService: the situations of SPEC §5, with and without a
+model.
 
 :func:`evaluate` decides, in this order: model missing, model disabled, model without ``modelFormat.name``
-(pending), then for a named runtime missing / disabled / used with or without an advisory, and otherwise
-auto-selection (selected, or the capped no-runtime message; :func:`auto_selection` ranks only the runtimes
-that can match, and the catalog keeps its result for the next InferenceService of the model). Each
+(pending), then for a named runtime (found by SPEC §1's lookup, judged on its effective spec) missing / chain
+broken / disabled / used with or without an advisory, and otherwise auto-selection (selected, or the capped
+no-runtime message; :func:`auto_selection` ranks only the runtimes that can match, on their own specs, and
+the catalog keeps its result for the next InferenceService of the model). An InferenceService without
+``spec.model`` that names a runtime gets the rows of the second table (no support check). Each
 :class:`Outcome` carries the ``RuntimeReady`` condition fields, the event to record when the condition
 changes (None when the table gives none) and, for a named runtime that does not declare support, the advisory
 text the webhook shows as a warning. The condition status, reason and event of each situation come from one
@@ -17,8 +20,15 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
-from ome_selector.api.resources import InferenceService, Model, Runtime
+from ome_selector.api.resources import NO_MODES, DeploymentModes, InferenceService, Model, Runtime
 from ome_selector.selection import messages
+from ome_selector.selection.inheritance import (
+    ChainError,
+    RuntimeLookup,
+    find_named_runtime,
+    named_runtime_not_found,
+    resolve_effective,
+)
 from ome_selector.selection.matcher import FormatReasons, check
 from ome_selector.selection.memo import AutoSelection
 from ome_selector.selection.profiles import ModelProfile
@@ -51,6 +61,10 @@ class OutcomeKind(StrEnum):
     RUNTIME_SPECIFIED_UNSUPPORTED = "RuntimeSpecifiedUnsupported"
     RUNTIME_DISABLED = "RuntimeDisabled"
     RUNTIME_NOT_FOUND = "RuntimeNotFound"
+    #: The named runtime's chain is broken (SPEC §1, §5 v4).
+    RUNTIME_INHERITANCE_ERROR = "RuntimeInheritanceError"
+    #: The same with ``spec.runtime.autoSync: false``: the pinned runtime is used.
+    RUNTIME_SPECIFIED_UNRESOLVED = "RuntimeSpecifiedUnresolved"
     NO_RUNTIME = "NoRuntime"
     MODEL_NOT_FOUND = "ModelNotFound"
     MODEL_DISABLED = "ModelDisabled"
@@ -77,6 +91,10 @@ ROWS: Mapping[OutcomeKind, Row] = {
     ),
     OutcomeKind.RUNTIME_DISABLED: Row("False", "RuntimeDisabled", "RuntimeDisabled", True),
     OutcomeKind.RUNTIME_NOT_FOUND: Row("False", "RuntimeNotFound", "RuntimeNotFound", True),
+    OutcomeKind.RUNTIME_INHERITANCE_ERROR: Row(
+        "False", "RuntimeInheritanceError", "RuntimeInheritanceError", True
+    ),
+    OutcomeKind.RUNTIME_SPECIFIED_UNRESOLVED: Row("True", "RuntimeSpecified", None, False),
     OutcomeKind.NO_RUNTIME: Row("False", "RuntimeNotFound", "RuntimeNotFound", True),
     OutcomeKind.MODEL_NOT_FOUND: Row("False", "ModelNotFound", None, True),
     OutcomeKind.MODEL_DISABLED: Row("False", "ModelDisabled", None, True),
@@ -97,11 +115,12 @@ class EventSpec:
 class Outcome:
     """The ``RuntimeReady`` condition for one InferenceService and what goes with it.
 
-    ``kind`` is the SPEC §5 row; ``status`` and ``reason`` are the condition's (``RuntimeSpecified`` for both
-    named-runtime rows, ``RuntimeNotFound`` for both not-found rows). ``runtime`` is the selected or named
-    runtime (None when missing or when nothing was selected), ``model`` the resolved model. ``advisory`` is
+    ``kind`` is the SPEC §5 row; ``status`` and ``reason`` are the condition's (``RuntimeSpecified`` for the
+    named-runtime rows, ``RuntimeNotFound`` for both not-found rows). ``runtime`` is the selected runtime, or
+    the named one as the lookup found it (also when disabled or its chain is broken; None when missing or
+    when nothing was selected), ``model`` the resolved model (None without ``spec.model``). ``advisory`` is
     set for a named runtime that does not declare support (even with ``autoSync: false``, when ``event`` is
-    None).
+    None); ``chain_error`` for a named runtime whose chain is broken.
     """
 
     kind: OutcomeKind
@@ -111,6 +130,7 @@ class Outcome:
     model: Model | None = None
     advisory: str | None = None
     score: int | None = None
+    chain_error: ChainError | None = None
 
     @classmethod
     def of(
@@ -123,6 +143,7 @@ class Outcome:
         score: int | None = None,
         advisory: str | None = None,
         record_event: bool = True,
+        chain_error: ChainError | None = None,
     ) -> Outcome:
         """The outcome of row ``kind``, with the event the table gives it (unless ``record_event`` is
         false)."""
@@ -130,7 +151,7 @@ class Outcome:
         event = None
         if event_reason is not None and record_event:
             event = EventSpec(type="Warning", reason=event_reason, message=advisory or message)
-        return cls(kind, message, event, runtime, model, advisory, score)
+        return cls(kind, message, event, runtime, model, advisory, score, chain_error)
 
     @property
     def status(self) -> ConditionStatus:
@@ -146,11 +167,16 @@ class Outcome:
         return ROWS[self.kind].denies_admission
 
 
-def evaluate(catalog: CatalogView, isvc: InferenceService) -> Outcome | None:
-    """The SPEC §5 outcome for ``isvc``; None when it has no ``spec.model`` (it is left alone)."""
-    model_name = isvc.model_name
+def evaluate(
+    catalog: CatalogView, isvc: InferenceService, lookup: RuntimeLookup = RuntimeLookup.V1_3
+) -> Outcome | None:
+    """The SPEC §5 outcome for ``isvc``; None when it has neither ``spec.model`` nor a named runtime (it is
+    left alone). ``lookup`` is the named-runtime lookup rule (SPEC §1, ``--runtime-lookup``)."""
+    model_name, runtime_name = isvc.model_name, isvc.runtime_name
     if model_name is None:
-        return None
+        if runtime_name is None:
+            return None
+        return _named_runtime(catalog, isvc, None, runtime_name, lookup)
     namespace = isvc.namespace
     model = catalog.resolve_model(namespace, model_name)
     if model is None:
@@ -159,23 +185,44 @@ def evaluate(catalog: CatalogView, isvc: InferenceService) -> Outcome | None:
         return Outcome.of(OutcomeKind.MODEL_DISABLED, messages.model_disabled(model_name), model=model)
     if not model.spec.has_format:
         return Outcome.of(OutcomeKind.MODEL_METADATA_PENDING, messages.model_pending(model_name), model=model)
-    runtime_name = isvc.runtime_name
     if runtime_name is not None:
-        return _named_runtime(catalog, isvc, model, runtime_name)
+        return _named_runtime(catalog, isvc, model, runtime_name, lookup)
     return _auto_select(catalog, isvc, model)
 
 
-def _named_runtime(catalog: CatalogView, isvc: InferenceService, model: Model, runtime_name: str) -> Outcome:
-    profile = catalog.resolve_runtime_profile(isvc.namespace, runtime_name)
+def _named_runtime(
+    catalog: CatalogView,
+    isvc: InferenceService,
+    model: Model | None,
+    runtime_name: str,
+    lookup: RuntimeLookup,
+) -> Outcome:
+    """A named runtime (SPEC §5): missing, chain broken, disabled (all on its effective spec), then — with a
+    model — whether it supports it. Without a model there is no support, accelerator or mode check."""
+    namespace = isvc.namespace
+    profile = find_named_runtime(catalog, namespace, runtime_name, isvc.runtime_kind, lookup)
     if profile is None:
-        message = messages.runtime_not_found(runtime_name, isvc.namespace)
+        message = named_runtime_not_found(runtime_name, namespace, isvc.runtime_kind, lookup)
         return Outcome.of(OutcomeKind.RUNTIME_NOT_FOUND, message, model=model)
     runtime = profile.runtime
-    if runtime.spec.disabled:
+    kind = runtime.kind.value
+    effective = resolve_effective(catalog, profile)
+    if isinstance(effective, ChainError):
+        if not isvc.auto_sync:
+            # OME renders a pinned InferenceService from its pinned revision: no other check runs (SPEC §5).
+            message = messages.runtime_specified_unresolved(kind, runtime.name, effective.message)
+            outcome_kind = OutcomeKind.RUNTIME_SPECIFIED_UNRESOLVED
+        else:
+            message = messages.runtime_unresolved(runtime.name, effective.message)
+            outcome_kind = OutcomeKind.RUNTIME_INHERITANCE_ERROR
+        return Outcome.of(outcome_kind, message, model=model, runtime=runtime, chain_error=effective)
+    if effective.disabled:
         message = messages.runtime_disabled(runtime.is_cluster, runtime.name)
         return Outcome.of(OutcomeKind.RUNTIME_DISABLED, message, model=model, runtime=runtime)
-    result = check(profile, catalog.model_profile(model), isvc.accelerator_classes)
-    kind = runtime.kind.value
+    if model is None:
+        message = messages.runtime_specified(kind, runtime.name)
+        return Outcome.of(OutcomeKind.RUNTIME_SPECIFIED, message, runtime=runtime)
+    result = check(effective, catalog.model_profile(model), isvc.accelerator_classes, isvc.deployment_modes)
     if result.supports_model:
         message = messages.runtime_specified(kind, runtime.name)
         return Outcome.of(
@@ -196,13 +243,13 @@ def _named_runtime(catalog: CatalogView, isvc: InferenceService, model: Model, r
 
 
 def _auto_select(catalog: CatalogView, isvc: InferenceService, model: Model) -> Outcome:
-    namespace, classes = isvc.namespace, isvc.accelerator_classes
+    namespace, classes, modes = isvc.namespace, isvc.accelerator_classes, isvc.deployment_modes
     profile = catalog.model_profile(model)
     memo = catalog.auto_selections
-    selection = memo.get(namespace, profile, classes)
+    selection = memo.get(namespace, profile, classes, modes)
     if selection is None:
-        selection = auto_selection(catalog, profile, namespace, classes)
-        memo.put(namespace, classes, selection)
+        selection = auto_selection(catalog, profile, namespace, classes, modes)
+        memo.put(namespace, classes, selection, modes)
     selected = selection.selected
     if selected is not None:
         winner = selected.profile.runtime
@@ -223,17 +270,21 @@ def _auto_select(catalog: CatalogView, isvc: InferenceService, model: Model) -> 
 
 
 def auto_selection(
-    catalog: CatalogView, model: ModelProfile, namespace: str, accelerator_classes: tuple[str, ...] = ()
+    catalog: CatalogView,
+    model: ModelProfile,
+    namespace: str,
+    accelerator_classes: tuple[str, ...] = (),
+    modes: DeploymentModes = NO_MODES,
 ) -> AutoSelection:
     """Auto-selection for ``model`` (with a format) in ``namespace``, computed (:func:`evaluate` keeps it in
-    the catalog's memo).
+    the catalog's memo). Every runtime is judged on its own spec, whatever it inherits (SPEC §1).
 
     Only runtimes with an entry of the model's match key can match it: those are ranked. When none is
     auto-selectable, the runtimes of the model's format are listed nearest miss first, each checked and its
     reason written only as far as a message can hold them.
     """
     candidates = catalog.runtime_profiles_for_match_key(namespace, model.match_key)
-    ranking = rank(candidates, model, accelerator_classes)
+    ranking = rank(candidates, model, accelerator_classes, modes)
     if ranking.selected is not None:
         return AutoSelection(model, ranking.selected)
     formats = catalog.runtime_profiles_for_format(namespace, model.format_name)
@@ -245,7 +296,7 @@ def auto_selection(
             result.profile.name,
             result.reason_within(messages.MESSAGE_LIMIT, writer),
         )
-        for result in misses_of_format(formats, ranking, model, accelerator_classes)
+        for result in misses_of_format(formats, ranking, model, accelerator_classes, modes)
     )
     namespaced, cluster = catalog.runtime_counts(namespace)
     return AutoSelection(

@@ -12,14 +12,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
-from ome_selector.api.resources import Model, ModelSpec, ObjectKey, Runtime, SupportedModelFormat
+from ome_selector.api.resources import (
+    Model,
+    ModelSpec,
+    ObjectKey,
+    Runtime,
+    SupportedModelFormat,
+    declared_mode,
+)
 from ome_selector.selection import messages
 from ome_selector.selection.quantity import parse_parameter_count
 from ome_selector.selection.version import Version, parse_version
 
 __all__ = ["CompiledEntry", "EntryReasonKey", "MatchKey", "ModelProfile", "RuntimeProfile", "Selector"]
 
-#: The fields an entry and a model must have equal for the entry to match (SPEC §3.3, §9): format name,
+#: The fields an entry and a model must have equal for the entry to match (SPEC §3.4, §9): format name,
 #: architecture, quantization, whether a format version is given, the framework name (None without a
 #: framework) and whether a framework version is given.
 MatchKey = tuple[str, str | None, str | None, bool, str | None, bool]
@@ -85,6 +92,9 @@ class CompiledEntry:
         )
 
 
+_ZERO = Fraction(0)
+
+
 def _parsed(version: str | None) -> Version | None:
     return parse_version(version) if version is not None else None
 
@@ -112,6 +122,9 @@ class RuntimeProfile:
     #: What the runtime's format reason says, given the model: its entries' reason keys (None when an entry
     #: has a diffusion pipeline). Runtimes with equal keys fail the format check with the same reason.
     format_reason_key: tuple[EntryReasonKey, ...] | None
+    #: The modes the runtime declares for its engine and its decoder (SPEC §3.3), None when it declares none.
+    engine_mode: str | None = None
+    decoder_mode: str | None = None
 
     @classmethod
     def of(cls, runtime: Runtime) -> RuntimeProfile:
@@ -129,7 +142,7 @@ class RuntimeProfile:
             runtime=runtime,
             name=runtime.name,
             is_cluster=runtime.is_cluster,
-            disabled=spec.disabled,
+            disabled=spec.is_disabled,
             entries=entries,
             lower=parse_parameter_count(minimum) if minimum is not None else None,
             upper=parse_parameter_count(maximum) if maximum is not None else None,
@@ -138,6 +151,8 @@ class RuntimeProfile:
             format_names=frozenset(key[0] for key in by_key),
             accelerator_classes=frozenset(spec.accelerator_classes),
             format_reason_key=_all_or_none(tuple(compiled.reason_key for compiled in entries)),
+            engine_mode=declared_mode(spec.engine_mode_annotation),
+            decoder_mode=declared_mode(spec.decoder_mode_annotation),
         )
 
     @property
@@ -159,16 +174,15 @@ class RuntimeProfile:
         upper_ok = self.upper is None or size <= self.upper
         return lower_ok and upper_ok
 
-    def size_distance(self, size: Fraction) -> Fraction | None:
-        """|size - lower| + |upper - size| exactly; None stands for an infinite distance (a missing bound).
-
-        A runtime without a range (or with neither bound) is at distance 0.
-        """
-        if not self.has_range:
-            return Fraction(0)
-        if self.lower is None or self.upper is None:
-            return None
-        return abs(size - self.lower) + abs(self.upper - size)
+    def size_distance(self, size: Fraction) -> Fraction:
+        """The sum over the bounds that are present of |bound - size|, exactly (SPEC §4 step 3, v4): a
+        one-sided range counts only its bound; a runtime without a range (or with neither bound) is at 0."""
+        distance = _ZERO
+        if self.lower is not None:
+            distance += abs(size - self.lower)
+        if self.upper is not None:
+            distance += abs(self.upper - size)
+        return distance
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,12 +16,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+from ome_selector.api.resources import NO_MODES, DeploymentModes
 from ome_selector.selection.matcher import RuntimeCheck, Step, check
 from ome_selector.selection.profiles import ModelProfile, RuntimeProfile
 
 __all__ = ["RankKey", "Ranking", "misses_of_format", "nearest_misses", "rank", "rank_key"]
 
-#: (cluster-scoped?, -score, (infinitely far?, distance), name): smaller ranks first.
+#: (cluster-scoped?, -score, (False, distance), name): smaller ranks first. The distance keeps the pair shape
+#: of the rule before v4 (a missing bound counted as infinitely far); it is never infinite now (SPEC §4).
 RankKey = tuple[bool, int, tuple[bool, Fraction], str]
 
 _ZERO = Fraction(0)
@@ -30,17 +32,13 @@ _ZERO = Fraction(0)
 def rank_key(result: RuntimeCheck) -> RankKey:
     """The sort key of an auto-selectable runtime; sorting ascending gives the SPEC §4 ranking.
 
-    The distance is ``|size - lower| + |upper - size|`` as an exact number, a missing bound making it infinite
-    (two infinite distances tie), a runtime without a range at 0; it counts only when the model has a size.
-    Within one namespace view (kind, name) is unique, so the key orders the runtimes totally.
+    The distance sums |bound - size| over the bounds that are present, as an exact number (a runtime without
+    a range at 0); it counts only when the model has a size. Within one namespace view (kind, name) is
+    unique, so the key orders the runtimes totally.
     """
     profile, size = result.profile, result.model.size
-    if size is None:
-        distance: tuple[bool, Fraction] = (False, _ZERO)
-    else:
-        value = profile.size_distance(size)
-        distance = (True, _ZERO) if value is None else (False, value)
-    return (profile.is_cluster, -result.score, distance, profile.name)
+    distance = _ZERO if size is None else profile.size_distance(size)
+    return (profile.is_cluster, -result.score, (False, distance), profile.name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,14 +55,17 @@ class Ranking:
 
 
 def rank(
-    profiles: Iterable[RuntimeProfile], model: ModelProfile, accelerator_classes: Sequence[str] = ()
+    profiles: Iterable[RuntimeProfile],
+    model: ModelProfile,
+    accelerator_classes: Sequence[str] = (),
+    modes: DeploymentModes = NO_MODES,
 ) -> Ranking:
-    """Check every runtime of ``profiles`` against ``model`` (and the accelerator classes asked for) and rank
-    the auto-selectable ones (SPEC §4)."""
+    """Check every runtime of ``profiles`` against ``model`` (and the accelerator classes and deployment
+    modes asked for) and rank the auto-selectable ones (SPEC §4)."""
     ranked: list[RuntimeCheck] = []
     others: list[RuntimeCheck] = []
     for profile in profiles:
-        result = check(profile, model, accelerator_classes)
+        result = check(profile, model, accelerator_classes, modes)
         if result.failed is None:
             ranked.append(result)
         else:
@@ -90,6 +91,7 @@ def misses_of_format(
     candidates: Ranking,
     model: ModelProfile,
     accelerator_classes: Sequence[str] = (),
+    modes: DeploymentModes = NO_MODES,
 ) -> Iterator[RuntimeCheck]:
     """The runtimes of ``formats`` that are not auto-selectable, in :func:`nearest_misses` order, each checked
     only when the one before it has been pulled; for a model with a format (SPEC §3: a pending model is not
@@ -99,21 +101,26 @@ def misses_of_format(
     ``candidates`` ranks those of them with an entry of the model's match key. Only those can pass the format
     check, so only they can fail later (size, auto-select): they come first, from ``candidates``. Every other
     miss failed at the format check or before it (accelerator, disabled); one pass over ``formats`` yields the
-    format misses in their order and keeps the others for after them.
+    format misses in their order and keeps the others for after them (deployment mode, accelerator,
+    disabled: SPEC §5's nearest-miss order).
     """
     yield from nearest_misses(
         result for result in candidates.others if result.failed is not None and result.failed > Step.FORMAT
     )
+    mode: list[RuntimeCheck] = []
     accelerator: list[RuntimeCheck] = []
     disabled: list[RuntimeCheck] = []
     for profile in formats:
-        result = check(profile, model, accelerator_classes)
+        result = check(profile, model, accelerator_classes, modes)
         failed = result.failed
         if failed is Step.FORMAT:
             yield result
+        elif failed is Step.MODE:
+            mode.append(result)
         elif failed is Step.ACCELERATOR:
             accelerator.append(result)
         elif failed is Step.DISABLED:
             disabled.append(result)
+    yield from mode
     yield from accelerator
     yield from disabled

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ome_selector.api.resources import ModelSpec, SupportedModelFormat
 
-__all__ = ["DEFAULT_FORMAT_WEIGHT", "DEFAULT_FRAMEWORK_WEIGHT", "entry_score"]
+__all__ = ["DEFAULT_FORMAT_WEIGHT", "DEFAULT_FRAMEWORK_WEIGHT", "entry_score", "entry_weight"]
 
 #: What a weight of 0 counts as (upstream's configured defaults).
 DEFAULT_FORMAT_WEIGHT = 10
@@ -27,3 +27,14 @@ def entry_score(entry: SupportedModelFormat, model: ModelSpec) -> int:
         weight = entry.model_framework.weight
         score += (weight or DEFAULT_FRAMEWORK_WEIGHT) * priority
     return score
+
+
+def entry_weight(entry: SupportedModelFormat) -> int:
+    """OME's explain ``WEIGHT`` of a matching entry (SPEC §6 v4): its ``modelFormat.weight`` if above 0 plus
+    its ``modelFramework.weight`` if above 0, times its priority — no 10/5 fallback, so not the score."""
+    weight = 0
+    if entry.model_format is not None and entry.model_format.weight > 0:
+        weight += entry.model_format.weight
+    if entry.model_framework is not None and entry.model_framework.weight > 0:
+        weight += entry.model_framework.weight
+    return weight * entry.priority

@@ -1,5 +1,6 @@
-"""What selection reads from a catalog: the lookups of SPEC §1, the runtimes visible from a namespace (all of
-them, those naming a format, those with an entry of a match key) and the memo of auto-selection results.
+"""What selection reads from a catalog: the lookups of SPEC §1 (runtimes by kind and name too), the runtimes
+visible from a namespace (all of them, those naming a format, those with an entry of a match key) and the memo
+of auto-selection results.
 
 :func:`~.outcome.evaluate` and :func:`~.explain.explain` take any :class:`CatalogView`;
 :class:`ome_selector.catalog.Catalog` is the one the product uses. The protocol keeps the selection core below
@@ -11,14 +12,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from ome_selector.api.resources import Model
+from ome_selector.api.resources import Kind, Model
 from ome_selector.selection.memo import AutoSelectionMemo
 from ome_selector.selection.profiles import MatchKey, ModelProfile, RuntimeProfile
 
-__all__ = ["CatalogView"]
+__all__ = ["CatalogView", "RuntimeIndex"]
 
 
-class CatalogView(Protocol):
+class RuntimeIndex(Protocol):
+    """Runtimes by kind, namespace and name: what the chain walk and the named-runtime lookup read (SPEC
+    §1)."""
+
+    def runtime_profile(self, kind: Kind, namespace: str | None, name: str) -> RuntimeProfile | None:
+        """The ServingRuntime ``namespace``/``name`` (``kind`` ServingRuntime), or the ClusterServingRuntime
+        ``name`` (``namespace`` None); None when there is none."""
+        ...
+
+
+class CatalogView(RuntimeIndex, Protocol):
     """Read access to compiled models and runtimes, as of one moment."""
 
     def resolve_model(self, namespace: str, name: str) -> Model | None:

@@ -330,6 +330,12 @@ class _Amended:
     def resolve_runtime_profile(self, namespace: str, name: str) -> RuntimeProfile | None:
         return next((p for p in self.runtime_profiles_visible_from(namespace) if p.name == name), None)
 
+    def runtime_profile(self, kind: Kind, namespace: str | None, name: str) -> RuntimeProfile | None:
+        key = ObjectKey(kind, namespace if kind.namespaced else None, name)
+        if key in self._amended:
+            return self._amended[key]
+        return self._live.runtime_profile(kind, namespace, name)
+
     def runtime_profiles_visible_from(self, namespace: str) -> list[RuntimeProfile]:
         return self._amend(self._live.runtime_profiles_visible_from(namespace), namespace, lambda _: True)
 

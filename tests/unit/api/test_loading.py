@@ -29,7 +29,8 @@ def test_runtime_entry_defaults() -> None:
     assert (entry.model_framework.operator, entry.model_framework.weight) == ("Equal", 1)
     assert entry.priority == 1
     assert entry.auto_select is False
-    assert resource.spec.disabled is False
+    assert resource.spec.disabled is None  # absent, so a parent can set it (SPEC §1 v4)
+    assert resource.spec.is_disabled is False
     assert resource.spec.model_size_range is None
     assert resource.kind is Kind.CLUSTER_SERVING_RUNTIME
     assert resource.namespace is None
@@ -477,3 +478,106 @@ def test_a_loaded_resource_has_the_key_of_its_body(doc: Any) -> None:
         return
     if resource is not None:
         assert key_of(doc, default_namespace="dflt") == resource.key
+
+
+# --- the fields of v4 (SPEC §1) ----------------------------------------------------------------------------
+
+RUNTIME = runtime_doc("rt", {"modelFormat": {"name": "safetensors"}})
+
+V4_INVALID = [
+    (
+        _with(RUNTIME, ["metadata", "annotations"], {"ome.io/inherit-from": 5}),
+        "metadata.annotations.ome.io/inherit-from",
+    ),
+    (_with(RUNTIME, ["metadata", "annotations"], {"other": True}), "metadata.annotations.other"),
+    (
+        _with(RUNTIME, ["spec", "engineConfig"], {"annotations": {"ome.io/deploymentMode": 1}}),
+        "spec.engineConfig.annotations.ome.io/deploymentMode",
+    ),
+    (
+        _with(RUNTIME, ["spec", "decoderConfig"], {"annotations": {"x": ["a"]}}),
+        "spec.decoderConfig.annotations.x",
+    ),
+    (_with(ISVC, ["spec", "engine"], {"annotations": {"x": 1}}), "spec.engine.annotations.x"),
+    (
+        _with(ISVC, ["spec", "decoder"], {"annotations": {"ome.io/deploymentMode": False}}),
+        "spec.decoder.annotations.ome.io/deploymentMode",
+    ),
+    (_with(ISVC, ["spec", "runtime"], {"name": "rt", "kind": 5}), "spec.runtime.kind"),
+    (_with(ISVC, ["spec", "deploymentMode"], 3), "spec.deploymentMode"),
+    (_with(MODEL, ["metadata", "annotations"], {"x": 1}), "metadata.annotations.x"),
+]
+
+
+@pytest.mark.parametrize(("doc", "path"), V4_INVALID)
+@pytest.mark.parametrize("from_file", [True, False])
+def test_values_of_the_annotation_maps_and_the_runtime_kind_must_be_strings(
+    doc: dict[str, Any], path: str, from_file: bool
+) -> None:
+    with pytest.raises(LoadError) as caught:
+        load_resource(doc, from_file=from_file)
+    assert (caught.value.path, caught.value.message.split(",")[0][:16]) == (path, "must be a string")
+
+
+@pytest.mark.parametrize("mode", ["MultiNode", "VirtualDeployment", "", "omenative", "bogus"])
+def test_a_file_with_a_deployment_mode_outside_the_enum_is_an_error_a_cluster_object_is_not(
+    mode: str,
+) -> None:
+    doc = _with(ISVC, ["spec", "deploymentMode"], mode)
+    with pytest.raises(LoadError) as caught:
+        load_resource(doc, from_file=True)
+    assert caught.value.path == "spec.deploymentMode"
+    assert caught.value.message == f'must be one of "OMENative", "RawDeployment", not {describe_value(mode)}'
+    loaded = load_resource(doc)
+    assert isinstance(loaded, InferenceService)
+    assert loaded.spec.deployment_mode == mode
+
+
+@pytest.mark.parametrize("mode", ["OMENative", "RawDeployment"])
+def test_the_enum_values_load_from_files(mode: str) -> None:
+    loaded = load_resource(_with(ISVC, ["spec", "deploymentMode"], mode), from_file=True)
+    assert isinstance(loaded, InferenceService)
+    assert loaded.deployment_modes.engine == mode
+
+
+@pytest.mark.parametrize(
+    ("runtime_ref", "from_file", "kind"),
+    [
+        ({"name": "rt"}, True, "ClusterServingRuntime"),  # the CRD default
+        ({"name": "rt", "kind": None}, True, "ClusterServingRuntime"),  # null counts as absent
+        ({"name": "rt"}, False, None),  # stored without the default: left absent
+        ({"name": "rt", "kind": ""}, True, ""),
+        ({"name": "rt", "kind": "ServingRuntime"}, True, "ServingRuntime"),
+        (None, True, None),  # no spec.runtime: nothing to default
+    ],
+)
+def test_an_absent_runtime_kind_from_a_file_becomes_cluster_serving_runtime(
+    runtime_ref: dict[str, Any] | None, from_file: bool, kind: str | None
+) -> None:
+    loaded = load_resource(_with(ISVC, ["spec", "runtime"], runtime_ref), from_file=from_file)
+    assert isinstance(loaded, InferenceService)
+    assert loaded.runtime_kind == kind
+
+
+def test_a_runtime_keeps_its_two_annotations_and_its_mode_annotations() -> None:
+    doc = _with(
+        RUNTIME,
+        ["metadata", "annotations"],
+        {"ome.io/inherit-from": "base", "ome.io/runtime-profile": "true", "team": "a"},
+    )
+    doc = _with(
+        doc, ["spec", "engineConfig"], {"annotations": {"ome.io/deploymentMode": "RawDeployment", "x": "y"}}
+    )
+    doc = _with(doc, ["spec", "decoderConfig"], {"annotations": {"ome.io/deploymentMode": "bogus"}})
+    loaded = load_resource(doc)
+    assert isinstance(loaded, Runtime)
+    assert (loaded.inherit_from, loaded.runtime_profile, loaded.parent_name) == ("base", "true", "base")
+    assert (loaded.spec.engine_mode_annotation, loaded.spec.decoder_mode_annotation) == (
+        "RawDeployment",
+        "bogus",
+    )
+    profile = RuntimeProfile.of(loaded)
+    assert (profile.engine_mode, profile.decoder_mode) == ("RawDeployment", None)  # "bogus" declares nothing
+    empty = load_resource(_with(RUNTIME, ["metadata", "annotations"], {"ome.io/inherit-from": ""}))
+    assert isinstance(empty, Runtime)
+    assert (empty.inherit_from, empty.parent_name) == ("", None)

@@ -120,6 +120,19 @@ def test_matcher_inputs_change_with_every_matcher_field_and_only_those() -> None
             decoder={"acceleratorOverride": {"acceleratorClass": "x"}},
         ),
         isvc(runtime_name="rt", engine={"runner": {"image": "a"}}, deletion_timestamp="2024-01-01T00:00:00Z"),
+        # v4 (SPEC §7): the runtime kind, the deployment mode, the mode annotations, the decoder's presence
+        isvc(runtime_name="rt", runtime_kind="ServingRuntime", engine={"runner": {"image": "a"}}),
+        isvc(runtime_name="rt", deployment_mode="bogus", engine={"runner": {"image": "a"}}),
+        isvc(
+            runtime_name="rt",
+            engine={"runner": {"image": "a"}, "annotations": {"ome.io/deploymentMode": "x"}},
+        ),
+        isvc(runtime_name="rt", engine={"runner": {"image": "a"}}, decoder={}),
+        isvc(
+            runtime_name="rt",
+            engine={"runner": {"image": "a"}},
+            decoder={"annotations": {"ome.io/deploymentMode": "OMENative"}},
+        ),
     ]
     for variant in variants:
         assert variant.matcher_inputs != base.matcher_inputs, variant

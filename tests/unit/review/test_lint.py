@@ -468,10 +468,10 @@ RANK001_CASES = [
         id="distance-decides",
     ),
     pytest.param(
-        # SPEC §4 v4: only the bounds that are present count, 2B away each.
+        # Each one-sided range counts its one bound (SPEC §4 step 3 v4): 2B and 2B, a tie.
         [model(size="3B"), runtime("a", entry(), min="1B"), runtime("b", entry(), max="5B")],
         [(["ClusterBaseModel m", A, B], tie_sized("ClusterBaseModel m (3B)", A, B, 1, "a"))],
-        id="one-sided-equal-distances-tie",
+        id="one-sided-distances-tie",
     ),
     pytest.param(
         [model(size="3B"), runtime("a", entry(), min="1B"), runtime("b", entry(), max="8B")],
@@ -569,7 +569,7 @@ RANK002_CASES = [
                     "ClusterBaseModel qwen (72B)",
                     "ClusterServingRuntime any",
                     "any",
-                    # by rank: open is 2B away (its one bound), fit 5B (SPEC §4 v4)
+                    # In rank order: open is 2B away, fit 2B + 3B (SPEC §4 step 3 v4).
                     "ClusterServingRuntime open ([70B, inf)) and ClusterServingRuntime fit ([70B, 75B])",
                     "whose ranges cover",
                     "the one that should serve it",

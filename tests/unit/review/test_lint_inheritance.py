@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from ome_selector.selection.inheritance import RuntimeLookup
 from selection_builders import NS, catalog, entry, isvc, model, runtime
 
 from ome_selector.api.resources import Resource
 from ome_selector.review.lint import PROFILE_NOT_DISABLED, Code, Severity, lint
+from ome_selector.selection.inheritance import RuntimeLookup
 
 Expected = list[tuple[list[str], str]]
 

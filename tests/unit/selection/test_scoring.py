@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -76,17 +77,45 @@ def test_closer_range_breaks_score_ties() -> None:
         m,
         runtime("wide", entry(), min="1B", max="10B"),  # distance 2 + 7 = 9B
         runtime("narrow", entry(), min="2B", max="4B"),  # 1 + 1 = 2B
-        runtime("open", entry(), min="1B"),  # infinite
+        runtime("open", entry(), min="1B"),  # only the bound present counts (SPEC §4 step 3 v4): 2B
+        runtime("far-open", entry(), max="8B"),  # 5B
         runtime("none", entry()),  # no range: 0, closest
         runtime("empty", entry(), size_range={}),  # neither bound: 0
     )
-    assert names == [f"ClusterServingRuntime/{n}" for n in ("empty", "none", "narrow", "wide", "open")]
+    expected = ("empty", "none", "narrow", "open", "far-open", "wide")
+    assert names == [f"ClusterServingRuntime/{n}" for n in expected]
 
 
-def test_two_infinite_distances_tie_and_fall_to_the_name() -> None:
+@pytest.mark.parametrize(
+    ("size_range", "distance"),
+    [
+        ({"min": "1B"}, 6),  # the SPEC §4 step 3 examples for a 7B model
+        ({"max": "13B"}, 6),
+        ({"min": "1B", "max": "13B"}, 12),
+        ({"min": "0"}, 7),  # a bound that reads as 0 is present, at 0
+        ({"max": "4b"}, 7),
+        ({}, 0),
+        (None, 0),
+    ],
+)
+def test_distance_sums_the_bounds_that_are_present(size_range: dict[str, str] | None, distance: int) -> None:
+    profile = RuntimeProfile.of(runtime("r", entry(), size_range=size_range))
+    assert profile.size_distance(Fraction(7_000_000_000)) == distance * 10**9
+
+
+def test_one_sided_ranges_tie_on_distance_and_fall_to_the_name() -> None:
+    # Before v4 a missing bound counted as infinitely far; now each counts its one bound: 2B each.
     m = model(size="3B")
     names = ranked_names(m, runtime("b-open", entry(), min="1B"), runtime("a-open", entry(), max="5B"))
     assert names == ["ClusterServingRuntime/a-open", "ClusterServingRuntime/b-open"]
+
+
+def test_a_one_sided_range_beats_a_farther_two_sided_one() -> None:
+    m = model(size="7B")
+    names = ranked_names(
+        m, runtime("a-both", entry(), min="1B", max="13B"), runtime("b-min", entry(), min="1B")
+    )
+    assert names == ["ClusterServingRuntime/b-min", "ClusterServingRuntime/a-both"]
 
 
 def test_distance_only_counts_when_the_model_has_a_size() -> None:
