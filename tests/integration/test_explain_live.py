@@ -63,6 +63,7 @@ CASES = [
     ("--isvc", "demo-inherited", "demo-v13"),
     ("--isvc", "demo-mode-mismatch", "demo-v13"),
     ("--isvc", "demo-disabled-by-profile", "demo-v13"),
+    ("--isvc", "llama-3b-canary-runtime", "team-b"),  # a broken chain
 ]
 
 

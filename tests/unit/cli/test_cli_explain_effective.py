@@ -71,6 +71,18 @@ BLOCK_CASES = [
         ),
         id="explicit-disabled-by-its-profile-wide",
     ),
+    pytest.param(
+        # team-b's runtime inherits from one that does not exist; the absent kind defaults to
+        # ClusterServingRuntime, and with none of that name the lookup finds the ServingRuntime.
+        ["--isvc", "llama-3b-canary-runtime", "-f", "samples/", "-n", "team-b"],
+        block(
+            "SELECTION Explicit",
+            "SOURCE SR/team-b/team-vllm-canary",
+            "INHERITANCE Unavailable",
+            "REASON ParentNotFound",
+        ),
+        id="explicit-broken-chain",
+    ),
 ]
 
 
