@@ -33,6 +33,10 @@ ENGINE: dict[str, Any] = {"minReplicas": 1}
 LOCAL = ("127.0.0.1", 0)
 
 
+#: SPEC §7 v4: the warning of an allowed auto-selection.
+AUTO_SELECTED_FITS = "runtime rt-fits will be auto-selected for model llama"
+
+
 def denial(text: str, webhook: str = ISVC_WEBHOOK) -> str:
     return f'admission webhook "{webhook}" denied the request: {text}\n'
 
@@ -447,7 +451,7 @@ def test_model_runtime_and_isvc_in_one_apply(kubectl: Kubectl, namespace: str, a
         isvc("named", ns, "llama", "rt"),
     )
     assert result.returncode == 0, result.stderr
-    assert warnings_of(result) == []
+    assert warnings_of(result) == ["runtime rt will be auto-selected for model llama"]  # SPEC §7 v4
     condition = eventually(lambda: runtime_ready(api_client, "svc", ns), what="RuntimeReady")
     assert condition["message"] == "selected ServingRuntime rt (score 2)"
 
@@ -572,7 +576,7 @@ def test_a_runtime_created_just_before_is_read(
     created = kubectl.create(_runtime("rt-fits", ns, ("2B", "4B")))
     assert created.returncode == 0, created.stderr
     allowed = kubectl.create(isvc("svc", ns, "llama"), dry_run=True)
-    assert (allowed.returncode, warnings_of(allowed)) == (0, []), allowed.stderr
+    assert (allowed.returncode, warnings_of(allowed)) == (0, [AUTO_SELECTED_FITS]), allowed.stderr
     assert reader.full_listings == full_listings  # one runtime fetched, not every runtime listed
     assert _live_catalog(webhook).resolve_runtime_profile(ns, "rt-fits") is None
 
@@ -592,7 +596,7 @@ def test_a_denial_repeated_against_unchanged_runtimes_is_not_decoded_again_and_a
     created = kubectl.create(_runtime("rt-fits", ns, ("2B", "4B")))
     assert created.returncode == 0, created.stderr
     allowed = kubectl.create(isvc("svc", ns, "llama"), dry_run=True)
-    assert (allowed.returncode, warnings_of(allowed)) == (0, []), allowed.stderr
+    assert (allowed.returncode, warnings_of(allowed)) == (0, [AUTO_SELECTED_FITS]), allowed.stderr
     assert reader.listings_held_as_before == held + 2
 
 

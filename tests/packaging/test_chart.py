@@ -134,6 +134,7 @@ def test_helm_lint_strict_is_clean(helm: Path, sets: list[str]) -> None:
         ({"webhook": {"timeoutSeconds": 31}}, "/webhook/timeoutSeconds"),
         ({"webhook": {"failurePolicy": "Sometimes"}}, "/webhook/failurePolicy"),
         ({"reportOnly": "yes"}, "/reportOnly"),
+        ({"runtimeLookup": "v1.2"}, "/runtimeLookup"),
         ({"watchNamespaces": ["Not_A_Namespace"]}, "/watchNamespaces/0"),
         ({"crds": {"instal": True}}, "instal"),
         ({"unknownKey": 1}, "unknownKey"),
@@ -700,3 +701,9 @@ def test_every_value_is_in_the_readme_configuration_table() -> None:
         and path.split(".")[-1] not in table
     ]
     assert not missing, f"values missing from the README's configuration table: {missing}"
+
+
+@pytest.mark.parametrize(("values", "lookup"), [({}, "v1.3"), ({"runtimeLookup": "legacy"}, "legacy")])
+def test_the_runtime_lookup_value_is_the_flag(render: Any, values: dict[str, Any], lookup: str) -> None:
+    # SPEC §8: the chart value runtimeLookup is `ome-selector run --runtime-lookup` (default v1.3).
+    assert _parse(render(values).args).runtime_lookup == lookup

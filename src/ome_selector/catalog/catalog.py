@@ -13,8 +13,9 @@ and keeps indexes so that a decision touches only what it needs:
 - auto-selection results are kept (:class:`~ome_selector.selection.memo.AutoSelectionMemo`) until a runtime
   visible from their namespace is stored or removed;
 - models are indexed for the SPEC §1 lookups (BaseModel in the namespace, else ClusterBaseModel);
-- InferenceServices are indexed by namespace and by ``spec.model.name``, so a model or runtime event finds the
-  InferenceServices to re-evaluate;
+- InferenceServices are indexed by namespace, by ``spec.model.name`` and by ``spec.runtime.name``, and
+  runtimes by the parent their ``ome.io/inherit-from`` names, so a model or runtime event finds the
+  InferenceServices to re-evaluate — for a runtime also those that name one of its descendants (SPEC §5);
 - ``runtimes_stamp`` changes whenever a runtime is stored or removed, and no two catalogs share one, so a
   reader can tell that the runtimes are the ones it compared before.
 
@@ -133,6 +134,10 @@ class Catalog:
         # inference services: namespace → keys; model name → keys
         self._isvcs_by_namespace: dict[str, dict[ObjectKey, None]] = {}
         self._isvcs_by_model_name: dict[str, dict[ObjectKey, None]] = {}
+        # inheritance (SPEC §5): parent name → the runtimes whose ome.io/inherit-from holds it; runtime name →
+        # the InferenceServices that name it
+        self._children: dict[str, dict[ObjectKey, None]] = {}
+        self._isvcs_by_runtime_name: dict[str, dict[ObjectKey, None]] = {}
 
     # --- construction and updates ---------------------------------------------------------------------------
 
@@ -162,6 +167,8 @@ class Catalog:
                 _shelve(self._runtimes_by_match_key, (scope, match_key), profile)
             self._auto_selections.runtimes_changed(scope)
             self._runtimes_stamp = next(_STAMPS)
+            if resource.parent_name is not None:
+                self._children.setdefault(resource.parent_name, {})[key] = None
         elif isinstance(resource, Model):
             self._model_profiles[key] = ModelProfile.of(resource)
             self._models.setdefault(scope, {})[key.name] = key
@@ -170,6 +177,9 @@ class Catalog:
             model_name = resource.model_name
             if model_name is not None:
                 self._isvcs_by_model_name.setdefault(model_name, {})[key] = None
+            runtime_name = resource.runtime_name
+            if runtime_name is not None:
+                self._isvcs_by_runtime_name.setdefault(runtime_name, {})[key] = None
 
     def remove(self, key: ObjectKey) -> Resource | None:
         """Forget the object with ``key``; returns it, or None when it was not stored."""
@@ -187,6 +197,8 @@ class Catalog:
                 _unshelve(self._runtimes_by_match_key, (scope, match_key), key.name)
             self._auto_selections.runtimes_changed(scope)
             self._runtimes_stamp = next(_STAMPS)
+            if resource.parent_name is not None:
+                _discard(self._children, resource.parent_name, key)
         elif isinstance(resource, Model):
             self._model_profiles.pop(key, None)
             _discard(self._models, scope, key.name)
@@ -194,6 +206,8 @@ class Catalog:
             _discard(self._isvcs_by_namespace, resource.namespace, key)
             if resource.model_name is not None:
                 _discard(self._isvcs_by_model_name, resource.model_name, key)
+            if resource.runtime_name is not None:
+                _discard(self._isvcs_by_runtime_name, resource.runtime_name, key)
         return resource
 
     # --- reads ----------------------------------------------------------------------------------------------
@@ -290,14 +304,54 @@ class Catalog:
 
     def inference_services_affected_by_runtime(self, runtime: ObjectKey) -> list[ObjectKey]:
         """InferenceServices a change of ``runtime`` can affect: its namespace's, or all for a cluster
-        runtime.
+        runtime, and those that name it or a descendant (:meth:`inference_services_naming_lineage`).
 
         Every InferenceService in scope, not only those of the runtime's formats: the no-runtime message
         counts every runtime checked.
         """
         if runtime.kind is Kind.SERVING_RUNTIME and runtime.namespace is not None:
-            return sorted(self._isvcs_by_namespace.get(runtime.namespace, {}))
+            in_scope = self._isvcs_by_namespace.get(runtime.namespace, {})
+            if runtime.name in self._children:  # a chain may reach outside the namespace (SPEC §5)
+                return sorted(in_scope.keys() | self.inference_services_naming_lineage(runtime))
+            return sorted(in_scope)
+        # Every InferenceService: those that name the runtime or a descendant are among them.
         return sorted(key for keys in self._isvcs_by_namespace.values() for key in keys)
+
+    # --- inheritance (SPEC §5 v4) ---------------------------------------------------------------------------
+
+    def runtime_descendants(self, runtime: ObjectKey) -> set[ObjectKey]:
+        """The runtimes below ``runtime`` in a chain, found by name only (SPEC §5): a runtime whose
+        ``ome.io/inherit-from`` holds a name is its child, whichever runtime its own lookup would find, so the
+        set can only be too large. From a ServingRuntime the walk stays in its namespace (its
+        ServingRuntimes, and the ClusterServingRuntimes a chain of that namespace can pass through); from a
+        ClusterServingRuntime it reaches ClusterServingRuntimes and the ServingRuntimes of every namespace,
+        and once at a ServingRuntime it stays in that one's namespace. Each runtime is visited once."""
+        children = self._children
+        if runtime.name not in children:
+            return set()  # the common case: nothing inherits from this name
+        found: set[ObjectKey] = set()
+        scope = runtime.namespace if runtime.kind is Kind.SERVING_RUNTIME else None
+        waiting: list[tuple[str, str | None]] = [(runtime.name, scope)]
+        while waiting:
+            name, scope = waiting.pop()
+            for child in children.get(name, ()):
+                if child in found or child == runtime:
+                    continue
+                if scope is not None and child.namespace not in (scope, None):
+                    continue  # a ServingRuntime of another namespace never has this parent
+                found.add(child)
+                waiting.append((child.name, child.namespace if child.namespace is not None else scope))
+        return found
+
+    def inference_services_naming_lineage(self, runtime: ObjectKey) -> set[ObjectKey]:
+        """The InferenceServices that name ``runtime`` or one of its :meth:`runtime_descendants` (by name, as
+        their own lookup might find them; a ServingRuntime only from its namespace)."""
+        named: set[ObjectKey] = set()
+        for runtime_key in (runtime, *self.runtime_descendants(runtime)):
+            for key in self._isvcs_by_runtime_name.get(runtime_key.name, ()):
+                if runtime_key.namespace is None or key.namespace == runtime_key.namespace:
+                    named.add(key)
+        return named
 
 
 def _discard(index: dict[_K, dict[_V, _W]], outer: _K, inner: _V) -> None:

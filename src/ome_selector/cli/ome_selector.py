@@ -17,6 +17,7 @@ from ome_selector.cli.exits import quietly
 
 if TYPE_CHECKING:
     from ome_selector.operator.app import LeaderElectionConfig
+from ome_selector.selection.inheritance import RuntimeLookup
 from ome_selector.webhook.cli import add_webhook_arguments, webhook_config_from_args
 
 
@@ -53,6 +54,13 @@ def _parser() -> argparse.ArgumentParser:
         "--report-only",
         action="store_true",
         help="evaluate and export metrics, but write no conditions and record no events",
+    )
+    run.add_argument(
+        "--runtime-lookup",
+        choices=[lookup.value for lookup in RuntimeLookup],
+        default=RuntimeLookup.V1_3.value,
+        help="how spec.runtime.name finds its runtime: by spec.runtime.kind as OME v1.3 does (default), or "
+        "legacy, as OME v1.2.2 and older (the ServingRuntime, else the ClusterServingRuntime)",
     )
     run.add_argument("--workers", type=int, default=4, help="concurrent evaluations (default 4)")
     run.add_argument(
@@ -288,6 +296,7 @@ def _run(args: argparse.Namespace) -> int:
         webhook=webhook_config_from_args(args),
         leader_election=leader_election,
         model_metadata=LearningConfig() if args.learn_model_metadata else None,
+        runtime_lookup=RuntimeLookup(args.runtime_lookup),
     )
     asyncio.run(Operator(config).run())
     return 0

@@ -33,7 +33,12 @@ from typing import Any
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from ome_selector.api.resources import API_GROUP_VERSION, Kind
+from ome_selector.api.resources import (
+    API_GROUP_VERSION,
+    INHERIT_FROM_ANNOTATION,
+    RUNTIME_PROFILE_ANNOTATION,
+    Kind,
+)
 from ome_selector.kube.scope import custom_object_call
 
 __all__ = [
@@ -186,12 +191,20 @@ def _identities(kind: Kind, items: list[dict[str, Any]]) -> list[dict[str, Any]]
 
 #: What a metadata-only list item keeps: which object, and which version of it.
 _IDENTITY = ("name", "namespace", "uid", "resourceVersion", "generation")
+#: The annotations the product reads (SPEC §1: a runtime's), which the generation does not follow.
+_READ_ANNOTATIONS = (INHERIT_FROM_ANNOTATION, RUNTIME_PROFILE_ANNOTATION)
 
 
 def _identity(metadata: Mapping[str, Any]) -> dict[str, Any]:
     """A metadata-only list item as a body of its own kind: name, namespace, uid, resourceVersion and
-    generation."""
-    return {"metadata": {key: metadata[key] for key in _IDENTITY if key in metadata}}
+    generation, and the annotations the product reads when it has any."""
+    kept = {key: metadata[key] for key in _IDENTITY if key in metadata}
+    annotations = metadata.get("annotations")
+    if isinstance(annotations, Mapping):
+        read = {key: annotations[key] for key in _READ_ANNOTATIONS if key in annotations}
+        if read:
+            kept["annotations"] = read
+    return {"metadata": kept}
 
 
 def _complete(body: dict[str, Any], kind: Kind) -> dict[str, Any]:

@@ -41,6 +41,7 @@ from ome_selector.operator.metrics import Metrics
 from ome_selector.operator.signals import DRAIN_SIGNAL
 from ome_selector.operator.tasks import cancel_and_wait
 from ome_selector.operator.writer import ApiWriter
+from ome_selector.selection.inheritance import RuntimeLookup
 from ome_selector.webhook.admission import AdmissionHandlers
 from ome_selector.webhook.config import WebhookConfig
 from ome_selector.webhook.server import WebhookServer
@@ -82,6 +83,7 @@ class OperatorConfig:
     webhook: WebhookConfig | None = None  # None: no admission webhook (issue 7, ome_selector.webhook)
     leader_election: LeaderElectionConfig | None = None  # None: this one process writes (local mode)
     model_metadata: LearningConfig | None = None  # None: learn no model metadata (SPEC §10, opt-in)
+    runtime_lookup: RuntimeLookup = RuntimeLookup.V1_3  # SPEC §1: how a named runtime is found
 
 
 class Operator:
@@ -113,7 +115,12 @@ class Operator:
         self.admission: AdmissionHandlers | None = None
         self.webhook: WebhookServer | None = None
         if config.webhook is not None:
-            self.admission = AdmissionHandlers(config.webhook, catalog=self.indexed_catalog)
+            self.admission = AdmissionHandlers(
+                config.webhook,
+                catalog=self.indexed_catalog,
+                report_only=config.report_only,
+                runtime_lookup=config.runtime_lookup,
+            )
             self.admission.register(self.registry)
             self.webhook = WebhookServer(
                 config.webhook,
@@ -201,7 +208,11 @@ class Operator:
             )
         )
         controller = Controller(
-            writer, self.metrics, report_only=self.config.report_only, workers=self.config.workers
+            writer,
+            self.metrics,
+            report_only=self.config.report_only,
+            workers=self.config.workers,
+            runtime_lookup=self.config.runtime_lookup,
         )
         if self.config.model_metadata is not None and writer is not None:
             self.learner = ModelMetadataLearner(

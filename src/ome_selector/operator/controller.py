@@ -4,8 +4,9 @@ Nothing here lists or reads the API to make a decision: the catalog holds every 
 InferenceService, fed by the startup listing, Kopf's watch events and the resyncs. The only reads are the
 re-read after a write conflict; the only writes are the RuntimeReady condition and its event.
 
-Bounded work per event (SPEC §8): a model or runtime whose ``metadata.generation`` (and uid) is the one
-already read is not parsed again — a label change or a relist costs a dictionary lookup — and one too large to
+Bounded work per event (SPEC §8): a model or runtime whose ``metadata.generation`` (and uid, and for a runtime
+the two annotations it reads, SPEC §5) is the one already read is not parsed again — a label change or a
+relist costs a dictionary lookup — and one too large to
 read (:func:`~ome_selector.api.bounds.oversized`) is treated as absent. A full listing is reconciled with
 :meth:`Controller.reconcile` a page at a time (only one page of bodies alive), yielding to the event loop as
 it goes and never letting the listing undo what the watch delivered while the listing was in flight.
@@ -23,7 +24,16 @@ from typing import Any
 
 from ome_selector.api.bounds import oversized
 from ome_selector.api.loading import LoadError, key_of, load_resource
-from ome_selector.api.resources import API_GROUP_VERSION, InferenceService, Kind, ObjectKey, Resource
+from ome_selector.api.resources import (
+    API_GROUP_VERSION,
+    INHERIT_FROM_ANNOTATION,
+    RUNTIME_PROFILE_ANNOTATION,
+    InferenceService,
+    Kind,
+    ObjectKey,
+    Resource,
+    Runtime,
+)
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.kube.objects import ConflictError, GoneError
 from ome_selector.operator.conditions import (
@@ -37,6 +47,7 @@ from ome_selector.operator.events import EventPipeline, PendingEvent, involved_r
 from ome_selector.operator.metrics import Metrics
 from ome_selector.operator.workqueue import WorkQueue
 from ome_selector.operator.writer import ApiWriter, NotLeaderError
+from ome_selector.selection.inheritance import RuntimeLookup
 from ome_selector.selection.outcome import Outcome, evaluate
 
 logger = logging.getLogger(__name__)
@@ -102,15 +113,19 @@ class Controller:
         *,
         report_only: bool = False,
         workers: int = 4,
+        runtime_lookup: RuntimeLookup = RuntimeLookup.V1_3,
     ) -> None:
         self.catalog = Catalog()
         self.metrics = metrics
         self.report_only = report_only
+        #: SPEC §1's named-runtime lookup (``--runtime-lookup``).
+        self.runtime_lookup = runtime_lookup
         self._writer = writer
         self._stored: dict[ObjectKey, _Stored] = {}
         self._load_errors: dict[ObjectKey, str] = {}
-        # (uid, generation) of each model and runtime as read: the same again needs no parsing.
-        self._generations: dict[ObjectKey, tuple[str, int]] = {}
+        # (uid, generation, read annotations) of each model and runtime as read: the same again needs no
+        # parsing.
+        self._generations: dict[ObjectKey, _Read] = {}
         # Keys the watch changed while a listing was in flight (None: no listing in flight).
         self._touched: set[ObjectKey] | None = None
         self.queue: WorkQueue[ObjectKey] = WorkQueue(
@@ -245,7 +260,7 @@ class Controller:
                 isvc = self.catalog.get(key)
                 if not isinstance(isvc, InferenceService):
                     return
-                outcome = evaluate(self.catalog, isvc)
+                outcome = evaluate(self.catalog, isvc, self.runtime_lookup)
                 if outcome is None:
                     return
                 self.metrics.evaluations.labels(outcome.status, outcome.reason).inc()
@@ -362,20 +377,35 @@ class Controller:
 def _same_inputs(previous: Resource, current: Resource) -> bool:
     if isinstance(previous, InferenceService) and isinstance(current, InferenceService):
         return previous.matcher_inputs == current.matcher_inputs
+    if isinstance(previous, Runtime) and isinstance(current, Runtime):
+        return previous.read_inputs == current.read_inputs  # the annotations count too (SPEC §5)
     return type(previous) is type(current) and previous.spec == current.spec
 
 
-def _generation_of(body: Mapping[str, Any]) -> tuple[str, int] | None:
-    """(uid, generation) of a model or runtime: the apiserver moves the generation with every change of the
-    spec, the only part of them the product reads; None for InferenceServices (they are read from metadata and
-    their parse is small) and for bodies without both."""
+#: (uid, generation, ome.io/inherit-from, ome.io/runtime-profile) of a model or runtime as read.
+_Read = tuple[str, int, Any, Any]
+
+
+def _generation_of(body: Mapping[str, Any]) -> _Read | None:
+    """(uid, generation, and the two annotations a runtime reads) of a model or runtime: the apiserver moves
+    the generation with every change of the spec, not with one of the annotations, which SPEC §5 counts too
+    (a model's annotations are not read, but taking them costs nothing); None for InferenceServices (they are
+    read from metadata and their parse is small) and for bodies without uid and generation."""
     if body.get("kind") in (Kind.INFERENCE_SERVICE.value, None):
         return None
     metadata = body.get("metadata") or {}
     uid, generation = metadata.get("uid"), metadata.get("generation")
     if not isinstance(uid, str) or not isinstance(generation, int):
         return None
-    return uid, generation
+    annotations = metadata.get("annotations")
+    if not isinstance(annotations, Mapping):
+        return uid, generation, None, None
+    return (
+        uid,
+        generation,
+        annotations.get(INHERIT_FROM_ANNOTATION),
+        annotations.get(RUNTIME_PROFILE_ANNOTATION),
+    )
 
 
 def _body_of(key: ObjectKey) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import logging
 import re
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
@@ -27,9 +28,26 @@ import kopf
 
 from ome_selector.api.bounds import oversized
 from ome_selector.api.loading import LoadError, key_of, load_resource
-from ome_selector.api.resources import API_GROUP, API_VERSION, Kind, Model, ObjectKey, Resource, Runtime
+from ome_selector.api.resources import (
+    API_GROUP,
+    API_VERSION,
+    INHERIT_FROM_ANNOTATION,
+    RUNTIME_PROFILE_ANNOTATION,
+    Kind,
+    Model,
+    ObjectKey,
+    Resource,
+    Runtime,
+)
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.kube.objects import Listing, Objects
+from ome_selector.selection.inheritance import (
+    MAX_CHAIN_DEPTH,
+    ChainError,
+    RuntimeLookup,
+    find_named_runtime,
+    resolve_chain,
+)
 from ome_selector.selection.memo import AutoSelectionMemo
 from ome_selector.selection.profiles import MatchKey, ModelProfile, RuntimeProfile
 from ome_selector.selection.view import CatalogView
@@ -108,20 +126,14 @@ class DirectReader:
         """The model, then the named runtime or every runtime visible from the namespace, as stored now;
         ``known`` is the live catalog (nothing known when None)."""
         live = known if known is not None else Catalog()
-        namespace = lookup.namespace
+        namespace, model_name = lookup.namespace, lookup.model_name
         if lookup.runtime_name is not None:
-            model, runtime = await asyncio.gather(
-                self._resolve(Kind.BASE_MODEL, Kind.CLUSTER_BASE_MODEL, namespace, lookup.model_name),
-                self._resolve(
-                    Kind.SERVING_RUNTIME, Kind.CLUSTER_SERVING_RUNTIME, namespace, lookup.runtime_name
-                ),
-            )
-            return Catalog.from_resources(
-                [model, *([runtime] if runtime is not None else [])] if model is not None else []
-            )
+            return await self._named(lookup, lookup.runtime_name)
+        if model_name is None:
+            return Catalog()  # neither a model nor a named runtime: nothing is decided from what is read
         namespaces = [namespace] if _could_be_a_name(namespace, 63) else []
-        resolving = self._resolve(Kind.BASE_MODEL, Kind.CLUSTER_BASE_MODEL, namespace, lookup.model_name)
-        if live.resolve_model(namespace, lookup.model_name) is None:
+        resolving = self._resolve(Kind.BASE_MODEL, Kind.CLUSTER_BASE_MODEL, namespace, model_name)
+        if live.resolve_model(namespace, model_name) is None:
             # Most likely still missing: list the runtimes only once the model is found.
             model = await resolving
             if model is None:
@@ -142,7 +154,7 @@ class DirectReader:
         else:
             amended = await self._fetch(changes)
         # No await from here on: the live catalog is read as it is now.
-        stored = live.resolve_model(namespace, lookup.model_name)
+        stored = live.resolve_model(namespace, model_name)
         if (
             stored is not None
             and stored.key == model.key
@@ -152,6 +164,43 @@ class DirectReader:
                 return live  # the live catalog is what is stored now: its memo answers
             model = stored
         return _Amended(live, model, amended)
+
+    async def _named(self, lookup: Lookup, name: str) -> Catalog:
+        """The model (when the InferenceService has one) and the runtimes of the name, as stored now, with the
+        parents of the chain of the one SPEC §1's lookup picks, read one level at a time while a parent is
+        missing (SPEC §7: a chain broken by a missing parent is confirmed too). Without the model: empty."""
+        namespace = lookup.namespace
+        reading = self._resolve(Kind.BASE_MODEL, Kind.CLUSTER_BASE_MODEL, namespace, lookup.model_name)
+        model, runtimes = await asyncio.gather(
+            reading if lookup.model_name is not None else _nothing(), self._runtimes_named(namespace, name)
+        )
+        if lookup.model_name is not None and model is None:
+            return Catalog()
+        read = Catalog.from_resources([*([model] if model is not None else []), *runtimes])
+        for _ in range(MAX_CHAIN_DEPTH):
+            named = find_named_runtime(read, namespace, name, lookup.runtime_kind, lookup.runtime_lookup)
+            chain = resolve_chain(read, named) if named is not None else None
+            missing = chain.missing_parent if isinstance(chain, ChainError) else None
+            if missing is None:
+                break
+            parents = await self._runtimes_named(namespace, missing)
+            if not parents:
+                break  # missing indeed
+            for parent in parents:
+                read.upsert(parent)
+        return read
+
+    async def _runtimes_named(self, namespace: str, name: str) -> list[Resource]:
+        """The readable ServingRuntime ``namespace``/``name`` and ClusterServingRuntime ``name``, read at
+        once."""
+        if not _could_be_a_name(name, 253):
+            return []
+        scopes: list[tuple[Kind, str | None]] = (
+            [(Kind.SERVING_RUNTIME, namespace)] if _could_be_a_name(namespace, 63) else []
+        )
+        scopes.append((Kind.CLUSTER_SERVING_RUNTIME, None))
+        bodies = await asyncio.gather(*(self._objects.get(kind, scope, name) for kind, scope in scopes))
+        return [resource for body in bodies if body is not None and (resource := _load(body)) is not None]
 
     async def _list_runtime_versions(self, namespaces: list[str]) -> list[Listing]:
         """The names and versions of the runtimes visible from ``namespaces``, read now: each kind
@@ -212,10 +261,12 @@ class DirectReader:
         self._unreadable[key] = (body.get("metadata") or {}).get("resourceVersion")
         return None
 
-    async def _resolve(self, namespaced: Kind, cluster: Kind, namespace: str, name: str) -> Resource | None:
+    async def _resolve(
+        self, namespaced: Kind, cluster: Kind, namespace: str, name: str | None
+    ) -> Resource | None:
         """SPEC §1 lookup: the namespaced object if there is a readable one, else the cluster-scoped one
         (both read at once)."""
-        if not _could_be_a_name(name, 253):
+        if name is None or not _could_be_a_name(name, 253):
             return None  # no object can have it (the API server would answer an error, not "not found")
         scopes: list[tuple[Kind, str | None]] = (
             [(namespaced, namespace)] if _could_be_a_name(namespace, 63) else []
@@ -287,19 +338,32 @@ class _Comparison:
 
 def _held_as_listed(stored: Resource, listed: Mapping[str, Any]) -> bool:
     """Whether the live catalog holds the listed runtime (``listed``: its metadata) as it is stored: at the
-    same resourceVersion, or with the same uid and generation. The apiserver moves a custom resource's
-    generation with every change but those of its metadata (and status), and the operator does not read a
-    runtime again while its generation stays (only its spec matters): a runtime whose labels changed is
-    still held."""
+    same resourceVersion, or with the same uid, generation and read annotations. The apiserver moves a custom
+    resource's generation with every change but those of its metadata (and status); of the metadata the
+    product reads the two runtime annotations (SPEC §5 v4), which the metadata-only listing carries: a
+    runtime whose labels or other annotations changed is still held, one whose ``ome.io/inherit-from``
+    changed is not."""
     if stored.resource_version is not None and stored.resource_version == listed.get("resourceVersion"):
         return True
-    return (
+    if not (
         isinstance(stored, Runtime)
         and stored.generation is not None
         and stored.uid is not None
         and stored.uid == listed.get("uid")
         and stored.generation == listed.get("generation")
+    ):
+        return False
+    annotations = listed.get("annotations")
+    if not isinstance(annotations, Mapping):
+        annotations = {}
+    return (stored.inherit_from, stored.runtime_profile) == (
+        annotations.get(INHERIT_FROM_ANNOTATION),
+        annotations.get(RUNTIME_PROFILE_ANNOTATION),
     )
+
+
+async def _nothing() -> None:
+    return None
 
 
 def _order(profile: RuntimeProfile) -> tuple[bool, str]:
@@ -398,9 +462,19 @@ def _load(body: Mapping[str, Any]) -> Resource | None:
 class AdmissionHandlers:
     """The validating handlers of one webhook configuration."""
 
-    def __init__(self, config: WebhookConfig, catalog: CatalogProvider) -> None:
+    def __init__(
+        self,
+        config: WebhookConfig,
+        catalog: CatalogProvider,
+        *,
+        report_only: bool = False,
+        runtime_lookup: RuntimeLookup = RuntimeLookup.V1_3,
+    ) -> None:
         self.config = config
         self._catalog = catalog
+        #: SPEC §7: no success warning in report-only mode (OME's own webhook gives it).
+        self.report_only = report_only
+        self.runtime_lookup = runtime_lookup
         #: The confirming reads; set by the server while it runs (it owns the API client).
         self.reader: DirectReader | None = None
         #: How many negative answers were re-checked with a direct read (tests and logs).
@@ -445,16 +519,20 @@ class AdmissionHandlers:
             if live is None:
                 raise RuntimeError("the cluster is not indexed yet")
             namespace = (body.get("metadata") or {}).get("namespace")
-            decision = decide_inference_service(live, body, old, operation, namespace=namespace)
+            decide = functools.partial(
+                decide_inference_service,
+                namespace=namespace,
+                lookup=self.runtime_lookup,
+                report_only=self.report_only,
+            )
+            decision = decide(live, body, old, operation)
             if decision.confirm is not None:
                 reader = self.reader
                 if reader is None:
                     raise RuntimeError("no API client for the confirming read")
                 self.confirmations += 1
                 catalog = await reader.catalog_for(decision.confirm, live)
-                decision = decide_inference_service(
-                    catalog, body, old, operation, namespace=namespace, confirmed=True
-                )
+                decision = decide(catalog, body, old, operation, confirmed=True)
             self._answer(Kind.INFERENCE_SERVICE, body, decision, warnings, dryrun)
 
     def _sizes(self, kind: Kind) -> _Handler:

@@ -31,7 +31,8 @@ from ome_selector.api.bounds import oversized
 from ome_selector.api.loading import LoadError, field_path, load_resource
 from ome_selector.api.resources import KNOWN_OPERATORS, InferenceService, Kind
 from ome_selector.selection import messages
-from ome_selector.selection.outcome import OutcomeKind, evaluate
+from ome_selector.selection.inheritance import RuntimeLookup
+from ome_selector.selection.outcome import Outcome, OutcomeKind, evaluate
 from ome_selector.selection.quantity import try_parse_parameter_count
 from ome_selector.selection.view import CatalogView
 
@@ -66,13 +67,17 @@ class Operation(StrEnum):
 class Lookup:
     """What a direct read must fetch to confirm a negative answer for an InferenceService in ``namespace``.
 
-    The model ``model_name`` (BaseModel there, else ClusterBaseModel) and the runtime ``runtime_name`` the
-    same way — or, when ``runtime_name`` is None, every runtime visible from the namespace (auto-selection).
+    The model ``model_name`` (BaseModel there, else ClusterBaseModel; None without ``spec.model``) and the
+    runtimes named ``runtime_name`` (the ServingRuntime and the ClusterServingRuntime: SPEC §1's lookup by
+    ``runtime_kind`` and ``runtime_lookup`` picks one) with the parents of the chain of the one it picks — or,
+    when ``runtime_name`` is None, every runtime visible from the namespace (auto-selection).
     """
 
     namespace: str
-    model_name: str
+    model_name: str | None
     runtime_name: str | None
+    runtime_kind: str | None = None
+    runtime_lookup: RuntimeLookup = RuntimeLookup.V1_3
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +102,7 @@ class Decision:
 ALLOWED = Decision(allowed=True)
 
 #: The situations whose denial rests on something absent from the catalog (SPEC §7: confirmed by one read).
+#: A broken chain is confirmed only when a parent was looked up and is missing.
 _CONFIRMED = frozenset({OutcomeKind.MODEL_NOT_FOUND, OutcomeKind.RUNTIME_NOT_FOUND, OutcomeKind.NO_RUNTIME})
 
 
@@ -111,6 +117,8 @@ def decide_inference_service(
     *,
     namespace: str | None = None,
     confirmed: bool = False,
+    lookup: RuntimeLookup = RuntimeLookup.V1_3,
+    report_only: bool = False,
 ) -> Decision:
     """SPEC §7 for an InferenceService CREATE or UPDATE (``new`` is the object, ``old`` the stored one).
 
@@ -118,31 +126,60 @@ def decide_inference_service(
       or with ``metadata.deletionTimestamp`` are allowed without a look;
     - an UPDATE that changes no field the matcher reads is allowed, with the verdict as a warning when the
       object would have been denied;
-    - otherwise the SPEC §5 outcome decides: model missing or disabled, named runtime missing or disabled, and
-      (unless the engine names its own image) no auto-selectable runtime are denied with the §5 message; a
-      model without format is allowed with the pending message as a warning; a named runtime that does not
-      declare support is allowed with the advisory as a warning.
+    - otherwise the SPEC §5 outcome decides: model missing or disabled, named runtime missing, with a broken
+      chain or disabled, and (unless the engine names its own image) no auto-selectable runtime are denied
+      with the §5 message; a model without format is allowed with the pending message as a warning; a named
+      runtime that does not declare support is allowed with the advisory as a warning, a broken chain with
+      ``autoSync: false`` with the chain's text; an auto-selection is allowed with the success warning (not
+      in ``report_only``: OME's own webhook says it); without ``spec.model`` a missing runtime is allowed;
+    - the mode warning comes with any answer (:func:`mode_warning`).
 
     ``confirmed``: ``catalog`` was read directly for this request, so no further confirmation is asked for.
+    ``lookup``: SPEC §1's named-runtime lookup (``--runtime-lookup``).
     """
     if operation not in (Operation.CREATE, Operation.UPDATE) or new is None:
         return ALLOWED
     isvc = _load_inference_service(new, namespace)
     if isvc is None or not isvc.has_engine or isvc.deletion_timestamp is not None:
         return ALLOWED
-    verdict = _verdict(catalog, isvc, confirmed=confirmed)
+    verdict = _verdict(catalog, isvc, confirmed=confirmed, lookup=lookup, report_only=report_only)
+    mode = mode_warning(isvc)
     if operation == Operation.UPDATE and old is not None:
         previous = _load_inference_service(old, namespace)
         if previous is not None and previous.matcher_inputs == isvc.matcher_inputs:
+            # Nothing read changed: the verdict's warnings are not repeated; the mode warning always comes.
             if verdict.allowed:
-                return Decision(allowed=True, outcome=verdict.outcome)
+                return Decision(allowed=True, warnings=_also(mode), outcome=verdict.outcome)
             return Decision(
                 allowed=True,
-                warnings=(messages.admission_warning(verdict.message),),
+                warnings=(messages.admission_warning(verdict.message), *_also(mode)),
                 confirm=verdict.confirm,
                 outcome=verdict.outcome,
             )
-    return verdict
+    if mode is None:
+        return verdict
+    return Decision(
+        allowed=verdict.allowed,
+        message=verdict.message,
+        warnings=(*verdict.warnings, mode),
+        confirm=verdict.confirm,
+        outcome=verdict.outcome,
+    )
+
+
+def _also(warning: str | None) -> tuple[str, ...]:
+    return (warning,) if warning is not None else ()
+
+
+def mode_warning(isvc: InferenceService) -> str | None:
+    """SPEC §7's mode warning: with ``spec.decoder``, engine and decoder modes both declared, different, one
+    of them ``OMENative`` (OME v1.3 denies such an InferenceService; the product only warns)."""
+    if isvc.spec.decoder is None:
+        return None
+    engine, decoder = isvc.deployment_modes
+    if engine is None or decoder is None or engine == decoder or "OMENative" not in (engine, decoder):
+        return None
+    return messages.admission_warning(messages.mode_conflict_warning(engine, decoder))
 
 
 def _load_inference_service(body: Mapping[str, Any], namespace: str | None) -> InferenceService | None:
@@ -155,24 +192,64 @@ def _load_inference_service(body: Mapping[str, Any], namespace: str | None) -> I
     return resource if isinstance(resource, InferenceService) else None
 
 
-def _verdict(catalog: CatalogView, isvc: InferenceService, *, confirmed: bool) -> Decision:
-    outcome = evaluate(catalog, isvc)
-    if outcome is None:  # no spec.model: left alone (SPEC §5)
+def _verdict(
+    catalog: CatalogView,
+    isvc: InferenceService,
+    *,
+    confirmed: bool,
+    lookup: RuntimeLookup,
+    report_only: bool,
+) -> Decision:
+    outcome = evaluate(catalog, isvc, lookup)
+    if outcome is None:  # neither spec.model nor a named runtime: left alone (SPEC §5)
         return ALLOWED
     kind = outcome.kind
-    if kind is OutcomeKind.MODEL_METADATA_PENDING:
-        return Decision(allowed=True, warnings=(messages.admission_warning(outcome.message),), outcome=kind)
-    if kind is OutcomeKind.RUNTIME_SPECIFIED_UNSUPPORTED:
-        advisory = outcome.advisory or outcome.message
-        return Decision(allowed=True, warnings=(messages.admission_warning(advisory),), outcome=kind)
+    if kind is OutcomeKind.RUNTIME_NOT_FOUND and isvc.model_name is None:
+        return Decision(
+            allowed=True, outcome=kind
+        )  # as OME v1.3: a runtime created later serves it (SPEC §7)
+    warning = _warning(outcome, isvc, report_only)
+    if warning is not None:
+        return Decision(allowed=True, warnings=(messages.admission_warning(warning),), outcome=kind)
     if kind is OutcomeKind.NO_RUNTIME and isvc.defers_auto_selection:
         return Decision(allowed=True, outcome=kind)
     if not outcome.denies_admission:
         return Decision(allowed=True, outcome=kind)
     confirm = None
-    if kind in _CONFIRMED and not confirmed and isvc.model_name is not None:
-        confirm = Lookup(isvc.namespace, isvc.model_name, isvc.runtime_name)
+    if not confirmed and _rests_on_something_missing(outcome):
+        confirm = Lookup(
+            isvc.namespace, isvc.model_name, isvc.runtime_name, isvc.runtime_kind, runtime_lookup=lookup
+        )
     return Decision(allowed=False, message=outcome.message, confirm=confirm, outcome=kind)
+
+
+def _warning(outcome: Outcome, isvc: InferenceService, report_only: bool) -> str | None:
+    """The warning of an allowed answer (SPEC §7), None when the situation has none (or is denied)."""
+    kind = outcome.kind
+    if kind is OutcomeKind.MODEL_METADATA_PENDING:
+        return outcome.message
+    if kind is OutcomeKind.RUNTIME_SPECIFIED_UNSUPPORTED:
+        return outcome.advisory or outcome.message
+    runtime, model = outcome.runtime, outcome.model
+    if kind is OutcomeKind.RUNTIME_SPECIFIED_UNRESOLVED and outcome.chain_error is not None:
+        named = runtime.name if runtime is not None else isvc.runtime_name or ""
+        return messages.runtime_unresolved(named, outcome.chain_error.message)
+    # Not in report-only mode, where OME's own webhook says it; not when selection waits (SPEC §7).
+    waits = report_only or isvc.defers_auto_selection
+    if kind is OutcomeKind.RUNTIME_SELECTED and runtime is not None and model is not None and not waits:
+        return messages.auto_selected_warning(runtime.name, model.name)
+    return None
+
+
+def _rests_on_something_missing(outcome: Outcome) -> bool:
+    if outcome.kind in _CONFIRMED:
+        return True
+    error = outcome.chain_error
+    return (
+        outcome.kind is OutcomeKind.RUNTIME_INHERITANCE_ERROR
+        and error is not None
+        and (error.missing_parent is not None)
+    )
 
 
 # --- size values and operators on models and runtimes -----------------------------------------------------

@@ -213,3 +213,80 @@ def test_the_catalog_is_the_view_selection_reads() -> None:
     assert view.runtime_counts(NS) == (1, 1)
     assert [p.name for p in view.runtime_profiles_visible_from(NS)] == ["local", "rt"]
     assert [p.name for p in view.runtime_profiles_for_format(NS, "onnx")] == []
+
+
+# --- descendants (SPEC §5 v4) ------------------------------------------------------------------------------
+
+
+def _keys(*names: str) -> set[ObjectKey]:
+    """``ns/name`` for a ServingRuntime of that namespace, ``name`` for a ClusterServingRuntime."""
+    keys = set()
+    for name in names:
+        namespace, _, bare = name.rpartition("/")
+        kind = Kind.SERVING_RUNTIME if namespace else Kind.CLUSTER_SERVING_RUNTIME
+        keys.add(ObjectKey(kind, namespace or None, bare))
+    return keys
+
+
+DESCENDANTS = catalog(
+    runtime("base", entry()),
+    runtime("mid", inherit_from="base"),
+    runtime("leaf", inherit_from="mid"),
+    runtime("team", namespace=NS, inherit_from="base"),  # a ServingRuntime below a cluster runtime
+    runtime("team-leaf", namespace=NS, inherit_from="team"),
+    runtime("team", namespace="other", inherit_from="base"),
+    runtime("elsewhere", namespace="other", inherit_from="team"),  # other/team's child, not ns/team's
+    runtime("c1", inherit_from="c2"),
+    runtime("c2", inherit_from="c1"),  # a cycle
+    runtime("local-base", namespace=NS),
+    runtime("via-cluster", inherit_from="local-base"),  # a cluster runtime met from ns: stays in ns
+    runtime("via-cluster-leaf", namespace=NS, inherit_from="via-cluster"),
+    runtime("via-cluster-other", namespace="other", inherit_from="via-cluster"),
+)
+
+
+def test_descendants_of_a_cluster_runtime_reach_every_namespace_then_stay_in_it() -> None:
+    found = DESCENDANTS.runtime_descendants(ObjectKey(Kind.CLUSTER_SERVING_RUNTIME, None, "base"))
+    assert found == _keys("mid", "leaf", "ns/team", "ns/team-leaf", "other/team", "other/elsewhere")
+
+
+def test_descendants_of_a_serving_runtime_stay_in_its_namespace() -> None:
+    assert DESCENDANTS.runtime_descendants(ObjectKey(Kind.SERVING_RUNTIME, NS, "team")) == _keys(
+        "ns/team-leaf"
+    )
+    found = DESCENDANTS.runtime_descendants(ObjectKey(Kind.SERVING_RUNTIME, NS, "local-base"))
+    assert found == _keys("via-cluster", "ns/via-cluster-leaf")  # not other/via-cluster-other
+
+
+def test_descendants_end_in_a_cycle_and_a_runtime_without_children_has_none() -> None:
+    assert DESCENDANTS.runtime_descendants(ObjectKey(Kind.CLUSTER_SERVING_RUNTIME, None, "c1")) == _keys("c2")
+    assert DESCENDANTS.runtime_descendants(ObjectKey(Kind.CLUSTER_SERVING_RUNTIME, None, "leaf")) == set()
+
+
+def test_a_serving_runtime_change_reaches_the_inference_services_of_its_lineage() -> None:
+    c = catalog(
+        runtime("local-base", namespace=NS),
+        runtime("via-cluster", inherit_from="local-base"),
+        isvc("direct", runtime_name="local-base"),
+        isvc("child", runtime_name="via-cluster", namespace="other"),  # names the cluster child elsewhere
+        isvc("unrelated", namespace="other"),
+    )
+    key = ObjectKey(Kind.SERVING_RUNTIME, NS, "local-base")
+    assert c.inference_services_naming_lineage(key) == {
+        ObjectKey(Kind.INFERENCE_SERVICE, NS, "direct"),
+        ObjectKey(Kind.INFERENCE_SERVICE, "other", "child"),
+    }
+    affected = set(c.inference_services_affected_by_runtime(key))
+    assert ObjectKey(Kind.INFERENCE_SERVICE, "other", "child") in affected
+    assert ObjectKey(Kind.INFERENCE_SERVICE, "other", "unrelated") not in affected
+
+
+def test_the_descendant_index_follows_updates_and_removals() -> None:
+    c = catalog(runtime("base"), runtime("child", inherit_from="base"))
+    base = ObjectKey(Kind.CLUSTER_SERVING_RUNTIME, None, "base")
+    assert c.runtime_descendants(base) == _keys("child")
+    c.upsert(runtime("child", inherit_from="other"))
+    assert c.runtime_descendants(base) == set()
+    c.upsert(runtime("child", inherit_from="base"))
+    c.remove(ObjectKey(Kind.CLUSTER_SERVING_RUNTIME, None, "child"))
+    assert c.runtime_descendants(base) == set()

@@ -267,3 +267,21 @@ def test_the_controller_keeps_the_version_and_conditions_of_each_inference_servi
     assert (stored.resource_version, stored.conditions) == ("9", [READY])
     controller.on_watch_event(body, deleted=True)
     assert key not in controller._stored
+
+
+def test_a_runtime_annotation_change_counts_although_the_generation_stays(parses: list[str]) -> None:
+    # SPEC §5 v4: ome.io/inherit-from and ome.io/runtime-profile are read; metadata.generation does not move.
+    controller = Controller(None, Metrics(), report_only=True)
+    runtime = _listed(objects.runtime("rt"))
+    controller.on_watch_event(runtime, deleted=False)
+    for number, read in enumerate(
+        [{"team": "a"}, {"team": "a", "ome.io/inherit-from": "base"}, {"ome.io/runtime-profile": "true"}], 2
+    ):
+        changed = _listed(
+            runtime | {"metadata": runtime["metadata"] | {"annotations": read}}, version=str(number)
+        )
+        controller.on_watch_event(changed, deleted=False)
+    assert parses == ["rt", "rt", "rt"]  # the unread annotation changed nothing, each read one did
+    stored = controller.catalog.get(RUNTIME)
+    assert stored is not None
+    assert (stored.inherit_from, stored.runtime_profile) == (None, "true")  # type: ignore[union-attr]

@@ -1,5 +1,6 @@
 """One test per row of SPEC §9's "Where this contract departs" table: each pins the contract's behaviour and,
-where it is observable, shows what upstream OME (cfa05c69) would have done instead."""
+where it is observable, shows what upstream OME (v1.3; cfa05c69 for the rows that name it) would have done
+instead."""
 
 from __future__ import annotations
 
@@ -143,3 +144,58 @@ def test_writing_counts_follows_the_spec_rule() -> None:
     assert format_parameter_count(3_210_000_000) == "3.21B"
     assert format_parameter_count(999_999_999_999) == "1T"
     assert format_parameter_count(350_000) == "350000"
+
+
+# --- rows of v4 (upstream is OME v1.3) ---------------------------------------------------------------------
+
+
+def test_an_empty_accelerator_class_is_skipped() -> None:
+    # Upstream counts "" as a class no runtime lists, so every runtime is rejected.
+    c = catalog(model(), runtime("rt", entry(), classes=["a100"]))
+    result = evaluate(c, isvc(selector_class="", annotations={"ome.io/accelerator-class": ""}))
+    assert result is not None
+    assert result.message == "selected ClusterServingRuntime rt (score 1)"
+
+
+def test_the_model_lookup_ignores_spec_model_kind_everywhere() -> None:
+    # Upstream's controller looks the model up by spec.model.kind (default ClusterBaseModel); here the
+    # namespace's BaseModel comes first, as OME's own webhook and explain do.
+    c = catalog(model(namespace=NS, size="3B"), model(size="300B"), runtime("rt", entry(), max="10B"))
+    result = evaluate(c, isvc())
+    assert result is not None
+    assert result.message == "selected ClusterServingRuntime rt (score 1)"
+
+
+def test_a_broken_chain_is_a_condition_of_its_own_not_a_retry() -> None:
+    # Upstream records RuntimeValidationError and retries without a condition, and its webhook says "does not
+    # support"; here it is RuntimeInheritanceError with "cannot be resolved".
+    c = catalog(model(), runtime("child", entry(), inherit_from="gone"))
+    result = evaluate(c, isvc(runtime_name="child"))
+    assert result is not None
+    assert (result.kind, result.reason, result.message) == (
+        OutcomeKind.RUNTIME_INHERITANCE_ERROR,
+        "RuntimeInheritanceError",
+        'runtime child cannot be resolved: inherit-from parent "gone" not found (chain so far: [child])',
+    )
+
+
+def test_a_serving_runtime_and_a_cluster_runtime_of_one_name_are_two_entries() -> None:
+    # Upstream keys the no-runtime reasons by bare name, so the two collapse into one entry.
+    c = catalog(
+        model(fmt="safetensors", arch="X"), runtime("rt", entry()), runtime("rt", entry(), namespace=NS)
+    )
+    result = evaluate(c, isvc())
+    assert result is not None
+    assert result.message.count("rt (model format") == 2
+    assert f"{NS}/rt (model format" in result.message
+
+
+def test_the_advisory_names_the_model_also_for_a_mode_failure() -> None:
+    # Upstream's advisory has an empty model name for accelerator and mode failures and another wording.
+    c = catalog(model(), runtime("rt", entry(), engine_mode="RawDeployment"))
+    result = evaluate(c, isvc(runtime_name="rt", deployment_mode="OMENative"))
+    assert result is not None
+    assert result.advisory == (
+        "runtime rt does not declare support for model m: runtime engine deployment mode RawDeployment does "
+        "not match requested engine deployment mode OMENative"
+    )

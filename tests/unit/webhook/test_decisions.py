@@ -191,8 +191,15 @@ def test_advisory_warning_is_cut_to_256_characters_ending_in_an_ellipsis() -> No
 
 
 def test_auto_selection_picks_a_runtime() -> None:
+    # SPEC §7 v4: with the success warning, OME v1.3's wording with a lower-case first word.
     decision = create(SERVED, isvc_doc())
-    assert (decision.allowed, decision.warnings, decision.outcome) == (True, (), OutcomeKind.RUNTIME_SELECTED)
+    assert (decision.allowed, decision.warnings, decision.outcome) == (
+        True,
+        ("runtime rt will be auto-selected for model m",),
+        OutcomeKind.RUNTIME_SELECTED,
+    )
+    quiet = decide_inference_service(SERVED, isvc_doc(), None, "CREATE", report_only=True)
+    assert (quiet.allowed, quiet.warnings) == (True, ())  # OME's own webhook says it beside --report-only
 
 
 def test_auto_selection_impossible_is_denied_with_the_no_runtime_message() -> None:
