@@ -198,13 +198,18 @@ def lint(
     )
     isvcs = [i for i in catalog.inference_services() if i.namespace in scope]
 
-    chains = {profile.runtime.key: resolve_chain(catalog, profile) for profile in runtimes}
+    # The chains of the runtimes that name a parent (a runtime without one is a chain of itself).
+    chains = {
+        profile.runtime.key: resolve_chain(catalog, profile)
+        for profile in runtimes
+        if profile.runtime.parent_name is not None
+    }
     findings: set[Finding] = set()
     for model in models:
         findings.update(_model_value_findings(model))
     for profile in runtimes:
         findings.update(_runtime_value_findings(profile))
-        findings.update(_inheritance_findings(profile, chains[profile.runtime.key]))
+        findings.update(_inheritance_findings(profile, chains.get(profile.runtime.key)))
         findings.update(_runtime_mode_findings(profile.runtime))
     for isvc in isvcs:
         findings.update(_isvc_mode_findings(isvc))
@@ -223,7 +228,8 @@ def lint(
 PROFILE_NOT_DISABLED = 'runtimes carrying ome.io/runtime-profile="true" must also set spec.disabled: true'
 
 
-def _inheritance_findings(profile: RuntimeProfile, chain: Chain | ChainError) -> Iterator[Finding]:
+def _inheritance_findings(profile: RuntimeProfile, chain: Chain | ChainError | None) -> Iterator[Finding]:
+    """INHR001–INHR004 for one runtime; ``chain`` is None for a runtime without a parent."""
     runtime = profile.runtime
     key, spec = runtime.key, runtime.spec
     parent = runtime.parent_name
