@@ -211,6 +211,23 @@ def story(demo: Demo) -> None:
     caption("Check the catalog: kubectl ome runtime lint reports overlapping, tied and unused runtimes")
     run("kubectl-ome", "runtime", "lint", "-n", "ome-demo")
 
+    caption("OME v1.3 inheritance: a named runtime runs its effective spec, merged along ome.io/inherit-from")
+    demo.wait_reason("demo-inherited", "RuntimeSpecified", namespace="demo-v13")
+    demo.wait_reason("demo-disabled-by-profile", "RuntimeDisabled", namespace="demo-v13")
+    run("kubectl", "get", "isvc", "-n", "demo-v13", "-o", "wide")
+    caption("explain --with-effective: where the named runtime's spec comes from, root first")
+    output = run(
+        "kubectl-ome", "runtime", "explain", "--isvc", "demo-inherited", "-n", "demo-v13", "--with-effective"
+    )
+    if "ROOT-FIRST ServingRuntime/demo-v13/demo-llama-profile" not in output:
+        raise RuntimeError("explain --with-effective did not show the inherited runtime's chain")
+    caption("A deployment-mode mismatch (OMENative asked, RawDeployment inherited): used, with the reason")
+    run("kubectl-ome", "runtime", "explain", "--isvc", "demo-mode-mismatch", "-n", "demo-v13", "-o", "wide")
+    caption("lint sees inheritance too: a child that forgot spec.disabled inherits its profile's true")
+    output = run("kubectl-ome", "runtime", "lint", "-n", "demo-v13")
+    if "INHR004" not in output:
+        raise RuntimeError("lint did not report the runtime disabled through its profile")
+
     caption("Before a catalog change: what-if lists the InferenceServices it would move (exit 3 for CI)")
     output = run(
         "kubectl-ome", "runtime", "what-if", "-A", "--fail-on-change", "-f", "-",

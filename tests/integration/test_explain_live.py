@@ -59,6 +59,11 @@ CASES = [
     ("--isvc", "llama-3b-on-1b-runtime", "ome-demo"),
     ("--model", "support-assistant-3b", "team-a"),
     ("--model", "llama-3-3-70b-instruct", "ome-demo"),
+    # OME v1.3 (SPEC §6 v4): chains resolved from the server's objects as from the files.
+    ("--isvc", "demo-inherited", "demo-v13"),
+    ("--isvc", "demo-mode-mismatch", "demo-v13"),
+    ("--isvc", "demo-disabled-by-profile", "demo-v13"),
+    ("--isvc", "llama-3b-canary-runtime", "team-b"),  # a broken chain
 ]
 
 
@@ -77,12 +82,14 @@ def test_live_equals_offline(
     name: str,
     namespace: str,
 ) -> None:
+    effective = [(), ("--with-effective",)] if flag == "--isvc" else [()]
     for output in ("json", "yaml", "table", "wide"):
-        args = ("runtime", "explain", flag, name, "-n", namespace, "-o", output)
-        live = _in_process(capsys, *args, "--kubeconfig", str(control_plane.kubeconfig))
-        files = _in_process(capsys, *args, "-f", str(SAMPLES))
-        assert live == files, output
-        assert live[0] == 0, live[2]
+        for extra in effective:
+            args = ("runtime", "explain", flag, name, "-n", namespace, "-o", output, *extra)
+            live = _in_process(capsys, *args, "--kubeconfig", str(control_plane.kubeconfig))
+            files = _in_process(capsys, *args, "-f", str(SAMPLES))
+            assert live == files, (output, extra)
+            assert live[0] == 0, live[2]
     # The installed entry point answers the same.
     entry = kubectl_ome(
         "runtime", "explain", flag, name, "-n", namespace, kubeconfig=control_plane.kubeconfig

@@ -21,7 +21,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = REPO_ROOT / "samples"
 CLOSER = str(REPO_ROOT / "tests" / "data" / "whatif" / "sglang-llama-3-2-small.yaml")
 KUBECTL_OME = str(Path(sys.executable).parent / "kubectl-ome")
-SAMPLE_NAMESPACES = {"ome-demo", "team-a", "team-b"}
+SAMPLE_NAMESPACES = {"ome-demo", "team-a", "team-b", "demo-v13"}
 
 Result = tuple[int, str, str]
 
@@ -59,12 +59,21 @@ def both(samples_applied: None, control_plane: ControlPlane, capsys: pytest.Capt
 
 
 @pytest.mark.parametrize("output", ["table", "json"])
-@pytest.mark.parametrize("namespace", [["-n", "ome-demo"], ["-n", "team-a"], ["-n", "default"]])
+@pytest.mark.parametrize(
+    "namespace", [["-n", "ome-demo"], ["-n", "team-a"], ["-n", "default"], ["-n", "demo-v13"]]
+)
 def test_lint_live_equals_files(both: Any, namespace: list[str], output: str) -> None:
     live, files = both("runtime", "lint", *namespace, "-o", output, files_flag="-f")
     assert live == files
     assert live[0] == 0, live[2]
     assert "SIZE003" in live[1]
+
+
+def test_lint_sees_inheritance_live_as_from_files(both: Any) -> None:
+    live, files = both("runtime", "lint", "-n", "demo-v13", "-o", "json", files_flag="-f")
+    assert live == files
+    codes = [f["code"] for f in json.loads(live[1])["findings"]]
+    assert codes.count("INHR004") == 1
 
 
 def test_lint_live_takes_the_context_namespace(both: Any) -> None:
@@ -84,7 +93,12 @@ WHAT_IF_CASES = {
     ],
     "delete-a-named-runtime": ["--delete", "clusterservingruntime/srt-llama-3-2-1b-instruct"],
     "delete-team-a-runtime": ["--delete", "servingruntime/team-vllm-llama-3-2", "-n", "team-a"],
-}
+    # SPEC §11 v4: deleting a parent breaks its children's chains.
+    "delete-the-profile": ["--delete", "servingruntime/demo-llama-profile", "-n", "demo-v13"],
+    "legacy-lookup": [
+        "--delete", "servingruntime/demo-llama-profile", "-n", "demo-v13", "--runtime-lookup", "legacy",
+    ],
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("output", ["table", "json"])
@@ -98,7 +112,10 @@ def test_what_if_live_equals_files(both: Any, case: str, output: str) -> None:
     if output == "json":
         changes = json.loads(live[1])["changes"]
         assert changes, "every case changes some InferenceService"
-        assert all(c["after"]["reason"] in ("RuntimeSelected", "RuntimeNotFound") for c in changes)
+        assert all(
+            c["after"]["reason"] in ("RuntimeSelected", "RuntimeNotFound", "RuntimeInheritanceError")
+            for c in changes
+        )
 
 
 def test_what_if_all_namespaces(both: Any) -> None:
@@ -118,7 +135,7 @@ def test_what_if_all_namespaces(both: Any) -> None:
     ours = [c for c in live_doc["changes"] if c["namespace"] in SAMPLE_NAMESPACES]
     assert ours == files_doc["changes"]
     assert [c["name"] for c in ours] == ["qwen3-4b-auto", "qwen3-8b-auto"]
-    assert live_doc["unchanged"] >= files_doc["unchanged"] == 15
+    assert live_doc["unchanged"] >= files_doc["unchanged"] == 18
 
 
 def test_what_if_live_errors_and_the_ci_gate(samples_applied: None, control_plane: ControlPlane) -> None:

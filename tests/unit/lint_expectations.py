@@ -10,15 +10,14 @@ from ome_selector.selection.quantity import parse_parameter_count
 
 
 def spec_distance(spec: RuntimeSpec, size: Fraction | None) -> tuple[bool, Fraction]:
-    """SPEC §4 size distance as (infinite?, value): 0 without a size or without a range, infinite with one
-    bound missing, else |size - min| + |max - size|."""
+    """SPEC §4 size distance (v4) as (infinite?, value): the sum of |bound - size| over the bounds that are
+    present (a bound that reads as 0 is present, at 0); 0 without a size or without a range. Never infinite
+    since v4 (the flag keeps the engine's key shape)."""
     size_range = spec.model_size_range
-    if size is None or size_range is None or (size_range.min is None and size_range.max is None):
+    if size is None or size_range is None:
         return (False, Fraction(0))
-    if size_range.min is None or size_range.max is None:
-        return (True, Fraction(0))
-    low, high = parse_parameter_count(size_range.min), parse_parameter_count(size_range.max)
-    return (False, abs(size - low) + abs(high - size))
+    bounds = [bound for bound in (size_range.min, size_range.max) if bound is not None]
+    return (False, sum((abs(size - parse_parameter_count(bound)) for bound in bounds), Fraction(0)))
 
 
 def ties(first: RuntimeVerdict, second: RuntimeVerdict, size: Fraction | None) -> bool:

@@ -1,5 +1,5 @@
 """The command-line arguments the `kubectl ome` subcommands share, each written once: the subcommand itself,
-``-f``, ``-o``, ``-n``/``-A`` and the kubeconfig pair."""
+``-f``, ``-o``, ``-n``/``-A``, ``--runtime-lookup`` and the kubeconfig pair."""
 
 from __future__ import annotations
 
@@ -13,8 +13,12 @@ __all__ = [
     "add_files_argument",
     "add_namespace_arguments",
     "add_output_argument",
+    "add_runtime_lookup_argument",
     "add_subcommand",
 ]
+
+#: The values of ``--runtime-lookup`` (SPEC §1), the default first.
+RUNTIME_LOOKUPS = ("v1.3", "legacy")
 
 #: What ``-f`` reads when a subcommand says nothing else.
 FILES_HELP = "read objects from this file or directory (recursively), not the cluster; repeatable; - = stdin"
@@ -85,3 +89,18 @@ def add_cluster_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGr
         "--kubeconfig", metavar="PATH", type=Path, help=f"kubeconfig file ({when}; default as kubectl)"
     )
     parser.add_argument("--context", metavar="NAME", help=f"kubeconfig context ({when})")
+
+
+def add_runtime_lookup_argument(parser: argparse.ArgumentParser) -> None:
+    """``--runtime-lookup v1.3|legacy`` (SPEC §1): how a named runtime is found, into ``runtime_lookup``."""
+    parser.add_argument(
+        "--runtime-lookup",
+        choices=RUNTIME_LOOKUPS,
+        default=RUNTIME_LOOKUPS[0],
+        metavar="v1.3|legacy",
+        help=(
+            "how spec.runtime.name is looked up: v1.3 by spec.runtime.kind, as OME v1.3 does; legacy the "
+            "ServingRuntime of the namespace, else the ClusterServingRuntime (OME v1.2.2 and older); "
+            "default v1.3"
+        ),
+    )

@@ -21,6 +21,7 @@ from ome_selector.cli.arguments import (
     add_cluster_arguments,
     add_files_argument,
     add_output_argument,
+    add_runtime_lookup_argument,
     add_subcommand,
 )
 from ome_selector.cli.exits import quietly
@@ -30,7 +31,8 @@ from ome_selector.cli.render import OUTPUT_FORMATS, render
 from ome_selector.cli.sources import DEFAULT_NAMESPACE, FileSource, ObjectSource, SourceError, load_catalog
 from ome_selector.cli.whatif import add_what_if_parser
 from ome_selector.selection import messages
-from ome_selector.selection.explain import Explanation, explain
+from ome_selector.selection.explain import EffectiveRuntime, Explanation, effective_runtime, explain
+from ome_selector.selection.inheritance import RuntimeLookup
 from ome_selector.selection.outcome import evaluate
 
 __all__ = ["main", "run"]
@@ -39,10 +41,15 @@ PROG = "kubectl ome"
 EXIT_OK = 0
 EXIT_ERROR = 1
 
+#: The usage error of `--with-effective` without `--isvc` (SPEC §6).
+WITH_EFFECTIVE_REQUIRES_ISVC = "--with-effective requires --isvc"
+#: OME's own line when the InferenceService names a runtime (SPEC §6).
+EXPLICIT_RUNTIME_NOTE = "Note: spec.runtime is explicit; automatic selection below is hypothetical."
+
 #: The synopsis of SPEC §6 (argparse cannot say that -f repeats).
 EXPLAIN_USAGE = (
     "%(prog)s (--model NAME | --isvc NAME) [-n NAMESPACE] [-f PATH]... [-o table|wide|json|yaml]\n"
-    "       [--kubeconfig PATH] [--context NAME] [-h]"
+    "       [--with-effective] [--runtime-lookup v1.3|legacy] [--kubeconfig PATH] [--context NAME] [-h]"
 )
 
 _EXPLAIN_DESCRIPTION = """\
@@ -50,16 +57,21 @@ Show how runtime selection judges every serving runtime for a model: whether it 
 can be auto-selected, its priority, score and rank, and the reason when it cannot. Runtimes considered are the
 ServingRuntimes of the namespace and all ClusterServingRuntimes.
 
-With --isvc the model is the InferenceService's spec.model.name and the accelerator classes it asks for take
-part. The table always shows auto-selection, also when the InferenceService names a runtime (a note on stderr
-says so).
+With --isvc the model is the InferenceService's spec.model.name and the accelerator classes and deployment
+modes it asks for take part. The table always shows auto-selection, each runtime judged on its own spec (not
+what it inherits through ome.io/inherit-from), also when the InferenceService names a runtime (a note on
+stderr says so). -o wide adds WEIGHT (OME's explain column), SUPPORTS, RANK and RANGE.
+
+--with-effective (with --isvc) adds what the InferenceService would run: the named runtime (Explicit) or the
+one auto-selection picks (Selected), and the inheritance chain its effective spec is merged from, root first.
 
 Without -f it reads the cluster of the current kubeconfig context (or --kubeconfig/--context) through one
 consistent, paged listing; the namespace is -n, else the context's, else "default".
 
 With -f (files or directories, repeatable) only those objects are read, never the cluster or the kubeconfig.
 Directories are read recursively (*.yaml, *.yml, *.json); "kind: List" is expanded; other kinds are skipped;
-a namespaced object without metadata.namespace is in the -n namespace."""
+a namespaced object without metadata.namespace is in the -n namespace; inheritance chains are resolved from
+those objects alone."""
 
 _EXPLAIN_EPILOG = """\
 examples:
@@ -71,6 +83,9 @@ examples:
 
   # The same for an InferenceService, with the rank and range columns
   kubectl ome runtime explain -f samples/ --isvc llama-3b-auto -n ome-demo -o wide
+
+  # What a named runtime inherits, and from where
+  kubectl ome runtime explain -f samples/ --isvc demo-inherited -n demo-v13 --with-effective
 
   # The machine-readable document
   kubectl ome runtime explain -f catalog/ -f models.yaml --model qwen3-8b -o json
@@ -131,8 +146,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="namespace of the model, InferenceService and ServingRuntimes (with -f: default 'default')",
     )
     add_files_argument(explain_parser)
-    add_cluster_arguments(explain_parser, when="without -f")
     add_output_argument(explain_parser, OUTPUT_FORMATS)
+    explain_parser.add_argument(
+        "--with-effective",
+        action="store_true",
+        help="with --isvc: also show the runtime it would run and the inheritance chain of its spec",
+    )
+    add_runtime_lookup_argument(explain_parser)
+    add_cluster_arguments(explain_parser, when="without -f")
+    # SPEC §6: a usage error (exit 1), checked once the arguments are parsed.
+    explain_parser.set_defaults(usage_error=explain_parser.error)
     add_lint_parser(runtime_commands)
     add_what_if_parser(runtime_commands)
     add_model_command(commands, _Parser)
@@ -155,15 +178,16 @@ def _find_isvc(catalog: Catalog, namespace: str, name: str) -> InferenceService:
     return resource
 
 
-def _notes(catalog: Catalog, model: Model, isvc: InferenceService | None) -> list[str]:
-    """What explain says on stderr besides the table: a named runtime, a disabled or pending model."""
+def _notes(catalog: Catalog, model: Model, isvc: InferenceService | None, lookup: RuntimeLookup) -> list[str]:
+    """What explain says on stderr besides the table: a named runtime (OME's note, then the operator's
+    verdict), a disabled or pending model."""
     notes: list[str] = []
     if isvc is not None and isvc.runtime_name is not None:
-        outcome = evaluate(catalog, isvc)
+        notes.append(EXPLICIT_RUNTIME_NOTE)
+        outcome = evaluate(catalog, isvc, lookup)
         verdict = f": {outcome.reason}: {outcome.message}" if outcome is not None else ""
         notes.append(
-            f"Note: InferenceService {isvc.namespace}/{isvc.name} names runtime {isvc.runtime_name}, "
-            f"so it does not use the auto-selection shown{verdict}"
+            f"Note: InferenceService {isvc.namespace}/{isvc.name} names runtime {isvc.runtime_name}{verdict}"
         )
     if model.spec.disabled:
         notes.append(
@@ -174,11 +198,15 @@ def _notes(catalog: Catalog, model: Model, isvc: InferenceService | None) -> lis
     return notes
 
 
-def explain_command(args: argparse.Namespace, source: ObjectSource) -> tuple[Explanation, list[str]]:
-    """The explanation for the parsed command line and the notes for stderr.
+def explain_command(
+    args: argparse.Namespace, source: ObjectSource
+) -> tuple[Explanation, EffectiveRuntime | None, list[str]]:
+    """The explanation for the parsed command line, the effective runtime (with ``--with-effective``) and the
+    notes for stderr.
 
     Raises :class:`SourceError` when the objects cannot be read and :class:`CommandError` when a lookup fails.
     """
+    lookup = RuntimeLookup(args.runtime_lookup)
     namespace = source.namespace
     catalog = load_catalog(source.read(), namespace)
     isvc: InferenceService | None = None
@@ -195,16 +223,21 @@ def explain_command(args: argparse.Namespace, source: ObjectSource) -> tuple[Exp
     if model is None:
         raise CommandError(messages.model_not_found(model_name, namespace))
     explanation = explain(catalog, model, namespace, isvc)
-    notes = _notes(catalog, model, isvc)
+    effective = None
+    if args.with_effective and isvc is not None:
+        effective = effective_runtime(catalog, explanation, isvc, lookup)
+    notes = _notes(catalog, model, isvc, lookup)
     if not explanation.verdicts:
         notes.append(f"No serving runtimes found in namespace {namespace} or at cluster scope.")
-    return explanation, notes
+    return explanation, effective, notes
 
 
 def run(argv: Sequence[str] | None = None) -> int:
     """Run `kubectl ome` with ``argv`` (default: the process arguments) and return the exit status."""
     try:
         args = build_parser().parse_args(argv)
+        if getattr(args, "with_effective", False) and args.isvc is None:
+            args.usage_error(WITH_EFFECTIVE_REQUIRES_ISVC)
     except SystemExit as exit_:  # --help, --version and usage errors
         return exit_.code if isinstance(exit_.code, int) else EXIT_ERROR
     if args.command == "model":
@@ -214,11 +247,11 @@ def run(argv: Sequence[str] | None = None) -> int:
         status: int = handler(args)
         return status
     try:
-        explanation, notes = explain_command(args, object_source(args))
+        explanation, effective, notes = explain_command(args, object_source(args))
     except (SourceError, CommandError) as error:
         sys.stderr.write(f"error: {error}\n")
         return EXIT_ERROR
-    text = render(explanation, args.output)
+    text = render(explanation, args.output, effective)
     for note in notes:
         sys.stderr.write(note + "\n")
     sys.stdout.write(text)

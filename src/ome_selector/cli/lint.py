@@ -17,12 +17,14 @@ from ome_selector.cli.arguments import (
     add_files_argument,
     add_namespace_arguments,
     add_output_argument,
+    add_runtime_lookup_argument,
     add_subcommand,
 )
 from ome_selector.cli.render import render_table
 from ome_selector.cli.scope import object_source, views
 from ome_selector.cli.sources import SourceError, load_catalog
 from ome_selector.review.lint import Finding, Severity, has_errors, lint, lint_document
+from ome_selector.selection.inheritance import RuntimeLookup
 
 __all__ = ["LINT_OUTPUTS", "add_lint_parser", "lint_command", "render_findings"]
 
@@ -34,7 +36,7 @@ COLUMNS = ("CODE", "SEVERITY", "MESSAGE")
 
 _USAGE = (
     "%(prog)s [-f PATH]... [-n NAMESPACE | -A] [-o table|json] [--strict]\n"
-    "       [--kubeconfig PATH] [--context NAME] [-h]"
+    "       [--runtime-lookup v1.3|legacy] [--kubeconfig PATH] [--context NAME] [-h]"
 )
 
 _DESCRIPTION = """\
@@ -44,17 +46,24 @@ stable code, a severity, the objects involved and one line that says what to cha
   SIZE001  error    a size value that is not a parameter count, so it reads as 0 ("4b", "7 B")
   SIZE002  error    modelSizeRange.min above max: every model with a size is rejected
   OPER001  error    an unknown version operator: the entry matches no versioned model
+  INHR002  error    a runtime whose ome.io/inherit-from chain is broken (the chain error)
+  INHR003  error    ome.io/runtime-profile: "true" without spec.disabled: true (OME's webhook denies it)
   SIZE003  warning  two auto-selectable runtimes of one scope accept the same models in overlapping ranges
   RANK001  warning  for a model, the top two runtimes tie on score and size distance: the name decides
   RANK002  warning  a runtime without a range wins, as "closest", over a ranged runtime that covers the model
+  RANK003  warning  a runtime with one size bound wins on distance over runtimes with both bounds
   DEAD001  warning  a runtime that is rank 1 for no model and that no InferenceService names or selects
   SERV001  warning  a model (with a format) that no runtime supports
+  INHR001  warning  a runtime with a parent that auto-selection can pick on its own spec, ignoring the parent
+  INHR004  warning  a runtime that sets no spec.disabled and inherits disabled: true
+  MODE001  warning  an ome.io/deploymentMode value that is not a deployment mode, so it declares none
 
-Rankings are those of explain and of the operator. Objects are read as explain reads them: with -f from files
-or directories only (never the kubeconfig; a duplicate object is an error), else from the cluster of the
-kubeconfig context. Each namespace is judged with its own ServingRuntimes and BaseModels and every
-cluster-scoped object: -n one namespace, -A all; without either, the context's namespace, or with -f every
-namespace in the files."""
+Rankings are those of explain and of the operator: auto-selection judges each runtime on its own spec, a
+named runtime (found as --runtime-lookup says) on its effective spec, merged along ome.io/inherit-from.
+Objects are read as explain reads them: with -f from files or directories only (never the kubeconfig; a
+duplicate object is an error), else from the cluster of the kubeconfig context. Each namespace is judged
+with its own ServingRuntimes and BaseModels and every cluster-scoped object: -n one namespace, -A all;
+without either, the context's namespace, or with -f every namespace in the files."""
 
 _EPILOG = """\
 examples:
@@ -85,6 +94,7 @@ def add_lint_parser(commands: argparse._SubParsersAction[Any]) -> None:
     add_namespace_arguments(parser, subject="judge the runtimes, models and InferenceServices")
     add_output_argument(parser, LINT_OUTPUTS)
     parser.add_argument("--strict", action="store_true", help="exit 1 on any finding, not only on errors")
+    add_runtime_lookup_argument(parser)
     add_cluster_arguments(parser, when="live mode")
     parser.set_defaults(handler=lint_command)
 
@@ -117,7 +127,7 @@ def lint_command(args: argparse.Namespace) -> int:
     except SourceError as error:
         sys.stderr.write(f"error: {error}\n")
         return EXIT_ERROR
-    findings = lint(catalog, namespaces)
+    findings = lint(catalog, namespaces, RuntimeLookup(args.runtime_lookup))
     sys.stdout.write(render_findings(findings, args.output))
     sys.stdout.flush()
     if args.output == "table":

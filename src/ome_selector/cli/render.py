@@ -13,15 +13,42 @@ from typing import Any
 
 import yaml
 
-from ome_selector.selection.explain import Explanation, RuntimeVerdict, explanation_document
+from ome_selector.api.resources import Kind, ObjectKey
+from ome_selector.selection.explain import (
+    EffectiveRuntime,
+    Explanation,
+    RuntimeVerdict,
+    effective_document,
+    explanation_document,
+)
 
-__all__ = ["COLUMNS", "OUTPUT_FORMATS", "WIDE_COLUMNS", "render", "render_table", "table_rows"]
+__all__ = [
+    "COLUMNS",
+    "OUTPUT_FORMATS",
+    "WIDE_COLUMNS",
+    "effective_lines",
+    "render",
+    "render_table",
+    "table_rows",
+]
 
 OUTPUT_FORMATS = ("table", "wide", "json", "yaml")
 COLUMNS = ("RUNTIME", "SCOPE", "COMPATIBLE", "PRIORITY", "SCORE", "REASON")
 #: `-o wide` inserts these before REASON, so the one column of free text stays last and cannot push the
 #: short columns off the screen.
-WIDE_COLUMNS = ("RUNTIME", "SCOPE", "COMPATIBLE", "PRIORITY", "SCORE", "SUPPORTS", "RANK", "RANGE", "REASON")
+#: WEIGHT (OME's explain column, SPEC §6) comes right after SCORE.
+WIDE_COLUMNS = (
+    "RUNTIME",
+    "SCOPE",
+    "COMPATIBLE",
+    "PRIORITY",
+    "SCORE",
+    "WEIGHT",
+    "SUPPORTS",
+    "RANK",
+    "RANGE",
+    "REASON",
+)
 #: Spaces between columns, as kubectl's tabwriter pads them.
 PADDING = 3
 EMPTY = "-"
@@ -50,7 +77,12 @@ def _row(verdict: RuntimeVerdict, *, wide: bool) -> tuple[str, ...]:
         _cell(verdict.score),
     ]
     if wide:
-        cells += [_cell(verdict.supports_model), _cell(verdict.rank), _cell(verdict.range_text)]
+        cells += [
+            _cell(verdict.weight),
+            _cell(verdict.supports_model),
+            _cell(verdict.rank),
+            _cell(verdict.range_text),
+        ]
     return (*cells, _cell(verdict.reason))
 
 
@@ -64,17 +96,50 @@ def render_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(line.rstrip() for line in lines) + "\n"
 
 
-def render(explanation: Explanation, output: str) -> str:
-    """The text explain prints on stdout for ``-o <output>``; empty for a table without runtimes."""
+#: The abbreviations of ``SOURCE`` (SPEC §6, as OME's explain writes them).
+_SOURCE_KINDS = {Kind.CLUSTER_SERVING_RUNTIME: "CSR", Kind.SERVING_RUNTIME: "SR"}
+
+
+def _path(kind: str, key: ObjectKey) -> str:
+    where = f"{key.namespace}/" if key.namespace is not None else ""
+    return f"{kind}/{where}{key.name}"
+
+
+def effective_lines(effective: EffectiveRuntime) -> list[str]:
+    """The ``Effective runtime:`` block of ``--with-effective`` (SPEC §6), one string per line."""
+    source = effective.source
+    lines = [
+        "Effective runtime:",
+        f"SELECTION {effective.selection.value}",
+        f"SOURCE {_path(_SOURCE_KINDS[source.kind], source) if source is not None else EMPTY}",
+        f"INHERITANCE {effective.inheritance}",
+    ]
+    if effective.reason is not None:
+        lines.append(f"REASON {effective.reason}")
+    lines += [f"ROOT-FIRST {_path(key.kind.value, key)}" for key in effective.chain]
+    return lines
+
+
+def render(explanation: Explanation, output: str, effective: EffectiveRuntime | None = None) -> str:
+    """The text explain prints on stdout for ``-o <output>``; empty for a table without runtimes (and without
+    ``--with-effective``, whose block follows the table after one empty line, or is the document's key
+    ``effective``)."""
     if output in ("json", "yaml"):
         document = explanation_document(explanation)
+        if effective is not None:
+            document["effective"] = effective_document(effective)
         if output == "json":
             return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
         return _yaml(document)
-    if not explanation.verdicts:
-        return ""
     wide = output == "wide"
-    return render_table(WIDE_COLUMNS if wide else COLUMNS, table_rows(explanation, wide=wide))
+    table = (
+        render_table(WIDE_COLUMNS if wide else COLUMNS, table_rows(explanation, wide=wide))
+        if explanation.verdicts
+        else ""
+    )
+    if effective is None:
+        return table
+    return table + "\n" + "\n".join(effective_lines(effective)) + "\n"
 
 
 def _yaml(document: dict[str, Any]) -> str:

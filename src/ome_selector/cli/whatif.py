@@ -20,6 +20,7 @@ from ome_selector.cli.arguments import (
     add_files_argument,
     add_namespace_arguments,
     add_output_argument,
+    add_runtime_lookup_argument,
     add_subcommand,
 )
 from ome_selector.cli.render import render_table
@@ -33,6 +34,7 @@ from ome_selector.review.whatif import (
     what_if,
     what_if_document,
 )
+from ome_selector.selection.inheritance import RuntimeLookup
 
 __all__ = ["WHAT_IF_OUTPUTS", "add_what_if_parser", "parse_kind", "render_what_if", "what_if_command"]
 
@@ -45,7 +47,8 @@ ABSENT = "(absent)"
 
 _USAGE = (
     "%(prog)s (-f CHANGE)... [--delete KIND/NAME]... [-n NAMESPACE | -A] [--against PATH]...\n"
-    "       [-o table|json] [--fail-on-change] [--kubeconfig PATH] [--context NAME] [-h]"
+    "       [-o table|json] [--fail-on-change] [--runtime-lookup v1.3|legacy] [--kubeconfig PATH]\n"
+    "       [--context NAME] [-h]"
 )
 
 _DESCRIPTION = """\
@@ -130,6 +133,7 @@ def add_what_if_parser(commands: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument(
         "--fail-on-change", action="store_true", help="exit 3 when any InferenceService changes"
     )
+    add_runtime_lookup_argument(parser)
     add_cluster_arguments(parser, when="live mode")
     parser.set_defaults(handler=what_if_command)
 
@@ -173,7 +177,8 @@ def what_if_command(args: argparse.Namespace) -> int:
     except (SourceError, ChangeError) as error:
         sys.stderr.write(f"error: {error}\n")
         return EXIT_ERROR
-    result = what_if(before, after, {args.namespace} if args.namespace else None)
+    lookup = RuntimeLookup(args.runtime_lookup)
+    result = what_if(before, after, {args.namespace} if args.namespace else None, lookup)
     sys.stdout.write(render_what_if(result, args.output))
     sys.stdout.flush()
     if args.output == "table":

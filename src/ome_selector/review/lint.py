@@ -16,9 +16,20 @@ returns sorted :class:`Finding` s; :func:`lint_document` is the ``-o json`` obje
   runtimes of equal score (and scope), whose ranges cover the model;
 - ``DEAD001`` a runtime that is rank 1 for no model and that no InferenceService names — nor auto-selects:
   a runtime an InferenceService reaches through its accelerator classes is in use, not dead;
-- ``SERV001`` a model with a format that no runtime supports (passes SPEC §3 checks 1–4).
-The last five are warnings. Rankings are the engine's: :func:`~ome_selector.selection.ranking.rank` and its
-rank keys, which explain and evaluate use too, never a second implementation. Beyond listing the catalog's
+- ``SERV001`` a model with a format that no runtime supports (passes SPEC §3 checks 1–5);
+- (v4) ``INHR001`` a runtime with an ``ome.io/inherit-from`` parent that can be auto-selected on its own spec
+  (not disabled, an entry with ``autoSelect: true``), which ignores what it inherits; ``INHR002`` (error) a
+  runtime whose chain is broken (SPEC §1); ``INHR003`` (error) ``ome.io/runtime-profile: "true"`` without
+  ``spec.disabled: true``; ``INHR004`` a runtime that sets no ``disabled`` and inherits ``disabled: true``;
+- (v4) ``MODE001`` an ``ome.io/deploymentMode`` value that declares nothing (SPEC §3.3), on a runtime's
+  ``engineConfig``/``decoderConfig`` or an InferenceService's ``engine``/``decoder`` (or its
+  ``spec.deploymentMode``, outside the CRD's enum, live only);
+- (v4) ``RANK003`` for a model with a size, the rank-1 runtime has one bound and is ahead on distance of
+  runtimes of the same scope and score with both bounds.
+SIZE003, RANK001–003, DEAD001, SERV001, INHR001, INHR004 and MODE001 are warnings. A runtime another runtime's
+resolved chain passes through, and a ``runtime-profile`` runtime, is never DEAD001. Rankings are the
+engine's: :func:`~ome_selector.selection.ranking.rank` and its rank keys, which explain and evaluate use too,
+never a second implementation. Beyond listing the catalog's
 models and InferenceServices, lint reads it only through
 :class:`~ome_selector.selection.view.CatalogView`, as selection does.
 """
@@ -33,6 +44,7 @@ from functools import lru_cache
 from typing import Any
 
 from ome_selector.api.resources import (
+    DEPLOYMENT_MODE_ANNOTATION,
     KNOWN_OPERATORS,
     DiffusionComponent,
     DiffusionPipeline,
@@ -43,10 +55,19 @@ from ome_selector.api.resources import (
     ModelFramework,
     ModelSpec,
     ObjectKey,
+    Runtime,
     SupportedModelFormat,
+    declared_mode,
 )
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.selection import messages
+from ome_selector.selection.inheritance import (
+    Chain,
+    ChainError,
+    RuntimeLookup,
+    find_named_runtime,
+    resolve_chain,
+)
 from ome_selector.selection.matcher import RuntimeCheck
 from ome_selector.selection.outcome import OutcomeKind, evaluate
 from ome_selector.selection.profiles import MatchKey, RuntimeProfile
@@ -56,7 +77,16 @@ from ome_selector.selection.scoring import entry_score
 from ome_selector.selection.version import parse_version, version_matches
 from ome_selector.selection.view import CatalogView
 
-__all__ = ["Code", "Finding", "Severity", "has_errors", "lint", "lint_document", "object_order"]
+__all__ = [
+    "PROFILE_NOT_DISABLED",
+    "Code",
+    "Finding",
+    "Severity",
+    "has_errors",
+    "lint",
+    "lint_document",
+    "object_order",
+]
 
 
 class Code(StrEnum):
@@ -70,6 +100,12 @@ class Code(StrEnum):
     OPER001 = "OPER001"
     DEAD001 = "DEAD001"
     SERV001 = "SERV001"
+    RANK003 = "RANK003"
+    INHR001 = "INHR001"
+    INHR002 = "INHR002"
+    INHR003 = "INHR003"
+    INHR004 = "INHR004"
+    MODE001 = "MODE001"
 
 
 class Severity(StrEnum):
@@ -77,7 +113,7 @@ class Severity(StrEnum):
     WARNING = "warning"
 
 
-_ERRORS = frozenset({Code.SIZE001, Code.SIZE002, Code.OPER001})
+_ERRORS = frozenset({Code.SIZE001, Code.SIZE002, Code.OPER001, Code.INHR002, Code.INHR003})
 
 
 def object_order(key: ObjectKey) -> tuple[str, str, str]:
@@ -139,12 +175,15 @@ def lint_document(findings: Sequence[Finding]) -> dict[str, Any]:
     }
 
 
-def lint(catalog: Catalog, namespaces: Iterable[str]) -> tuple[Finding, ...]:
+def lint(
+    catalog: Catalog, namespaces: Iterable[str], lookup: RuntimeLookup = RuntimeLookup.V1_3
+) -> tuple[Finding, ...]:
     """Every SPEC §11 finding for ``catalog`` as seen from ``namespaces``, sorted by code, objects, message.
 
     The catalog is judged from each namespace's view (its ServingRuntimes and BaseModels, and every
     cluster-scoped object), as its InferenceServices would see it; namespaced objects of other namespaces are
-    left out. A finding that several views share is reported once.
+    left out. A finding that several views share is reported once. ``lookup`` is how InferenceServices find
+    the runtimes they name (SPEC §1, ``--runtime-lookup``).
     """
     views = sorted(set(namespaces))
     profiles: dict[ObjectKey, RuntimeProfile] = {}
@@ -159,14 +198,99 @@ def lint(catalog: Catalog, namespaces: Iterable[str]) -> tuple[Finding, ...]:
     )
     isvcs = [i for i in catalog.inference_services() if i.namespace in scope]
 
+    # The chains of the runtimes that name a parent (a runtime without one is a chain of itself).
+    chains = {
+        profile.runtime.key: resolve_chain(catalog, profile)
+        for profile in runtimes
+        if profile.runtime.parent_name is not None
+    }
     findings: set[Finding] = set()
     for model in models:
         findings.update(_model_value_findings(model))
     for profile in runtimes:
         findings.update(_runtime_value_findings(profile))
+        findings.update(_inheritance_findings(profile, chains.get(profile.runtime.key)))
+        findings.update(_runtime_mode_findings(profile.runtime))
+    for isvc in isvcs:
+        findings.update(_isvc_mode_findings(isvc))
     findings.update(_overlap_findings(runtimes))
-    findings.update(_RankingReview(catalog, views, models, profiles, isvcs).findings())
+    review = _RankingReview(
+        catalog, views=views, models=models, profiles=profiles, isvcs=isvcs, chains=chains, lookup=lookup
+    )
+    findings.update(review.findings())
     return tuple(sorted(findings, key=lambda finding: finding.order))
+
+
+# --- INHR001-INHR004: inheritance
+# -----------------------------------------------------------------------------------------------
+
+#: INHR003's message, exactly OME v1.3's runtime webhook denial (SPEC §11).
+PROFILE_NOT_DISABLED = 'runtimes carrying ome.io/runtime-profile="true" must also set spec.disabled: true'
+
+
+def _inheritance_findings(profile: RuntimeProfile, chain: Chain | ChainError | None) -> Iterator[Finding]:
+    """INHR001–INHR004 for one runtime; ``chain`` is None for a runtime without a parent."""
+    runtime = profile.runtime
+    key, spec = runtime.key, runtime.spec
+    parent = runtime.parent_name
+    auto_select = any(entry.auto_select for entry in spec.supported_model_formats)
+    if parent is not None and not spec.is_disabled and auto_select:
+        yield _finding(
+            Code.INHR001,
+            [key],
+            f"{key} inherits from {_quoted(parent)} (ome.io/inherit-from) and has an entry with "
+            "autoSelect: true, but auto-selection judges it on its own spec and ignores what it inherits; "
+            "turn autoSelect off and name it in spec.runtime.name, or give it its own spec in full",
+        )
+    if isinstance(chain, ChainError):
+        yield _finding(Code.INHR002, [key], chain.message)
+    if runtime.runtime_profile == "true" and spec.disabled is not True:
+        yield _finding(Code.INHR003, [key], PROFILE_NOT_DISABLED)
+    if spec.disabled is None and isinstance(chain, Chain):
+        # The nearest runtime of the chain that sets disabled gives the effective value (SPEC §1).
+        setter = next((link for link in chain.links[1:] if link.runtime.spec.disabled is not None), None)
+        if setter is not None and setter.runtime.spec.disabled:
+            yield _finding(
+                Code.INHR004,
+                [key],
+                f"{key} sets no spec.disabled and inherits disabled: true from {setter.runtime.key}: "
+                "disabled when an InferenceService names it, enabled when auto-selected; set spec.disabled "
+                "on it",
+            )
+
+
+# --- MODE001: deployment-mode values that declare nothing
+# ---------------------------------------------------------------------------
+
+_MODE_KEY = f'annotations["{DEPLOYMENT_MODE_ANNOTATION}"]'
+
+
+def _mode_finding(key: ObjectKey, path: str, value: str | None) -> Iterator[Finding]:
+    if value is not None and declared_mode(value) is None:
+        yield _finding(
+            Code.MODE001,
+            [key],
+            f"{key}: {path} {_quoted(value)} is not a deployment mode, so it declares none; use "
+            "RawDeployment, OMENative, MultiNode or VirtualDeployment",
+        )
+
+
+def _runtime_mode_findings(runtime: Runtime) -> Iterator[Finding]:
+    spec = runtime.spec
+    yield from _mode_finding(runtime.key, f"spec.engineConfig.{_MODE_KEY}", spec.engine_mode_annotation)
+    yield from _mode_finding(runtime.key, f"spec.decoderConfig.{_MODE_KEY}", spec.decoder_mode_annotation)
+
+
+def _isvc_mode_findings(isvc: InferenceService) -> Iterator[Finding]:
+    spec = isvc.spec
+    engine = spec.engine.annotations if spec.engine is not None else None
+    decoder = spec.decoder.annotations if spec.decoder is not None else None
+    yield from _mode_finding(isvc.key, f"spec.engine.{_MODE_KEY}", engine.deployment_mode if engine else None)
+    yield from _mode_finding(
+        isvc.key, f"spec.decoder.{_MODE_KEY}", decoder.deployment_mode if decoder else None
+    )
+    # Outside the CRD's enum only from a cluster whose CRD lacks it: files reject it (SPEC §1).
+    yield from _mode_finding(isvc.key, "spec.deploymentMode", spec.deployment_mode)
 
 
 # --- SIZE001, SIZE002, OPER001: values
@@ -423,16 +547,21 @@ class _RankingReview:
     def __init__(
         self,
         catalog: CatalogView,
+        *,
         views: Sequence[str],
         models: Sequence[Model],
         profiles: Mapping[ObjectKey, RuntimeProfile],
         isvcs: Sequence[InferenceService],
+        chains: Mapping[ObjectKey, Chain | ChainError],
+        lookup: RuntimeLookup,
     ) -> None:
         self.catalog = catalog
         self.views = views
         self.models = models
         self.profiles = profiles
         self.isvcs = isvcs
+        self.chains = chains
+        self.lookup = lookup
         self.winners: set[ObjectKey] = set()
         self.outranked: dict[ObjectKey, _Outranked] = {}
         self.judged: set[ObjectKey] = set()
@@ -480,32 +609,44 @@ class _RankingReview:
                 self.outranked[key] = candidate
         if len(ranked) > 1 and keys[0][:3] == keys[1][:3]:
             self.found.add(_tie(model, first, ranked[1]))
-        if first.model.size is not None and not first.profile.has_range:
+        # RANK002 (no bound) and RANK003 (one bound): the winner is closer than the runtimes with more bounds.
+        bounds = _bounds(first.profile)
+        if first.model.size is not None and bounds < 2:
             beaten = [
                 result.profile
                 for result, key in zip(ranked[1:], keys[1:], strict=True)
-                if result.profile.has_range and _wins_on_distance(keys[0], key)
+                if _bounds(result.profile) > bounds and _wins_on_distance(keys[0], key)
             ]
             if beaten:
-                self.found.add(_unranged_wins(model, first, beaten))
+                self.found.add((_unranged_wins if bounds == 0 else _one_bound_wins)(model, first, beaten))
 
     def _dead_runtimes(self) -> None:
-        used: set[ObjectKey] = set()
+        # A runtime that another runtime's chain passes through is in use: deleting it breaks that chain.
+        used: set[ObjectKey] = {
+            link.runtime.key
+            for chain in self.chains.values()
+            if isinstance(chain, Chain)
+            for link in chain.links[1:]
+        }
         for isvc in self.isvcs:
-            if isvc.runtime_name is not None:
-                named = self.catalog.resolve_runtime_profile(isvc.namespace, isvc.runtime_name)
+            runtime_name = isvc.runtime_name
+            if runtime_name is not None:
+                named = find_named_runtime(
+                    self.catalog, isvc.namespace, runtime_name, isvc.runtime_kind, self.lookup
+                )
                 if named is not None:
                     used.add(named.runtime.key)
-            outcome = evaluate(self.catalog, isvc)
+            outcome = evaluate(self.catalog, isvc, self.lookup)
             if outcome is not None and outcome.kind is OutcomeKind.RUNTIME_SELECTED and outcome.runtime:
                 used.add(outcome.runtime.key)
         for key, profile in self.profiles.items():
-            if key not in self.winners and key not in used:
+            # A runtime profile exists to be inherited from, not to be selected (SPEC §11).
+            if key not in self.winners and key not in used and profile.runtime.runtime_profile != "true":
                 self.found.add(_dead(profile, self.outranked.get(key)))
 
 
 def _supported(ranking: Ranking) -> bool:
-    """Whether some runtime supports the model (passes SPEC §3 checks 1–4); every ranked one does."""
+    """Whether some runtime supports the model (passes SPEC §3 checks 1–5); every ranked one does."""
     return bool(ranking.ranked) or any(result.supports_model for result in ranking.others)
 
 
@@ -536,17 +677,43 @@ def _tie(model: Model, first: RuntimeCheck, second: RuntimeCheck) -> Finding:
     return _finding(Code.RANK001, [model.key, a, b], message)
 
 
+def _listed(beaten: Sequence[RuntimeProfile]) -> tuple[str, str]:
+    """The runtimes a winner ranks above, each with its range, and the one to raise the priority of."""
+    others = " and ".join(f"{p.runtime.key} ({p.range_text})" for p in beaten)
+    return others, beaten[0].name if len(beaten) == 1 else "the one that should serve it"
+
+
 def _unranged_wins(model: Model, winner: RuntimeCheck, beaten: Sequence[RuntimeProfile]) -> Finding:
     key = winner.profile.runtime.key
-    others = " and ".join(f"{p.runtime.key} ({p.range_text})" for p in beaten)
+    others, raise_ = _listed(beaten)
     whose = "whose range covers" if len(beaten) == 1 else "whose ranges cover"
-    raise_ = beaten[0].name if len(beaten) == 1 else "the one that should serve it"
     return _finding(
         Code.RANK002,
         [model.key, key, *(p.runtime.key for p in beaten)],
         f"{_model_title(model)}: {key} has no modelSizeRange, so it counts as closest and "
         f"wins over {others}, {whose} the model; give {winner.profile.name} a modelSizeRange, "
         f"or raise the priority of {raise_}",
+    )
+
+
+def _bounds(profile: RuntimeProfile) -> int:
+    """How many size bounds the runtime has (a bound is present when its key holds a string, SPEC §2)."""
+    size_range = profile.runtime.spec.model_size_range
+    if size_range is None:
+        return 0
+    return (size_range.min is not None) + (size_range.max is not None)
+
+
+def _one_bound_wins(model: Model, winner: RuntimeCheck, beaten: Sequence[RuntimeProfile]) -> Finding:
+    key = winner.profile.runtime.key
+    others, raise_ = _listed(beaten)
+    which = "which has" if len(beaten) == 1 else "which have"
+    return _finding(
+        Code.RANK003,
+        [model.key, key, *(p.runtime.key for p in beaten)],
+        f"{_model_title(model)}: {key} ({winner.profile.range_text}) has one size bound, so only that bound "
+        f"counts in its distance and it ranks above {others}, {which} both; give {winner.profile.name} both "
+        f"bounds, or raise the priority of {raise_}",
     )
 
 

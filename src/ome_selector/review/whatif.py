@@ -3,8 +3,10 @@ deleted.
 
 A :class:`CatalogChange` (objects to apply, keys to delete) turns the objects of a catalog into the objects
 after the change (:meth:`CatalogChange.apply_to`); :func:`what_if` evaluates every InferenceService in both
-catalogs with :func:`~ome_selector.selection.outcome.evaluate` — the operator's own decision — and keeps the
-ones whose status, reason or selected runtime differ. :func:`what_if_document` is the ``-o json`` object.
+catalogs with :func:`~ome_selector.selection.outcome.evaluate` — the operator's own decision, by the same
+rules (the SPEC §1 lookup, a named runtime on its effective spec with its chain resolved in that catalog, the
+deployment-mode check, InferenceServices that name a runtime without a model) — and keeps the ones whose
+status, reason or selected runtime differ. :func:`what_if_document` is the ``-o json`` object.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 from ome_selector.api.resources import InferenceService, ObjectKey, Resource
 from ome_selector.catalog.catalog import Catalog
+from ome_selector.selection.inheritance import RuntimeLookup
 from ome_selector.selection.outcome import Outcome, evaluate
 from ome_selector.selection.view import CatalogView
 
@@ -52,7 +55,8 @@ class CatalogChange:
 @dataclass(frozen=True, slots=True)
 class Verdict:
     """What SPEC §11 compares: the condition's status and reason and ``<Kind>/<name>`` of the selected or
-    named runtime (None when there is none)."""
+    named runtime — the one the lookup finds, also when it is disabled or its chain is broken (None when it is
+    missing or nothing is selected)."""
 
     status: str
     reason: str
@@ -74,7 +78,7 @@ class Verdict:
 @dataclass(frozen=True, slots=True)
 class Change:
     """One InferenceService whose verdict changes; ``before``/``after`` is None when it does not exist (or has
-    no ``spec.model``) on that side."""
+    neither ``spec.model`` nor a named runtime) on that side."""
 
     namespace: str
     name: str
@@ -90,15 +94,20 @@ class WhatIf:
     unchanged: int
 
 
-def _verdict(catalog: CatalogView, isvc: InferenceService | None) -> Verdict | None:
-    outcome = evaluate(catalog, isvc) if isvc is not None else None
+def _verdict(catalog: CatalogView, isvc: InferenceService | None, lookup: RuntimeLookup) -> Verdict | None:
+    outcome = evaluate(catalog, isvc, lookup) if isvc is not None else None
     return Verdict.of(outcome) if outcome is not None else None
 
 
-def what_if(before: Catalog, after: Catalog, namespaces: Collection[str] | None = None) -> WhatIf:
+def what_if(
+    before: Catalog,
+    after: Catalog,
+    namespaces: Collection[str] | None = None,
+    lookup: RuntimeLookup = RuntimeLookup.V1_3,
+) -> WhatIf:
     """Compare the verdict of every InferenceService (of ``namespaces``, or all when None) in ``before`` and
-    in ``after``. InferenceServices without ``spec.model`` on both sides are left out, as selection leaves
-    them alone."""
+    in ``after``, named runtimes found by ``lookup`` (SPEC §1). InferenceServices with neither ``spec.model``
+    nor a named runtime on both sides are left out, as selection leaves them alone."""
     isvcs: dict[ObjectKey, list[InferenceService | None]] = {}
     for side, catalog in enumerate((before, after)):
         for isvc in catalog.inference_services():
@@ -108,7 +117,7 @@ def what_if(before: Catalog, after: Catalog, namespaces: Collection[str] | None 
     unchanged = 0
     for key in sorted(isvcs, key=lambda k: (k.namespace or "", k.name)):
         old, new = isvcs[key]
-        verdicts = (_verdict(before, old), _verdict(after, new))
+        verdicts = (_verdict(before, old, lookup), _verdict(after, new, lookup))
         if verdicts == (None, None):
             continue
         if verdicts[0] == verdicts[1]:

@@ -5,19 +5,49 @@
 :func:`~.ranking.rank`, the ranking :func:`~.outcome.evaluate` uses too (evaluate looks only at the runtimes
 that name the model's format, and writes reasons only for the runtimes its message lists). The CLI prints an
 :class:`Explanation` as a table; :func:`explanation_document` is exactly the ``-o json`` object of SPEC §6.
+Every row judges its runtime on its own spec; the inheritance chain of a runtime that names a parent is
+resolved for the document only. :func:`effective_runtime` is ``--with-effective``: what an InferenceService
+would run and the chain its effective spec is merged from (SPEC §1).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, NamedTuple
 
-from ome_selector.api.resources import NO_MODES, InferenceService, Model, Runtime
+from ome_selector.api.resources import (
+    NO_MODES,
+    InferenceService,
+    Model,
+    ObjectKey,
+    Runtime,
+)
+from ome_selector.selection.inheritance import (
+    Chain,
+    ChainError,
+    RuntimeLookup,
+    find_named_runtime,
+    resolve_chain,
+)
 from ome_selector.selection.matcher import TUPLE_NEW, FormatReasons, RuntimeCheck, Step
+from ome_selector.selection.profiles import RuntimeProfile
 from ome_selector.selection.ranking import rank
+from ome_selector.selection.scoring import entry_weight
 from ome_selector.selection.view import CatalogView
 
-__all__ = ["Explanation", "RuntimeVerdict", "explain", "explanation_document"]
+__all__ = [
+    "NO_SOURCE_REASON",
+    "EffectiveRuntime",
+    "Explanation",
+    "RuntimeVerdict",
+    "Selection",
+    "effective_document",
+    "effective_runtime",
+    "explain",
+    "explanation_document",
+]
 
 
 class RuntimeVerdict(NamedTuple):
@@ -60,6 +90,15 @@ class RuntimeVerdict(NamedTuple):
         return self.check.failed
 
     @property
+    def weight(self) -> int | None:
+        """The ``WEIGHT`` column of SPEC §6 (OME's explain column): the matching entry's weights above 0 times
+        its priority, None without a matching entry."""
+        index = self.check.entry
+        if index is None:
+            return None
+        return entry_weight(self.check.profile.entries[index].entry)
+
+    @property
     def range_text(self) -> str | None:
         return self.check.profile.range_text
 
@@ -88,6 +127,9 @@ class Explanation:
     namespace: str
     verdicts: tuple[RuntimeVerdict, ...]
     selected: RuntimeVerdict | None
+    #: The inheritance chain of each runtime that names a parent (SPEC §1), resolved or broken; the rows
+    #: judge every runtime on its own spec, the chain is shown for information (``inheritanceChain``).
+    chains: Mapping[ObjectKey, Chain | ChainError] = field(default_factory=dict)
 
     @property
     def ranked(self) -> tuple[RuntimeVerdict, ...]:
@@ -112,7 +154,8 @@ def explain(
     classes = isvc.accelerator_classes if isvc is not None else ()
     modes = isvc.deployment_modes if isvc is not None else NO_MODES
     profile = catalog.model_profile(model)
-    ranking = rank(catalog.runtime_profiles_visible_from(namespace), profile, classes, modes)
+    runtimes = catalog.runtime_profiles_visible_from(namespace)
+    ranking = rank(runtimes, profile, classes, modes)
     writer = FormatReasons(profile.spec)  # runtimes share most of their reasons: each is written once
     ranked = tuple(
         RuntimeVerdict(result, position, result.reason_within(None, writer))
@@ -135,8 +178,108 @@ def explain(
         for result in ranking.others
     )
     return Explanation(
-        model=model, namespace=namespace, verdicts=verdicts, selected=ranked[0] if ranked else None
+        model=model,
+        namespace=namespace,
+        verdicts=verdicts,
+        selected=ranked[0] if ranked else None,
+        chains=_chains(catalog, runtimes),
     )
+
+
+def _chains(catalog: CatalogView, runtimes: Iterable[RuntimeProfile]) -> dict[ObjectKey, Chain | ChainError]:
+    """The chains of the runtimes that name a parent (an absent or empty annotation names none, SPEC §1)."""
+    return {
+        profile.runtime.key: resolve_chain(catalog, profile)
+        for profile in runtimes
+        if profile.runtime.inherit_from
+    }
+
+
+def _chain_document(chain: Chain | ChainError | None) -> list[str] | dict[str, str] | None:
+    """``inheritanceChain`` (SPEC §6): null without a parent, the names root-first, or the chain error."""
+    if chain is None:
+        return None
+    if isinstance(chain, ChainError):
+        return {"error": chain.message}
+    return [link.name for link in chain.root_first]
+
+
+def effective_runtime(
+    catalog: CatalogView,
+    explanation: Explanation,
+    isvc: InferenceService,
+    lookup: RuntimeLookup = RuntimeLookup.V1_3,
+) -> EffectiveRuntime:
+    """What ``isvc`` would run (``--with-effective``, SPEC §6): the runtime it names as the SPEC §1 lookup
+    finds it, else the one auto-selection selects, with its inheritance chain resolved as §1 says."""
+    name = isvc.runtime_name
+    profile: RuntimeProfile | None
+    if name is not None:
+        selection = Selection.EXPLICIT
+        profile = find_named_runtime(catalog, isvc.namespace, name, isvc.runtime_kind, lookup)
+    else:
+        selection = Selection.SELECTED
+        selected = explanation.selected
+        profile = selected.check.profile if selected is not None else None
+    if profile is None:
+        return EffectiveRuntime(selection, None, reason=NO_SOURCE_REASON)
+    source = profile.runtime.key
+    chain = resolve_chain(catalog, profile)
+    if isinstance(chain, ChainError):
+        return EffectiveRuntime(selection, source, reason=chain.reason.value, error=chain.message)
+    return EffectiveRuntime(selection, source, chain=tuple(link.runtime.key for link in chain.root_first))
+
+
+class Selection(StrEnum):
+    """Where ``--with-effective``'s source comes from (SPEC §6)."""
+
+    EXPLICIT = "Explicit"
+    SELECTED = "Selected"
+
+
+#: ``REASON`` of ``--with-effective`` without a source (SPEC §6).
+NO_SOURCE_REASON = "RuntimeNotFound"
+
+
+@dataclass(frozen=True, slots=True)
+class EffectiveRuntime:
+    """What an InferenceService would run, as ``explain --with-effective`` shows it (SPEC §6).
+
+    ``source`` is the named runtime as the SPEC §1 lookup finds it (``Explicit``), else the runtime
+    auto-selection selects (``Selected``); None when there is none. ``chain`` is its resolved inheritance
+    chain, root first and the source last (empty unless resolved); ``reason`` is the §1 reason of a broken
+    chain (or ``RuntimeNotFound`` without a source), None when resolved, and ``error`` the chain error.
+    """
+
+    selection: Selection
+    source: ObjectKey | None
+    chain: tuple[ObjectKey, ...] = ()
+    reason: str | None = None
+    error: str | None = None
+
+    @property
+    def observed(self) -> bool:
+        return self.reason is None
+
+    @property
+    def inheritance(self) -> str:
+        return "Observed" if self.observed else "Unavailable"
+
+
+def _key_document(key: ObjectKey) -> dict[str, Any]:
+    return _ref(key.kind.value, key.name, key.namespace)
+
+
+def effective_document(effective: EffectiveRuntime) -> dict[str, Any]:
+    """The SPEC §6 ``effective`` object of ``--with-effective``."""
+    return {
+        "selection": effective.selection.value,
+        "source": _key_document(effective.source) if effective.source is not None else None,
+        "inheritance": effective.inheritance,
+        "reason": effective.reason,
+        "chain": [_key_document(key) for key in effective.chain],
+        "error": effective.error,
+    }
 
 
 def _ref(kind: str, name: str, namespace: str | None) -> dict[str, Any]:
@@ -166,6 +309,8 @@ def explanation_document(explanation: Explanation) -> dict[str, Any]:
                 "score": v.score,
                 "priority": v.priority,
                 "reason": v.reason,
+                "weight": v.weight,
+                "inheritanceChain": _chain_document(explanation.chains.get(v.runtime.key)),
             }
             for v in explanation.verdicts
         ],

@@ -23,13 +23,17 @@ def _runtime(name: str, *, namespace: str | None = None, **spec: Any) -> dict[st
             "spec": {"supportedModelFormats": [entry], **spec}}  # fmt: skip
 
 
-def _explanation(*runtimes: dict[str, Any], size: str | None = "3B") -> Explanation:
-    model_body = {
+def _explanation(
+    *runtimes: dict[str, Any], size: str | None = "3B", framework: str | None = None
+) -> Explanation:
+    model_body: dict[str, Any] = {
         "apiVersion": "ome.io/v1beta1",
         "kind": "ClusterBaseModel",
         "metadata": {"name": "m"},
         "spec": {"modelFormat": {"name": "safetensors"}, "modelParameterSize": size},
     }
+    if framework is not None:
+        model_body["spec"]["modelFramework"] = {"name": framework}
     resources = [load_resource(body, default_namespace="ns") for body in (model_body, *runtimes)]
     catalog = Catalog.from_resources(r for r in resources if r is not None)
     model = catalog.resolve_model("ns", "m")
@@ -50,9 +54,9 @@ def test_rows_use_dash_and_yes_no() -> None:
         _runtime("local", namespace="ns"),
     )
     assert table_rows(explanation, wide=True) == [
-        ("local", "Namespaced", "Yes", "1", "1", "Yes", "1", "-", "-"),
-        ("ranged", "Cluster", "Yes", "1", "1", "Yes", "2", "[2B, inf)", "-"),
-        ("off", "Cluster", "No", "1", "1", "No", "-", "-", "runtime is disabled"),
+        ("local", "Namespaced", "Yes", "1", "1", "1", "Yes", "1", "-", "-"),
+        ("ranged", "Cluster", "Yes", "1", "1", "1", "Yes", "2", "[2B, inf)", "-"),
+        ("off", "Cluster", "No", "1", "1", "1", "No", "-", "-", "runtime is disabled"),
     ]
     assert table_rows(explanation) == [
         ("local", "Namespaced", "Yes", "1", "1", "-"),
@@ -66,6 +70,50 @@ def test_a_runtime_without_matching_entry_has_no_priority() -> None:
     other["spec"]["supportedModelFormats"][0]["modelFormat"]["name"] = "onnx"
     [row] = table_rows(_explanation(other))
     assert row[3:5] == ("-", "0")
+    [wide] = table_rows(_explanation(other), wide=True)
+    assert wide[3:6] == ("-", "0", "-")  # no matching entry: no WEIGHT either
+
+
+# SPEC §6: WEIGHT is OME's explain column — the matching entry's modelFormat.weight if above 0, plus its
+# modelFramework.weight if above 0, times the priority; no 10/5 fallback, so it is not the SCORE (§4).
+WEIGHT_CASES = [
+    pytest.param({"weight": 3}, None, 2, None, ("2", "6", "6"), id="format-weight-times-priority"),
+    pytest.param({"weight": 0}, None, 1, None, ("1", "10", "0"), id="zero-weight-no-fallback"),
+    pytest.param({"weight": -2}, None, 3, None, ("3", "-6", "0"), id="negative-weight-not-counted"),
+    pytest.param(
+        {"weight": 0}, {"name": "transformers", "weight": 4}, 2, "transformers", ("2", "28", "8"),
+        id="zero-format-weight-with-a-framework-weight",
+    ),
+    pytest.param(
+        {"weight": 2}, {"name": "transformers", "weight": 4}, 2, "transformers", ("2", "12", "12"),
+        id="both-weights-and-a-model-framework",
+    ),
+    pytest.param(
+        {}, {"name": "transformers", "weight": 0}, 1, "transformers", ("1", "6", "1"),
+        id="default-format-weight-1-zero-framework-weight",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("fmt", "framework", "priority", "model_framework", "cells"), WEIGHT_CASES)
+def test_weight_column(
+    fmt: dict[str, Any],
+    framework: dict[str, Any] | None,
+    priority: int,
+    model_framework: str | None,
+    cells: tuple[str, str, str],
+) -> None:
+    body = _runtime("w")
+    entry = body["spec"]["supportedModelFormats"][0]
+    entry["modelFormat"].update(fmt)
+    entry["priority"] = priority
+    if framework is not None:
+        entry["modelFramework"] = framework
+    explanation = _explanation(body, framework=model_framework)
+    [row] = table_rows(explanation, wide=True)
+    assert row[3:6] == cells  # PRIORITY, SCORE, WEIGHT
+    document = json.loads(render(explanation, "json"))
+    assert document["runtimes"][0]["weight"] == int(cells[2])
 
 
 @pytest.mark.parametrize(("output", "header"), [("table", COLUMNS), ("wide", WIDE_COLUMNS)])
@@ -74,8 +122,9 @@ def test_header(output: str, header: tuple[str, ...]) -> None:
     assert first_line.split() == list(header)
 
 
-def test_wide_adds_supports_rank_and_range_and_keeps_reason_last() -> None:
-    assert [c for c in WIDE_COLUMNS if c not in COLUMNS] == ["SUPPORTS", "RANK", "RANGE"]
+def test_wide_adds_weight_after_score_then_supports_rank_and_range_and_keeps_reason_last() -> None:
+    assert [c for c in WIDE_COLUMNS if c not in COLUMNS] == ["WEIGHT", "SUPPORTS", "RANK", "RANGE"]
+    assert WIDE_COLUMNS[WIDE_COLUMNS.index("SCORE") + 1] == "WEIGHT"
     assert WIDE_COLUMNS[-1] == COLUMNS[-1] == "REASON"
 
 

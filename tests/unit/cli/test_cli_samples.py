@@ -108,6 +108,21 @@ EXPECTED: dict[tuple[str, str], tuple[OutcomeKind, str, str, str]] = {
         OutcomeKind.RUNTIME_SELECTED, "True", "RuntimeSelected",
         "selected ServingRuntime team-vllm-llama-3-2 (score 2)",
     ),
+    # OME v1.3 inheritance and deployment modes (SPEC §1, §3.3): named runtimes on their effective specs.
+    ("demo-v13", "demo-inherited"): (
+        OutcomeKind.RUNTIME_SPECIFIED, "True", "RuntimeSpecified",
+        "using specified ServingRuntime demo-llama-served",
+    ),
+    ("demo-v13", "demo-mode-mismatch"): (
+        OutcomeKind.RUNTIME_SPECIFIED_UNSUPPORTED, "True", "RuntimeSpecified",
+        "using specified ServingRuntime demo-llama-served; it does not declare support for model "
+        "llama-3-2-3b-instruct: runtime engine deployment mode RawDeployment does not match requested engine "
+        "deployment mode OMENative",
+    ),
+    ("demo-v13", "demo-disabled-by-profile"): (
+        OutcomeKind.RUNTIME_DISABLED, "False", "RuntimeDisabled",
+        "namespace-scoped runtime demo-llama-draft is disabled",
+    ),
 }  # fmt: skip
 
 
@@ -173,9 +188,11 @@ def test_samples_also_fit_omes_stricter_crds() -> None:
         if kind in ("BaseModel", "ClusterBaseModel"):
             assert doc["spec"].get("storage", {}).get("storageUri"), (file, name)
         if kind in ("ServingRuntime", "ClusterServingRuntime"):
-            entries = doc["spec"]["supportedModelFormats"]
-            assert entries, (file, name)
-            assert all(entry.get("modelFramework", {}).get("name") for entry in entries), (file, name)
+            entries = doc["spec"].get("supportedModelFormats")
+            # A runtime with a parent inherits its formats (OME v1.3, SPEC §1).
+            inherits = "ome.io/inherit-from" in doc["metadata"].get("annotations", {})
+            assert entries or inherits, (file, name)
+            assert all(entry.get("modelFramework", {}).get("name") for entry in entries or ()), (file, name)
         if kind == "InferenceService" and "runner" in (doc["spec"].get("engine") or {}):
             assert doc["spec"]["engine"]["runner"].get("name"), (file, name)  # a container needs a name
 
@@ -185,7 +202,7 @@ def test_namespaces_come_first_and_hold_every_namespaced_sample() -> None:
     assert files[0] == "00-namespaces.yaml"
     documents = _documents()
     declared = {doc["metadata"]["name"] for file, doc in documents if doc["kind"] == "Namespace"}
-    assert declared == {"ome-demo", "team-a", "team-b"}
+    assert declared == {"ome-demo", "team-a", "team-b", "demo-v13"}
     for file, doc in documents:
         if doc["kind"] in ("BaseModel", "ServingRuntime", "InferenceService"):
             assert doc["metadata"].get("namespace") in declared, (file, doc["metadata"]["name"])

@@ -31,6 +31,8 @@ spec:
 SAMPLES_FINDINGS = [
     ("DEAD001", "warning", ["ClusterServingRuntime/vllm-llama-3-3-70b"]),
     ("DEAD001", "warning", ["ClusterServingRuntime/vllm-qwen3-small"]),
+    ("INHR002", "error", ["ServingRuntime/team-b/team-vllm-canary"]),
+    ("INHR004", "warning", ["ServingRuntime/demo-v13/demo-llama-draft"]),
     (
         "RANK001",
         "warning",
@@ -65,7 +67,9 @@ SAMPLES_FINDINGS = [
 ]
 
 
-SAMPLES_SUMMARY = "0 errors, 9 warnings (namespaces default, ome-demo, team-a, team-b and cluster scope)\n"
+SAMPLES_SUMMARY = (
+    "1 error, 10 warnings (namespaces default, demo-v13, ome-demo, team-a, team-b and cluster scope)\n"
+)
 
 
 def summarize(document: str) -> list[tuple[str, str, list[str]]]:
@@ -97,15 +101,16 @@ def test_errors_table_and_exit_status(kubectl_ome: Run, tmp_path: Path) -> None:
     assert result.err == "2 errors, 0 warnings (namespace default and cluster scope)\n"
 
 
-def test_samples_have_warnings_only(kubectl_ome: Run) -> None:
+def test_samples_findings(kubectl_ome: Run) -> None:
+    """One error, on purpose: team-b's runtime inherits from a runtime that does not exist (INHR002)."""
     table = kubectl_ome("runtime", "lint", "-f", "samples/")
-    assert table.code == 0
+    assert table.code == 1
     assert table.err == SAMPLES_SUMMARY
     assert [line.split()[:2] for line in table.out.splitlines()] == [["CODE", "SEVERITY"]] + [
         [code, severity] for code, severity, _ in SAMPLES_FINDINGS
     ]
     document = kubectl_ome("runtime", "lint", "-f", "samples/", "-o", "json")
-    assert (document.code, document.err) == (0, "")
+    assert (document.code, document.err) == (1, "")
     assert summarize(document.out) == SAMPLES_FINDINGS
     assert list(json.loads(document.out)) == ["findings"]
     assert list(json.loads(document.out)["findings"][0]) == ["code", "severity", "objects", "message"]
@@ -137,7 +142,7 @@ def test_one_namespace(kubectl_ome: Run) -> None:
 
 
 def test_all_namespaces_with_files_is_every_namespace_they_hold(kubectl_ome: Run) -> None:
-    """With -f the files are the scope: -A judges what no flag judges (default, ome-demo and team-a)."""
+    """With -f the files are the scope: -A judges what no flag judges (every namespace the files hold)."""
     everything = kubectl_ome("runtime", "lint", "-f", "samples/", "-A")
     assert everything == kubectl_ome("runtime", "lint", "-f", "samples/")
     assert everything.err == SAMPLES_SUMMARY
@@ -224,7 +229,7 @@ def test_offline_lint_and_what_if_load_no_client(tmp_path: Path) -> None:
         gone = "clusterservingruntime/vllm-llama-3-2"
         what_if = run(["runtime", "what-if", "--delete", gone, "--against", "samples/"])
         clients = [m for m in sys.modules if m.split(".")[0] in CLIENTS]
-        assert (lint, what_if) == (0, 0), (lint, what_if)
+        assert (lint, what_if) == (1, 0), (lint, what_if)  # the samples' one error: a broken chain
         assert not clients, clients
         print("PROBE-OK", file=sys.stderr)
     """)
@@ -239,3 +244,14 @@ def test_offline_lint_and_what_if_load_no_client(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stderr.strip().endswith("PROBE-OK")
+
+
+def test_the_readme_shows_what_lint_prints_on_the_samples(kubectl_ome: Run) -> None:
+    """README "Check a catalog change in CI": the console block is the real output, with an inheritance
+    finding."""
+    readme = (REPO_ROOT / "README.md").read_text()
+    shown = readme.split("$ kubectl ome runtime lint -f samples/\n", 1)[1].split("```", 1)[0]
+    result = kubectl_ome("runtime", "lint", "-f", "samples/")
+    assert result.out + result.err + f"$ echo $?\n{result.code}\n" == shown
+    assert "\nINHR002   error      inherit-from parent " in shown
+    assert "\nINHR004   warning    ServingRuntime demo-v13/demo-llama-draft " in shown

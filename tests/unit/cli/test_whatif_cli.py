@@ -38,7 +38,7 @@ def test_a_closer_range_switches_the_1b_model(kubectl_ome: Run) -> None:
         "ome-demo    llama-1b-auto   True RuntimeSelected ClusterServingRuntime/vllm-llama-3-2   "
         "True RuntimeSelected ClusterServingRuntime/sglang-llama-3-2-small\n"
     )
-    assert result.err == "InferenceServices: 1 changed, 16 unchanged\n"
+    assert result.err == "InferenceServices: 1 changed, 19 unchanged\n"
     document = kubectl_ome("runtime", "what-if", "-f", CLOSER, *AGAINST, "-o", "json", "--fail-on-change")
     assert (document.code, document.err) == (3, "")
     assert json.loads(document.out) == {
@@ -49,7 +49,7 @@ def test_a_closer_range_switches_the_1b_model(kubectl_ome: Run) -> None:
                 verdict("True", SELECTED, "ClusterServingRuntime/sglang-llama-3-2-small"),
             )
         ],
-        "unchanged": 16,
+        "unchanged": 19,
     }
 
 
@@ -80,7 +80,7 @@ def test_deleting_the_only_runtimes_of_qwen3(kubectl_ome: Run) -> None:
                 NOT_FOUND,
             ),
         ],
-        "unchanged": 15,
+        "unchanged": 18,
     }
 
 
@@ -130,7 +130,7 @@ def test_applying_an_inference_service_and_stdin(kubectl_ome: Run) -> None:
         "changes": [
             change("new-qwen", None, verdict("True", SELECTED, "ClusterServingRuntime/sglang-qwen3-medium"))
         ],
-        "unchanged": 17,
+        "unchanged": 20,
     }
     table = kubectl_ome("runtime", "what-if", "-f", "-", *AGAINST, stdin=isvc)
     assert table.out.splitlines()[1].split()[:3] == ["ome-demo", "new-qwen", "(absent)"]

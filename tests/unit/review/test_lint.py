@@ -473,6 +473,11 @@ RANK001_CASES = [
         [(["ClusterBaseModel m", A, B], tie_sized("ClusterBaseModel m (3B)", A, B, 1, "a"))],
         id="one-sided-distances-tie",
     ),
+    pytest.param(
+        [model(size="3B"), runtime("a", entry(), min="1B"), runtime("b", entry(), max="8B")],
+        [],
+        id="one-sided-distances-differ",
+    ),
     pytest.param([model(), runtime("a", entry()), runtime("b", entry(priority=2))], [], id="score-decides"),
     pytest.param(
         [model(), runtime("a", entry()), runtime("b", entry(), namespace=NS)], [], id="scope-decides"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from ome_selector.selection.inheritance import RuntimeLookup
 from selection_builders import NS, catalog, entry, isvc, model, runtime
 
 from ome_selector.api.resources import Kind, ObjectKey, Resource
@@ -178,3 +179,131 @@ def test_document() -> None:
         ],
         "unchanged": 2,
     }
+
+
+# --- SPEC §11 v4: the operator's rules for named runtimes, chains, modes and distance -----------------------
+
+
+def compare_with(
+    before: list[Resource], change: CatalogChange, lookup: RuntimeLookup = RuntimeLookup.V1_3
+) -> WhatIf:
+    return what_if(catalog(*before), Catalog.from_resources(change.apply_to(before)), None, lookup)
+
+
+def test_a_change_to_a_parent_moves_the_inference_services_of_its_descendants() -> None:
+    before: list[Resource] = [
+        model(size="3B"),
+        runtime("base", entry(), min="1B", max="8B"),
+        runtime("mid", inherit_from="base"),
+        runtime("leaf", namespace=NS, inherit_from="mid"),
+        isvc("on-leaf", runtime_name="leaf", runtime_kind="ServingRuntime"),
+        isvc("on-base", runtime_name="base"),
+    ]
+    # Narrowing the parent's range keeps status and reason (RuntimeSpecified, now with an advisory).
+    narrowed = runtime("base", entry(), min="1B", max="2B")
+    assert compare_with(before, CatalogChange(applied=(narrowed,))) == WhatIf(changes=(), unchanged=2)
+    # Disabling it disables its descendants when named (SPEC §1: the nearest runtime that sets disabled).
+    specified = "RuntimeSpecified"
+    disabled = runtime("base", entry(), min="1B", max="8B", disabled=True)
+    result = compare_with(before, CatalogChange(applied=(disabled,)))
+    specified_leaf = Verdict("True", specified, "ServingRuntime/leaf")
+    assert result == WhatIf(
+        changes=(
+            Change(NS, "on-base", Verdict("True", specified, "ClusterServingRuntime/base"),
+                   Verdict("False", "RuntimeDisabled", "ClusterServingRuntime/base")),
+            Change(NS, "on-leaf", specified_leaf, Verdict("False", "RuntimeDisabled", "ServingRuntime/leaf")),
+        ),
+        unchanged=0,
+    )  # fmt: skip
+
+
+def test_deleting_a_parent_breaks_the_chain_of_its_descendants() -> None:
+    before: list[Resource] = [
+        model(),
+        runtime("base", entry()),
+        runtime("child", inherit_from="base"),
+        isvc("named", runtime_name="child"),
+        isvc("pinned", runtime_name="child", auto_sync=False),
+        isvc("auto"),
+    ]
+    result = compare_with(before, CatalogChange(deleted=(key(Kind.CLUSTER_SERVING_RUNTIME, "base"),)))
+    child = "ClusterServingRuntime/child"
+    assert result == WhatIf(
+        changes=(
+            Change(NS, "auto", SELECTED_BASE, NOT_FOUND),
+            Change(NS, "named", Verdict("True", "RuntimeSpecified", child),
+                   Verdict("False", "RuntimeInheritanceError", child)),
+        ),
+        unchanged=1,  # pinned: RuntimeSpecified before and after (its live runtime cannot be resolved)
+    )  # fmt: skip
+
+
+SELECTED_BASE = Verdict("True", "RuntimeSelected", "ClusterServingRuntime/base")
+
+
+def test_inference_services_without_a_model_are_compared() -> None:
+    before: list[Resource] = [runtime("rt"), isvc("bare", model_name=None, runtime_name="rt")]
+    result = compare_with(before, CatalogChange(deleted=(key(Kind.CLUSTER_SERVING_RUNTIME, "rt"),)))
+    assert result == WhatIf(
+        changes=(
+            Change(NS, "bare", Verdict("True", "RuntimeSpecified", "ClusterServingRuntime/rt"), NOT_FOUND),
+        ),
+        unchanged=0,
+    )
+    # Neither a model nor a runtime: left alone on both sides.
+    assert compare_with([isvc("nothing", model_name=None)], CatalogChange(applied=(runtime("x"),))) == WhatIf(
+        changes=(), unchanged=0
+    )
+
+
+def test_a_deployment_mode_change_is_seen() -> None:
+    before: list[Resource] = [
+        model(),
+        runtime("rt", entry(), engine_mode="RawDeployment"),
+        isvc("raw", deployment_mode="RawDeployment"),
+        isvc("native", deployment_mode="OMENative"),
+    ]
+    result = compare_with(before, CatalogChange(applied=(runtime("rt", entry(), engine_mode="OMENative"),)))
+    selected = Verdict("True", "RuntimeSelected", "ClusterServingRuntime/rt")
+    assert result == WhatIf(
+        changes=(
+            Change(NS, "native", NOT_FOUND, selected),
+            Change(NS, "raw", selected, NOT_FOUND),
+        ),
+        unchanged=0,
+    )
+
+
+def test_one_sided_ranges_and_the_new_distance() -> None:
+    """SPEC §4 v4: for 7B, min 1B alone is 6B away and beats [1B, 13B] (12B); before v4 it was infinitely
+    far."""
+    before: list[Resource] = [model(size="7B"), runtime("wide", entry(), min="1B", max="13B"), isvc("svc")]
+    result = compare_with(before, CatalogChange(applied=(runtime("open", entry(), min="1B"),)))
+    assert result.changes == (
+        Change(
+            NS,
+            "svc",
+            Verdict("True", "RuntimeSelected", "ClusterServingRuntime/wide"),
+            Verdict("True", "RuntimeSelected", "ClusterServingRuntime/open"),
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    ("lookup", "changed"),
+    [(RuntimeLookup.V1_3, False), (RuntimeLookup.LEGACY, True)],
+    ids=["v1.3-names-the-cluster-runtime", "legacy-names-the-namespace-runtime"],
+)
+def test_runtime_lookup(lookup: RuntimeLookup, changed: bool) -> None:
+    """Deleting the ServingRuntime moves the InferenceService only where the lookup named it."""
+    before: list[Resource] = [
+        model(),
+        runtime("rt", entry()),
+        runtime("rt", entry(), namespace=NS),
+        isvc("svc", runtime_name="rt", runtime_kind="ClusterServingRuntime"),
+    ]
+    result = compare_with(before, CatalogChange(deleted=(key(Kind.SERVING_RUNTIME, "rt", NS),)), lookup)
+    assert bool(result.changes) is changed
+    if changed:
+        assert result.changes[0].before == Verdict("True", "RuntimeSpecified", "ServingRuntime/rt")
+        assert result.changes[0].after == Verdict("True", "RuntimeSpecified", "ClusterServingRuntime/rt")

@@ -103,6 +103,8 @@ def test_document_is_exactly_the_spec_shape() -> None:
                 "score": 1,
                 "priority": 1,
                 "reason": "",
+                "weight": 1,
+                "inheritanceChain": None,
             },
             {
                 "kind": "ServingRuntime",
@@ -115,6 +117,8 @@ def test_document_is_exactly_the_spec_shape() -> None:
                 "priority": None,
                 "reason": "model format 'mt:safetensors' not in supported formats: "
                 "format name mismatch (model=safetensors, runtime=onnx)",
+                "weight": None,
+                "inheritanceChain": None,
             },
         ],
     }
