@@ -16,6 +16,9 @@ __all__ = [
     "DiffusersPipeline",
     "TransformersConfig",
     "diffusers_pipeline",
+    "learned_architecture",
+    "learned_max_tokens",
+    "learned_version",
     "quantization",
     "transformers_config",
 ]
@@ -53,6 +56,23 @@ def _matching(grammar: re.Pattern[str], value: object) -> str | None:
     return value if isinstance(value, str) and grammar.fullmatch(value) else None
 
 
+def learned_architecture(value: object) -> str | None:
+    """``value`` when it is a ``modelArchitecture`` of SPEC §10.3's grammar, else None."""
+    return _matching(_ARCHITECTURE, value)
+
+
+def learned_version(value: object) -> str | None:
+    """``value`` when it is a transformers or diffusers version of SPEC §10.3's grammar, else None."""
+    return _matching(_VERSION, value)
+
+
+def learned_max_tokens(value: object) -> int | None:
+    """``value`` when it is a ``maxTokens`` of SPEC §10.3 (an int32 >= 1), else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_TOKENS:
+        return value
+    return None
+
+
 def quantization(quant_method: object) -> str | None:
     """OME's mapping of ``quantization_config.quant_method``: ``int4``, else ``fp8``, else unset."""
     if not isinstance(quant_method, str):
@@ -71,12 +91,11 @@ def transformers_config(document: Mapping[str, Any]) -> TransformersConfig:
     quantization_config = document.get("quantization_config")
     quant_method = quantization_config.get("quant_method") if isinstance(quantization_config, dict) else None
     max_tokens = document.get("max_position_embeddings")
-    valid = isinstance(max_tokens, int) and not isinstance(max_tokens, bool) and 0 < max_tokens <= MAX_TOKENS
     return TransformersConfig(
-        architecture=_matching(_ARCHITECTURE, first),
-        transformers_version=_matching(_VERSION, document.get("transformers_version")),
+        architecture=learned_architecture(first),
+        transformers_version=learned_version(document.get("transformers_version")),
         quantization=quantization(quant_method),
-        max_tokens=max_tokens if valid else None,
+        max_tokens=learned_max_tokens(max_tokens),
     )
 
 
@@ -91,5 +110,5 @@ def diffusers_pipeline(document: Mapping[str, Any]) -> DiffusersPipeline:
         sorted(key for key, value in document.items() if not key.startswith("_") and _is_component(value))
     )
     return DiffusersPipeline(
-        diffusers_version=_matching(_VERSION, document.get("_diffusers_version")), components=components
+        diffusers_version=learned_version(document.get("_diffusers_version")), components=components
     )

@@ -11,7 +11,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ome_selector.modelfiles.config import DiffusersPipeline, diffusers_pipeline, transformers_config
+from ome_selector.modelfiles.config import (
+    DiffusersPipeline,
+    diffusers_pipeline,
+    learned_architecture,
+    learned_max_tokens,
+    learned_version,
+    transformers_config,
+)
 from ome_selector.modelfiles.errors import ModelFileError
 from ome_selector.modelfiles.estimate import estimate_parameters
 from ome_selector.modelfiles.limits import (
@@ -37,6 +44,7 @@ __all__ = [
     "WeightFile",
     "learn",
     "metadata_document",
+    "metadata_from_document",
     "shard_name_problem",
 ]
 
@@ -274,3 +282,61 @@ def metadata_document(metadata: ModelMetadata) -> dict[str, Any]:
             for file in metadata.files
         ],
     }
+
+
+_FORMAT_NAMES = frozenset({"safetensors", "diffusers"})
+_QUANTIZATIONS = frozenset({"int4", "fp8"})
+
+
+def _learned_name_version(value: object, names: frozenset[str]) -> NameVersion | None:
+    if not isinstance(value, dict) or value.get("name") not in names:
+        raise ValueError("name")
+    version = value.get("version")
+    if version is not None and learned_version(version) is None:
+        raise ValueError("version")
+    return NameVersion(value["name"], version)
+
+
+def metadata_from_document(document: object) -> ModelMetadata:
+    """The metadata a :func:`metadata_document` holds (without its files), every value checked against
+    SPEC §10.3; ValueError for anything else: it comes from another process, which is not trusted."""
+    if not isinstance(document, dict):
+        raise ValueError("not an object")
+    count = document.get("parameterCount")
+    if count is not None and (
+        not isinstance(count, int) or isinstance(count, bool) or not 0 <= count <= MAX_PARAMETERS
+    ):
+        raise ValueError("parameterCount")
+    estimated = document.get("estimated")
+    if not isinstance(estimated, bool):
+        raise ValueError("estimated")
+    source = document.get("source")
+    if not isinstance(source, str):
+        raise ValueError("source")
+    checked: dict[str, Any] = {}
+    for key, check in (
+        ("modelArchitecture", learned_architecture),
+        ("maxTokens", learned_max_tokens),
+    ):
+        value = document.get(key)
+        if value is not None and check(value) is None:
+            raise ValueError(key)
+        checked[key] = value
+    quantization = document.get("quantization")
+    if quantization is not None and quantization not in _QUANTIZATIONS:
+        raise ValueError("quantization")
+    model_format = document.get("modelFormat")
+    framework = document.get("modelFramework")
+    return ModelMetadata(
+        source=source,
+        parameter_count=count,
+        estimated=estimated,
+        model_format=None if model_format is None else _learned_name_version(model_format, _FORMAT_NAMES),
+        architecture=checked["modelArchitecture"],
+        framework=None
+        if framework is None
+        else _learned_name_version(framework, frozenset({"transformers"})),
+        quantization=quantization,
+        max_tokens=checked["maxTokens"],
+        files=(),
+    )

@@ -29,7 +29,6 @@ from harness.model_folders import (
     write_sharded,
 )
 from ome_selector.modelfiles import ModelFileError, NameVersion, WeightFile, inspect_model, metadata_document
-from ome_selector.modelfiles import local as local_module
 
 SAFETENSORS = NameVersion("safetensors", "1.0.0")
 
@@ -295,8 +294,8 @@ def _count_reads(patch: pytest.MonkeyPatch, counts: dict[str, int]) -> None:
             counts[paths[descriptor]] = counts.get(paths[descriptor], 0) + len(data)
         return data
 
-    patch.setattr(local_module.os, "open", open_)
-    patch.setattr(local_module.os, "read", read)
+    patch.setattr(os, "open", open_)
+    patch.setattr(os, "read", read)
 
 
 _shapes = st.lists(st.integers(min_value=0, max_value=5000), max_size=3)
