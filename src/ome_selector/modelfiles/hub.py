@@ -294,7 +294,7 @@ class HubModelRepo:
             except ValueError:
                 split = urlsplit("")
             if not self._policy.allows(split):
-                host = escape_controls((split.hostname or split.netloc or url)[:128])
+                host = escape_controls((split.hostname or target)[:128])
                 raise ModelFileError(location, f"redirected to {host}, which is not an allowed Hub host")
         raise ModelFileError(location, f"more than {MAX_REDIRECTS} redirects")
 
