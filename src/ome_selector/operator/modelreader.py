@@ -118,7 +118,8 @@ class ModelReaderProcess:
             process.stdin.close()
         limits = self.limits
         exited = asyncio.ensure_future(process.wait())
-        answer = asyncio.ensure_future(_read_answer(process.stdout, limits.max_answer + 1))
+        collected = _Answer(limits.max_answer)
+        answer = asyncio.ensure_future(collected.read(process.stdout))
         deadline = asyncio.get_running_loop().time() + limits.deadline
         try:
             while not exited.done():
@@ -132,7 +133,7 @@ class ModelReaderProcess:
                     killed = f"reading the model used more than {limits.max_rss // MIB} MiB"
                 elif asyncio.get_running_loop().time() >= deadline:
                     killed = f"not read within {limits.deadline:g} s"
-                elif answer.done() and len(answer.result()) > limits.max_answer:
+                elif collected.overflow:
                     killed = f"the model reader answered more than {limits.max_answer} bytes"
                 if killed is not None:
                     process.kill()
@@ -141,13 +142,13 @@ class ModelReaderProcess:
         finally:
             answer.cancel()
             exited.cancel()
+        if collected.overflow:
+            raise ModelFileError(uri, f"the model reader answered more than {limits.max_answer} bytes")
         return self._metadata(uri, data, process.returncode)
 
     def _metadata(self, uri: str, data: bytes, returncode: int | None) -> ModelMetadata:
         if not data:
             raise ModelFileError(uri, _ended(returncode))
-        if len(data) > self.limits.max_answer:
-            raise ModelFileError(uri, f"the model reader answered more than {self.limits.max_answer} bytes")
         try:
             document: Any = json.loads(data)
             if not isinstance(document, dict):
@@ -167,12 +168,18 @@ class ModelReaderProcess:
         return replace(metadata, source=uri)
 
 
-async def _read_answer(stream: asyncio.StreamReader, limit: int) -> bytes:
-    """What ``stream`` holds until its end, but no more than ``limit`` bytes."""
-    data = bytearray()
-    while len(data) < limit:
-        chunk = await stream.read(limit - len(data))
-        if not chunk:
-            break
-        data += chunk
-    return bytes(data)
+class _Answer:
+    """The first ``limit`` bytes a stream holds until its end; the rest is read and dropped, so that a pipe
+    is never left full (a child blocked on it, its end never seen)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.data = bytearray()
+        self.overflow = False
+
+    async def read(self, stream: asyncio.StreamReader) -> bytes:
+        while chunk := await stream.read(64 * 1024):
+            room = self.limit - len(self.data)
+            self.data += chunk[:room]
+            self.overflow = self.overflow or len(chunk) > room
+        return bytes(self.data)
