@@ -258,3 +258,19 @@ def hub_standin() -> Iterator[HubStandIn]:
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+def main(argv: list[str]) -> int:
+    """``python hub_standin.py ORG/NAME=FOLDER ...``: serve the folders from a process of its own (so that a
+    test's own threads do not share the GIL with it); prints the endpoint, serves until stdin closes."""
+    with hub_standin() as hub:
+        for argument in argv:
+            repo_id, _, folder = argument.partition("=")
+            hub.repos[repo_id] = Repo(Path(folder))
+        print(hub.url, flush=True)
+        sys.stdin.read()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
