@@ -21,11 +21,18 @@ import sys
 from typing import Any
 
 from ome_selector.modelfiles.errors import ModelFileError
-from ome_selector.modelfiles.hub import is_hub_uri
 from ome_selector.modelfiles.learn import metadata_document
 from ome_selector.modelfiles.source import inspect_model
 
-__all__ = ["CPU_SECONDS", "MAX_ADDRESS_SPACE", "MAX_ANSWER_BYTES", "MAX_REQUEST_BYTES", "answer", "main"]
+__all__ = [
+    "CPU_SECONDS",
+    "MAX_ADDRESS_SPACE",
+    "MAX_ANSWER_BYTES",
+    "MAX_REQUEST_BYTES",
+    "answer",
+    "main",
+    "status_bytes",
+]
 
 #: The answer and the request are small: the six fields and a few counts; a URI, an endpoint, a token.
 MAX_ANSWER_BYTES = 64 * 1024
@@ -44,13 +51,14 @@ def _limit_self() -> None:
         resource.setrlimit(limit, (soft, hard))
 
 
-def _peak_rss() -> int | None:
-    """This interpreter's peak resident set (``VmHWM``: of this address space, unlike ``ru_maxrss``, which
-    keeps the peak of the process that started it across ``exec``)."""
+def status_bytes(process: str, field: str) -> int | None:
+    """A size in bytes from ``/proc/<process>/status`` (``VmRSS``, ``VmHWM``), None when it cannot be read
+    (the process is gone): one small read."""
+    prefix = f"{field}:".encode()
     try:
-        with open("/proc/self/status", "rb") as status:
+        with open(f"/proc/{process}/status", "rb") as status:
             for line in status:
-                if line.startswith(b"VmHWM:"):
+                if line.startswith(prefix):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         return None
@@ -61,6 +69,8 @@ def answer(request: Any) -> dict[str, Any]:
     """The answer to one request (never raises for a model that cannot be read)."""
     if not isinstance(request, dict) or not isinstance(request.get("uri"), str):
         return {"error": {"location": "", "reason": "the model reader got no model to read"}}
+    from ome_selector.modelfiles.hub import is_hub_uri  # noqa: PLC0415 - the parent imports this module too
+
     if not is_hub_uri(request["uri"]):  # the operator reads only the Hub, never this pod's own files
         return {"error": {"location": request["uri"][:_MAX_TEXT], "reason": "not an hf:// URI"}}
     uri = request["uri"]
@@ -91,7 +101,8 @@ def main() -> int:
     except ValueError:
         request = None
     document = answer(request)
-    if (peak := _peak_rss()) is not None:
+    # VmHWM: the peak of this address space (ru_maxrss would keep the starting process's across exec).
+    if (peak := status_bytes("self", "VmHWM")) is not None:
         document["peakRssBytes"] = peak
     text = json.dumps(document, ensure_ascii=True, separators=(",", ":"))
     sys.stdout.write(text[: MAX_ANSWER_BYTES + 1])

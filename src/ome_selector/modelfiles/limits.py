@@ -36,6 +36,7 @@ __all__ = [
     "json_object",
     "oversized_reason",
     "parameters_reason",
+    "parse_json",
     "quoted",
 ]
 
@@ -83,28 +84,48 @@ def parameters_reason() -> str:
     return f"more than {MAX_PARAMETERS} parameters: not a real model"
 
 
-def json_object(location: str, data: bytes, *, what: str = "JSON") -> dict[str, Any]:
-    """The JSON object in ``data`` (a metadata file already within its byte limit); ModelFileError naming
-    ``location`` otherwise. ``what`` begins the reasons about the text (``invalid JSON: …``)."""
-    invalid = f"invalid {what}"
-    if count_values_bound(data) > MAX_JSON_VALUES:
-        raise ModelFileError(location, f"{invalid}: more than {MAX_JSON_VALUES} JSON values")
+def parse_json(
+    location: str,
+    data: bytes,
+    *,
+    invalid: str,
+    max_values: int,
+    max_depth: int,
+    syntax: Callable[[json.JSONDecodeError], str],
+) -> Any:
+    """The JSON document in ``data``, its values counted before it is parsed; every error a ModelFileError
+    whose reason starts with ``invalid`` (``syntax`` words a syntax error). The caller checks its nesting."""
+    if count_values_bound(data) > max_values:
+        raise ModelFileError(location, f"{invalid}: more than {max_values} JSON values")
     try:
-        document = json.loads(data.decode("utf-8"))
+        return json.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
         raise ModelFileError(location, f"{invalid}: not UTF-8 text") from None
     except json.JSONDecodeError as error:
-        raise ModelFileError(location, f"{invalid}: {error.msg} at line {error.lineno}") from None
+        raise ModelFileError(location, f"{invalid}: {syntax(error)}") from None
     except RecursionError:  # the decoder recurses per level of nesting
-        raise ModelFileError(location, f"{invalid}: nested deeper than {MAX_JSON_DEPTH} levels") from None
+        raise ModelFileError(location, f"{invalid}: nested deeper than {max_depth} levels") from None
     except ValueError:  # an integer beyond Python's 4,300-digit conversion limit
         raise ModelFileError(location, f"{invalid}: a number is too long to read") from None
     except MemoryError:
-        raise ModelFileError(location, f"{invalid}: more than {MAX_JSON_VALUES} JSON values") from None
+        raise ModelFileError(location, f"{invalid}: more than {max_values} JSON values") from None
+
+
+def json_object(location: str, data: bytes) -> dict[str, Any]:
+    """The JSON object in ``data`` (a metadata file already within its byte limit); ModelFileError naming
+    ``location`` otherwise."""
+    document = parse_json(
+        location,
+        data,
+        invalid="invalid JSON",
+        max_values=MAX_JSON_VALUES,
+        max_depth=MAX_JSON_DEPTH,
+        syntax=lambda error: f"{error.msg} at line {error.lineno}",
+    )
     if nesting_depth(document, MAX_JSON_DEPTH + 1).depth > MAX_JSON_DEPTH:
-        raise ModelFileError(location, f"{invalid}: nested deeper than {MAX_JSON_DEPTH} levels")
+        raise ModelFileError(location, f"invalid JSON: nested deeper than {MAX_JSON_DEPTH} levels")
     if not isinstance(document, dict):
-        raise ModelFileError(location, f"{invalid}: not an object")
+        raise ModelFileError(location, "invalid JSON: not an object")
     return document
 
 

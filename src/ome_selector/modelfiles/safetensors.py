@@ -8,14 +8,12 @@ needed here: the weights are never read.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ome_selector.api.jsonbounds import count_values_bound
 from ome_selector.modelfiles.errors import ModelFileError
-from ome_selector.modelfiles.limits import MAX_PARAMETERS, parameters_reason, quoted
+from ome_selector.modelfiles.limits import MAX_PARAMETERS, parameters_reason, parse_json, quoted
 
 __all__ = [
     "MAX_DIMENSION",
@@ -164,20 +162,14 @@ def _tensor(location: str, name: str, entry: object) -> tuple[int, int]:
 
 def _document(location: str, data: bytes) -> dict[str, Any]:
     """The header's JSON object, every check of SPEC §10.1 that needs no tensor done."""
-    if count_values_bound(data) > MAX_HEADER_VALUES:
-        raise ModelFileError(location, f"{_INVALID}: more than {MAX_HEADER_VALUES} JSON values")
-    try:
-        document: Any = json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise ModelFileError(location, f"{_INVALID}: not UTF-8 text") from None
-    except json.JSONDecodeError as error:
-        raise ModelFileError(location, f"{_INVALID}: not JSON ({error.msg})") from None
-    except RecursionError:  # the decoder recurses per level of nesting
-        raise ModelFileError(location, f"{_INVALID}: nested deeper than {MAX_HEADER_DEPTH} levels") from None
-    except ValueError:  # an integer beyond Python's 4,300-digit conversion limit
-        raise ModelFileError(location, f"{_INVALID}: a number is too long to read") from None
-    except MemoryError:
-        raise ModelFileError(location, f"{_INVALID}: more than {MAX_HEADER_VALUES} JSON values") from None
+    document = parse_json(
+        location,
+        data,
+        invalid=_INVALID,
+        max_values=MAX_HEADER_VALUES,
+        max_depth=MAX_HEADER_DEPTH,
+        syntax=lambda error: f"not JSON ({error.msg})",
+    )
     if not isinstance(document, dict):
         raise ModelFileError(location, f"{_INVALID}: not a JSON object")
     if _deeper_than_three(document):

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ome_selector.modelfiles import ModelFileError, ModelMetadata
-from ome_selector.modelfiles.child import MAX_ANSWER_BYTES
+from ome_selector.modelfiles.child import MAX_ANSWER_BYTES, status_bytes
 from ome_selector.modelfiles.learn import metadata_from_document
 from ome_selector.modelfiles.limits import DEADLINE_SECONDS
 
@@ -52,18 +52,6 @@ class ChildLimits:
     max_rss: int = 256 * MIB
     sample_every: float = 0.1
     max_answer: int = MAX_ANSWER_BYTES
-
-
-def _rss(pid: int) -> int | None:
-    """The resident set of process ``pid`` in bytes (``VmRSS``), None once it is gone (a tiny /proc read)."""
-    try:
-        with open(f"/proc/{pid}/status", "rb") as status:
-            for line in status:
-                if line.startswith(b"VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
 
 
 def _ended(returncode: int | None) -> str:
@@ -126,7 +114,7 @@ class ModelReaderProcess:
                 await asyncio.wait({exited}, timeout=limits.sample_every)
                 if exited.done():
                     break
-                rss = _rss(process.pid) or 0
+                rss = status_bytes(str(process.pid), "VmRSS") or 0
                 self.peak_rss = max(self.peak_rss, rss)
                 killed = None
                 if rss > limits.max_rss:
