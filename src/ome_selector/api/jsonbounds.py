@@ -10,7 +10,7 @@ from typing import Any
 __all__ = ["Depth", "count_values_bound", "nesting_depth"]
 
 
-def count_values_bound(body: bytes) -> int:
+def count_values_bound(body: bytes | bytearray) -> int:
     """An upper bound of the number of JSON values in ``body``, at C speed: every value but the first of
     each array or object is preceded by a comma, and every array or object opens with a bracket."""
     return body.count(b",") + body.count(b"[") + body.count(b"{") + 1

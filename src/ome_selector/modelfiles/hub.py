@@ -266,7 +266,7 @@ class HubModelRepo:
 
     def _get_file(
         self, name: str, *, start: int, length: int | None, limit: int = 0
-    ) -> tuple[bytes, int | None]:
+    ) -> tuple[bytes | bytearray, int | None]:
         url = hf_hub_url(self.repo_id, name, revision=self.revision, endpoint=self.endpoint)
         return self._get(self.location(name), url, start=start, length=length, limit=limit)
 
@@ -322,7 +322,7 @@ class HubModelRepo:
 
     def _get(
         self, location: str, url: str, *, start: int, length: int | None, limit: int = 0
-    ) -> tuple[bytes, int | None]:
+    ) -> tuple[bytes | bytearray, int | None]:
         """``length`` bytes from ``start`` by a range request, or (``length`` None) the whole body up to
         ``limit`` bytes; with the file's size when the answer tells it."""
         headers: dict[str, str] = {}
@@ -361,7 +361,7 @@ class HubModelRepo:
         if length is None:
             if len(body) > limit:
                 raise ModelFileError(location, oversized_reason(limit))
-            return bytes(body), None
+            return body, None  # not copied: a 32 MB index is held once (SPEC §10.7's memory)
         data = bytes(body[skip : skip + length])
         if len(data) < length:
             raise ModelFileError(

@@ -86,7 +86,7 @@ def parameters_reason() -> str:
 
 def parse_json(
     location: str,
-    data: bytes,
+    data: bytes | bytearray,
     *,
     invalid: str,
     max_values: int,
@@ -111,7 +111,7 @@ def parse_json(
         raise ModelFileError(location, f"{invalid}: more than {max_values} JSON values") from None
 
 
-def json_object(location: str, data: bytes) -> dict[str, Any]:
+def json_object(location: str, data: bytes | bytearray) -> dict[str, Any]:
     """The JSON object in ``data`` (a metadata file already within its byte limit); ModelFileError naming
     ``location`` otherwise."""
     document = parse_json(

@@ -73,7 +73,7 @@ def count_parameters(shapes: Iterable[Sequence[int]]) -> int:
     return total
 
 
-def header_length(location: str, prefix: bytes) -> int:
+def header_length(location: str, prefix: bytes | bytearray) -> int:
     """The header length in a file's first :data:`PREFIX_BYTES` bytes; ModelFileError if too short or long."""
     if len(prefix) < PREFIX_BYTES:
         raise ModelFileError(
@@ -160,7 +160,7 @@ def _tensor(location: str, name: str, entry: object) -> tuple[int, int]:
     return count_parameters((shape,)), offsets[1]
 
 
-def _document(location: str, data: bytes) -> dict[str, Any]:
+def _document(location: str, data: bytes | bytearray) -> dict[str, Any]:
     """The header's JSON object, every check of SPEC §10.1 that needs no tensor done."""
     document = parse_json(
         location,
@@ -182,7 +182,7 @@ def _document(location: str, data: bytes) -> dict[str, Any]:
     return document
 
 
-def parse_header(location: str, data: bytes) -> Header:
+def parse_header(location: str, data: bytes | bytearray) -> Header:
     """The header in ``data`` (the JSON after the length prefix); ModelFileError naming ``location``.
 
     The running total is compared with :data:`MAX_PARAMETERS` after each tensor.
