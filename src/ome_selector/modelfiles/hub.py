@@ -23,9 +23,9 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+import threading
 import time
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -243,14 +243,42 @@ class HubModelRepo:
     def read_headers(self, names: Sequence[str]) -> list[Header]:
         if len(names) <= 1:
             return [self._read_header(name) for name in names]
-        pool = ThreadPoolExecutor(max_workers=min(CONCURRENT_SHARDS, len(names)))
-        futures = [pool.submit(self._read_header, name) for name in names]
-        try:
-            return [future.result() for future in futures]
-        finally:
-            # After an error (or Ctrl-C), start no more requests and wait for none: each in flight ends
-            # within its own deadline.
-            pool.shutdown(wait=False, cancel_futures=True)
+        return self._in_parallel(names)
+
+    def _in_parallel(self, names: Sequence[str]) -> list[Header]:
+        """Each file's header, :data:`CONCURRENT_SHARDS` at a time; after an error no more requests start,
+        and the error of the first such file (in order) is raised. The threads are daemons: Ctrl-C ends the
+        command at once, without waiting for the requests in flight (each ends within its own deadline)."""
+        headers: list[Header | None] = [None] * len(names)
+        errors: dict[int, BaseException] = {}
+        work = iter(enumerate(names))
+        lock = threading.Lock()
+
+        def read() -> None:
+            while True:
+                with lock:
+                    item = None if errors else next(work, None)
+                if item is None:
+                    return
+                index, name = item
+                try:
+                    headers[index] = self._read_header(name)
+                except BaseException as error:  # raised again below, in the caller's thread
+                    with lock:
+                        errors[index] = error
+                    return
+
+        threads = [
+            threading.Thread(target=read, name="hub-headers", daemon=True)
+            for _ in range(min(CONCURRENT_SHARDS, len(names)))
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if errors:
+            raise errors[min(errors)]
+        return [header for header in headers if header is not None]
 
     def _read_header(self, name: str) -> Header:
         location = self.location(name)
