@@ -56,6 +56,7 @@ bench: venv ## benchmarks (never part of make test): selection core, lint, model
 	$(PY) -m bench $(if $(BENCH_OUT),--out $(BENCH_OUT))
 	$(PY) -m bench.lint
 	$(PY) -m bench.modelfiles
+	$(PY) -m bench.hostile_models $(if $(BENCH_BEFORE),--before $(BENCH_BEFORE))
 	@bindir=$$(hack/ensure-binaries.sh) && export OME_SELECTOR_BIN_DIR="$$bindir" && \
 	  $(PY) -m bench.fanout $(if $(BENCH_OUT),--out $(basename $(BENCH_OUT))-fanout.json) && \
 	  $(PY) -m bench.admission $(if $(BENCH_OUT),--out $(basename $(BENCH_OUT))-admission.json) && \

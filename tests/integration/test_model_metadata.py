@@ -9,11 +9,15 @@ re-evaluates the InferenceServices of the model.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
+import subprocess
+import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +25,9 @@ import pytest
 from hub_standin import HubStandIn, Repo, hub_standin
 
 from harness import objects
+from harness.admission import PROBE_KIND, admission_count, wait_until_called
 from harness.controlplane import ControlPlane
+from harness.hostile_models import HOSTILE, write_hostile
 from harness.kube import create, events_for, eventually, get, patch, runtime_ready
 from harness.model_folders import LLAMA_3_2_1B, decoder_tensors, write_json, write_safetensors
 from harness.operator_thread import OperatorThread
@@ -31,6 +37,7 @@ from ome_selector.cli.kubectl_ome import run
 from ome_selector.kube.objects import Objects
 from ome_selector.operator.app import LeaderElectionConfig
 from ome_selector.operator.learning import SKIP_ANNOTATION, LearningConfig
+from ome_selector.webhook.config import WebhookConfig
 
 #: What Llama 3.2 1B's files give (its published config.json and tensor shapes).
 LEARNED: dict[str, Any] = {
@@ -438,3 +445,130 @@ def test_only_the_leader_learns(
         what="the new leader to learn the model",
     )
     _wait_event(api_client, namespace, "led", "ModelMetadataLearned")
+
+
+# --- hostile models (SPEC §10.1, §10.7) --------------------------------------------------------------------
+
+
+class _Ticker:
+    """Wakes every 10 ms on the operator's loop and keeps the longest gap between a due time and a wake-up
+    during which the operator's process computed: its CPU time over the gap (all its threads; the model
+    reader's child is another process), capped by the gap. A thread parsing a model holds the GIL and burns
+    CPU, so it shows; a machine too busy to schedule the process at all (2 cores shared by many) does not."""
+
+    def __init__(self) -> None:
+        self.held = 0.0  # the longest gap, as far as the process computed during it
+        self.longest = 0.0  # the longest gap, whatever the reason
+        self.ticks = 0
+
+    async def run(self, stop: asyncio.Event) -> None:
+        loop = asyncio.get_running_loop()
+        while not stop.is_set():
+            due, cpu = loop.time() + 0.01, time.process_time()
+            await asyncio.sleep(0.01)
+            gap = max(0.0, loop.time() - due)
+            self.longest = max(self.longest, gap)
+            self.held = max(self.held, min(gap, time.process_time() - cpu))
+            self.ticks += 1
+
+
+@contextmanager
+def _standin_process(repos: dict[str, Path]) -> Iterator[str]:
+    """The Hub stand-in in a process of its own: its threads never share this process's GIL."""
+    script = Path(__file__).resolve().parents[1] / "unit" / "hub_standin.py"
+    arguments = [f"{repo}={folder}" for repo, folder in repos.items()]
+    with subprocess.Popen(
+        [sys.executable, str(script), *arguments], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as server:
+        assert server.stdout is not None
+        assert server.stdin is not None
+        try:
+            yield server.stdout.readline().strip()
+        finally:
+            server.stdin.close()
+            server.wait(30)
+
+
+def test_hostile_models_never_hold_the_operators_loop(
+    api_client: Any,
+    namespace: str,
+    tmp_path: Path,
+    running_operator: Any,
+) -> None:
+    """The worst inputs under and over SPEC §10.1's limits, read by the operator from the Hub stand-in while a
+    ticker on the operator's loop sees no gap over 50 ms and the webhook keeps answering; each hostile model
+    gives one Warning event and ``result="failed"``, the ones within the limits are learned."""
+    names = list(HOSTILE)
+    repos = {f"hostile/{name}": write_hostile(tmp_path / name, name) for name in names}
+    with _standin_process(repos) as endpoint:
+        _read_hostile_models(api_client, namespace, running_operator, endpoint, names)
+
+
+def _read_hostile_models(
+    api_client: Any, namespace: str, running_operator: Any, endpoint: str, names: list[str]
+) -> None:
+    runner: OperatorThread = running_operator(
+        namespaces=[namespace],
+        model_metadata=LearningConfig(endpoint=endpoint, retry_delays=(3600.0,)),
+        webhook=WebhookConfig(bind_address=("127.0.0.1", 0)),
+    )
+    ticker, stop = _Ticker(), asyncio.Event()
+    ticking = runner.call(_start(ticker.run(stop)))
+    for name in names:
+        body = objects.model(name, namespace=namespace, with_format=False)
+        body["spec"]["storage"]["storageUri"] = f"hf://hostile/{name}"
+        create(api_client, body)
+
+    # While the children read, one after the other, the webhook answers the apiserver.
+    answered = 0
+    deadline = time.monotonic() + 600
+    outcomes: dict[str, str] = {}
+    while len(outcomes) < len(names):
+        assert time.monotonic() < deadline, f"not every hostile model was read: {outcomes}"
+        wait_until_called(lambda: admission_count(runner, PROBE_KIND), api_client, timeout=30)
+        answered += 1
+        for name in names:
+            if name not in outcomes:
+                for reason in ("ModelMetadataUnavailable", "ModelMetadataLearned"):
+                    if events := _events(api_client, namespace, name, reason):
+                        outcomes[name] = events[0].message
+    runner.call(_set(stop))
+    runner.call(_wait(ticking))
+
+    assert ticker.ticks > 100
+    assert answered >= 1
+    prefix = "Cannot read the model's files: hf://hostile/"
+    assert outcomes == {
+        "huge-shape": f"{prefix}huge-shape/model.safetensors: invalid safetensors header: tensor 'w' has "
+        "100000 dimensions, more than 8; next attempt in 60m",
+        "big-metadata": "Learned from hf://hostile/big-metadata: modelParameterSize 1, modelFormat "
+        "safetensors 1.0.0, modelArchitecture LlamaForCausalLM, modelFramework transformers 4.45.0.dev0, "
+        "maxTokens 131072",
+        "most-tensors": "Learned from hf://hostile/most-tensors: modelParameterSize 200000, modelFormat "
+        "safetensors 1.0.0, modelArchitecture LlamaForCausalLM, modelFramework transformers 4.45.0.dev0, "
+        "maxTokens 131072",
+        "deep-header": f"{prefix}deep-header/model.safetensors: invalid safetensors header: nested deeper "
+        "than 3 levels; next attempt in 60m",
+        "long-numbers": "Learned from hf://hostile/long-numbers: modelArchitecture LlamaForCausalLM",
+        "big-config": f"{prefix}big-config/config.json: larger than 4000000 bytes: not model metadata; next "
+        "attempt in 60m",
+        "big-index": f"{prefix}big-index/model-00001-of-01024.safetensors: missing (a shard named in "
+        "model.safetensors.index.json); next attempt in 60m",
+    }
+    failed = sum(1 for message in outcomes.values() if message.startswith("Cannot read"))
+    assert _result(runner, "failed") == failed
+    assert runner.ready
+    late = f"{ticker.held * 1e3:.0f} ms (the longest gap: {ticker.longest * 1e3:.0f} ms)"
+    assert ticker.held < 0.05, f"the operator's process held its loop for {late}"
+
+
+async def _start(coroutine: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+    return asyncio.get_running_loop().create_task(coroutine)
+
+
+async def _wait(task: asyncio.Task[None]) -> None:
+    await task
+
+
+async def _set(event: asyncio.Event) -> None:
+    event.set()

@@ -141,6 +141,8 @@ def test_helm_lint_strict_is_clean(helm: Path, sets: list[str]) -> None:
         ({"modelMetadata": {"endpoint": "huggingface.co"}}, "/modelMetadata/endpoint"),
         ({"modelMetadata": {"tokenSecret": {"name": "Not_A_Secret"}}}, "/modelMetadata/tokenSecret/name"),
         ({"modelMetadata": {"token": "hf_x"}}, "token"),
+        ({"modelMetadata": {"redirectHosts": ["https://x"]}}, "/modelMetadata/redirectHosts/0"),
+        ({"modelMetadata": {"allowInsecureEndpoint": "yes"}}, "/modelMetadata/allowInsecureEndpoint"),
     ],
 )
 def test_values_schema_rejects_bad_values(helm: Path, values: dict[str, Any], complaint: str) -> None:
@@ -363,6 +365,24 @@ def test_model_metadata_is_off_by_default_and_opt_in(render: Any) -> None:
     no_token = _env(render({"modelMetadata": {"enabled": True}}))
     assert "HF_TOKEN" not in no_token
     assert "HF_ENDPOINT" not in no_token
+
+
+def test_model_metadata_redirect_hosts_and_the_endpoint_scheme(helm: Path, render: Any) -> None:
+    """SPEC §10.6: extra redirect hosts reach the reader's environment; an http:// endpoint needs
+    allowInsecureEndpoint."""
+    values: dict[str, Any] = {
+        "modelMetadata": {"enabled": True, "redirectHosts": ["blobs.example", "b.example"]}
+    }
+    assert _env(render(values))["OME_SELECTOR_REDIRECT_HOSTS"] == "blobs.example,b.example"
+    assert "OME_SELECTOR_REDIRECT_HOSTS" not in _env(render({"modelMetadata": {"enabled": True}}))
+    insecure = {"modelMetadata": {"enabled": True, "endpoint": "http://mirror.local"}}
+    with pytest.raises(subprocess.CalledProcessError) as failure:
+        chart.render(insecure, helm=helm)
+    assert "modelMetadata.endpoint must be https:// unless modelMetadata.allowInsecureEndpoint is true" in (
+        failure.value.stderr
+    )
+    insecure["modelMetadata"]["allowInsecureEndpoint"] = True
+    assert _env(render(insecure))["HF_ENDPOINT"] == "http://mirror.local"
 
 
 def test_model_metadata_is_never_learned_in_report_only_mode(render: Any) -> None:

@@ -21,7 +21,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -65,6 +65,10 @@ class HubStandIn:
 
     repos: dict[str, Repo] = field(default_factory=dict)
     ignore_range: bool = False
+    #: A file request's path -> where to redirect it (None: answer it); redirects are answered 302.
+    redirect: Callable[[str], str | None] | None = None
+    #: Seconds between the bytes of a file's body (0: all at once): a trickling server.
+    trickle: float = 0.0
     url: str = ""
     _answered: list[Request] = field(default_factory=list)
     _in_progress: int = 0
@@ -179,6 +183,10 @@ def _handler(hub: HubStandIn) -> type[BaseHTTPRequestHandler]:
                 document = {"id": info["repo"], "sha": COMMIT, "siblings": siblings}
                 self._send(200, json.dumps(document).encode(), {"Content-Type": "application/json"})
             elif resolve := _RESOLVE.fullmatch(path):
+                target = hub.redirect(self.path) if hub.redirect is not None else None
+                if target is not None:
+                    self._send(302, b"", {"Location": target})
+                    return
                 if (repo := self._repo(resolve["repo"])) is None:
                     return
                 if repo.gated:
@@ -208,9 +216,19 @@ def _handler(hub: HubStandIn) -> type[BaseHTTPRequestHandler]:
             with file.open("rb") as stream:
                 stream.seek(first)
                 body = stream.read(last - first + 1)
-            self._send(206, body, {**headers, "Content-Range": f"bytes {first}-{last}/{size}"})
+            headers["Content-Range"] = f"bytes {first}-{last}/{size}"
+            if hub.trickle:
+                self._send_chunks(206, len(body), _trickled(body, hub.trickle), headers)
+            else:
+                self._send(206, body, headers)
 
     return Handler
+
+
+def _trickled(body: bytes, interval: float) -> Iterator[bytes]:
+    for index in range(len(body)):
+        time.sleep(interval)
+        yield body[index : index + 1]
 
 
 class _Server(ThreadingHTTPServer):
@@ -240,3 +258,19 @@ def hub_standin() -> Iterator[HubStandIn]:
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+def main(argv: list[str]) -> int:
+    """``python hub_standin.py ORG/NAME=FOLDER ...``: serve the folders from a process of its own (so that a
+    test's own threads do not share the GIL with it); prints the endpoint, serves until stdin closes."""
+    with hub_standin() as hub:
+        for argument in argv:
+            repo_id, _, folder = argument.partition("=")
+            hub.repos[repo_id] = Repo(Path(folder))
+        print(hub.url, flush=True)
+        sys.stdin.read()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -9,15 +9,12 @@ With ``--apply KIND/NAME`` it writes the learned fields that BaseModel or Cluste
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from ome_selector.api.resources import Kind
 from ome_selector.cli.arguments import add_cluster_arguments, add_output_argument, add_subcommand
-from ome_selector.cli.render import render_table
+from ome_selector.cli.render import escaped_json, escaped_yaml, render_table
 from ome_selector.modelfiles import (
     Inspection,
     ModelFileError,
@@ -27,6 +24,7 @@ from ome_selector.modelfiles import (
     metadata_document,
 )
 from ome_selector.modelfiles.estimate import ESTIMATED_MODEL_TYPES
+from ome_selector.selection.messages import escape_controls
 
 if TYPE_CHECKING:
     from ome_selector.cli.model_apply import Applied
@@ -138,7 +136,7 @@ def _summary(metadata: ModelMetadata) -> str:
         parameters = f"{count} ({'estimated from config.json' if metadata.estimated else 'exact'})"
     model_format, framework = metadata.model_format, metadata.framework
     rows = [
-        ("Source:", metadata.source),
+        ("Source:", escape_controls(metadata.source)),
         ("Parameters:", parameters),
         ("modelParameterSize:", metadata.model_parameter_size or EMPTY),
         (
@@ -153,7 +151,9 @@ def _summary(metadata: ModelMetadata) -> str:
     width = max(len(label) for label, _ in rows) + 2
     text = "".join(f"{label.ljust(width)}{value}\n" for label, value in rows)
     if metadata.files:
-        files = [(file.name, str(file.tensors), str(file.parameters)) for file in metadata.files]
+        files = [
+            (escape_controls(file.name), str(file.tensors), str(file.parameters)) for file in metadata.files
+        ]
         text += "\n" + render_table(("FILE", "TENSORS", "PARAMETERS"), files)
     return text
 
@@ -163,9 +163,7 @@ def render_inspection(metadata: ModelMetadata, output: str) -> str:
     if output == "table":
         return _summary(metadata)
     document = metadata_document(metadata)
-    if output == "json":
-        return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
-    return yaml.safe_dump(document, sort_keys=False, default_flow_style=False, allow_unicode=True)
+    return escaped_json(document) if output == "json" else escaped_yaml(document)
 
 
 def render_applied(applied: Applied, metadata: ModelMetadata, output: str) -> str:
@@ -178,9 +176,7 @@ def render_applied(applied: Applied, metadata: ModelMetadata, output: str) -> st
             "name": key.name,
             "set": applied.fields,
         }
-        if output == "json":
-            return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
-        return yaml.safe_dump(document, sort_keys=False, default_flow_style=False, allow_unicode=True)
+        return escaped_json(document) if output == "json" else escaped_yaml(document)
     if not applied.fields:
         return f"{key}: nothing to set (it already sets every field its files give)\n"
     return f"{key}: set " + ", ".join(describe_fill(applied.fields, metadata)) + "\n"
@@ -214,7 +210,7 @@ def run_model_command(args: argparse.Namespace) -> int:
     try:
         inspection = inspect_model(args.source)
     except ModelFileError as error:
-        sys.stderr.write(f"error: {error}\n")
+        sys.stderr.write(f"error: {escape_controls(str(error))}\n")
         return EXIT_ERROR
     if args.verbose:
         sys.stderr.write(_cost(inspection))

@@ -21,12 +21,15 @@ from ome_selector.selection.explain import (
     effective_document,
     explanation_document,
 )
+from ome_selector.selection.messages import control_escapes, escape_controls
 
 __all__ = [
     "COLUMNS",
     "OUTPUT_FORMATS",
     "WIDE_COLUMNS",
     "effective_lines",
+    "escaped_json",
+    "escaped_yaml",
     "render",
     "render_table",
     "table_rows",
@@ -146,3 +149,51 @@ def _yaml(document: dict[str, Any]) -> str:
     return yaml.safe_dump(
         document, sort_keys=False, default_flow_style=False, allow_unicode=True, width=2**16
     )
+
+
+# --- documents without raw control characters (SPEC §10.4) ---------------------------------------------
+
+_ESCAPES = control_escapes()
+#: json.dumps escapes C0 itself; DEL, C1, the bidi controls and the separators become JSON escapes too.
+_JSON_ESCAPES = {code: f"\\u{code:04x}" for code in _ESCAPES if code >= 0x7F}
+
+
+def escaped_json(document: Any) -> str:
+    """``document`` as indented JSON in which no control character of SPEC §7's set is raw."""
+    return json.dumps(document, indent=2, ensure_ascii=False).translate(_JSON_ESCAPES) + "\n"
+
+
+class _EscapingDumper(yaml.SafeDumper):
+    """A dumper that writes a string holding a control character double-quoted, with SPEC §7's escapes
+    (PyYAML by itself writes ``\\e`` for ESC). Other non-ASCII text is escaped too (``\\xE9``): PyYAML
+    counts the bidi controls as printable whenever it may write Unicode."""
+
+    ESCAPE_REPLACEMENTS = {  # type: ignore[misc]  # noqa: RUF012 - PyYAML's own class attribute, extended
+        **yaml.SafeDumper.ESCAPE_REPLACEMENTS,
+        **{
+            chr(code): text[1:]
+            for code, text in _ESCAPES.items()
+            if code >= 0x20 or chr(code) not in "\t\n\r"
+        },
+    }
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = '"' if escape_controls(value) != value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_EscapingDumper.add_representer(str, _represent_str)
+
+
+def escaped_yaml(document: Any) -> str:
+    """``document`` as block YAML in which no control character of SPEC §7's set is raw."""
+    text: str = yaml.dump(
+        document,
+        Dumper=_EscapingDumper,
+        sort_keys=False,
+        default_flow_style=False,
+        allow_unicode=False,
+        width=2**16,
+    )
+    return text

@@ -1,22 +1,33 @@
 """What ``config.json`` and ``model_index.json`` say about a model (SPEC §10; pure, no I/O).
 
-Values of the wrong type teach nothing: they leave the field unset rather than fail the whole model, since
-everything else may still be learnable.
+Values of the wrong type, or outside their grammar (SPEC §10.3), teach nothing: they leave the field unset
+rather than fail the whole model, since everything else may still be learnable.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "MAX_TOKENS",
     "DiffusersPipeline",
     "TransformersConfig",
     "diffusers_pipeline",
+    "learned_architecture",
+    "learned_max_tokens",
+    "learned_version",
     "quantization",
     "transformers_config",
 ]
+
+#: The grammars of learned values (SPEC §10.3): every real architecture and version matches.
+_ARCHITECTURE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,127}")
+_VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}")
+#: OME's ``maxTokens`` is an int32.
+MAX_TOKENS = 2**31 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +52,27 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def _matching(grammar: re.Pattern[str], value: object) -> str | None:
+    return value if isinstance(value, str) and grammar.fullmatch(value) else None
+
+
+def learned_architecture(value: object) -> str | None:
+    """``value`` when it is a ``modelArchitecture`` of SPEC §10.3's grammar, else None."""
+    return _matching(_ARCHITECTURE, value)
+
+
+def learned_version(value: object) -> str | None:
+    """``value`` when it is a transformers or diffusers version of SPEC §10.3's grammar, else None."""
+    return _matching(_VERSION, value)
+
+
+def learned_max_tokens(value: object) -> int | None:
+    """``value`` when it is a ``maxTokens`` of SPEC §10.3 (an int32 >= 1), else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_TOKENS:
+        return value
+    return None
+
+
 def quantization(quant_method: object) -> str | None:
     """OME's mapping of ``quantization_config.quant_method``: ``int4``, else ``fp8``, else unset."""
     if not isinstance(quant_method, str):
@@ -55,16 +87,15 @@ def quantization(quant_method: object) -> str | None:
 def transformers_config(document: Mapping[str, Any]) -> TransformersConfig:
     """The metadata a ``config.json`` document gives."""
     architectures = document.get("architectures")
-    architecture = _text(architectures[0]) if isinstance(architectures, list) and architectures else None
+    first = architectures[0] if isinstance(architectures, list) and architectures else None
     quantization_config = document.get("quantization_config")
     quant_method = quantization_config.get("quant_method") if isinstance(quantization_config, dict) else None
     max_tokens = document.get("max_position_embeddings")
-    positive = isinstance(max_tokens, int) and not isinstance(max_tokens, bool) and max_tokens > 0
     return TransformersConfig(
-        architecture=architecture,
-        transformers_version=_text(document.get("transformers_version")),
+        architecture=learned_architecture(first),
+        transformers_version=learned_version(document.get("transformers_version")),
         quantization=quantization(quant_method),
-        max_tokens=max_tokens if positive else None,
+        max_tokens=learned_max_tokens(max_tokens),
     )
 
 
@@ -79,5 +110,5 @@ def diffusers_pipeline(document: Mapping[str, Any]) -> DiffusersPipeline:
         sorted(key for key, value in document.items() if not key.startswith("_") and _is_component(value))
     )
     return DiffusersPipeline(
-        diffusers_version=_text(document.get("_diffusers_version")), components=components
+        diffusers_version=learned_version(document.get("_diffusers_version")), components=components
     )

@@ -6,13 +6,29 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ome_selector.modelfiles.config import DiffusersPipeline, diffusers_pipeline, transformers_config
+from ome_selector.modelfiles.config import (
+    DiffusersPipeline,
+    diffusers_pipeline,
+    learned_architecture,
+    learned_max_tokens,
+    learned_version,
+    transformers_config,
+)
 from ome_selector.modelfiles.errors import ModelFileError
 from ome_selector.modelfiles.estimate import estimate_parameters
+from ome_selector.modelfiles.limits import (
+    MAX_CONFIG_BYTES,
+    MAX_INDEX_BYTES,
+    MAX_PARAMETERS,
+    MAX_SHARDS,
+    parameters_reason,
+    quoted,
+)
 from ome_selector.modelfiles.safetensors import Header
 from ome_selector.selection.quantity import format_parameter_count
 
@@ -28,7 +44,8 @@ __all__ = [
     "WeightFile",
     "learn",
     "metadata_document",
-    "safe_relative_name",
+    "metadata_from_document",
+    "shard_name_problem",
 ]
 
 CONFIG = "config.json"
@@ -50,11 +67,13 @@ class ModelFiles(Protocol):
     def exists(self, name: str) -> bool:
         """Whether the file exists."""
 
-    def read_json(self, name: str) -> dict[str, Any]:
-        """The JSON object in the file; ModelFileError when it is missing, too large or not a JSON object."""
+    def read_json(self, name: str, limit: int) -> dict[str, Any]:
+        """The JSON object in the file; ModelFileError when it is missing, over ``limit`` bytes or not a
+        JSON object."""
 
     def read_headers(self, names: Sequence[str]) -> list[Header]:
-        """The safetensors headers of the files, in order, read no further; ModelFileError when invalid."""
+        """What the safetensors headers of the files say, in order, read no further; ModelFileError when
+        invalid."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,28 +116,60 @@ class ModelMetadata:
         return None if self.parameter_count is None else format_parameter_count(self.parameter_count)
 
 
-def safe_relative_name(name: str) -> bool:
-    """Whether ``name`` stays inside the model's root: relative, ``/``-separated, no ``.``/``..`` parts."""
+#: A shard name's length in characters, and each of its parts' in UTF-8 bytes (SPEC §10.1).
+MAX_SHARD_NAME = 1024
+MAX_SHARD_NAME_PART = 255
+_UNPRINTABLE = frozenset({"Cc", "Cf"})
+
+
+def _has_control(name: str) -> bool:
+    """Whether ``name`` holds a control, format or separator character (Cc, Cf, U+2028, U+2029)."""
+    if name.isprintable():  # the common case, at C speed: none of them is printable
+        return False
+    return any(
+        unicodedata.category(character) in _UNPRINTABLE or character in "\u2028\u2029" for character in name
+    )
+
+
+def shard_name_problem(name: str) -> str | None:
+    """Why ``name`` is not a shard name of SPEC §10.1's grammar, or None when it is one: ``outside the
+    model's folder`` for a path that escapes it, ``not a plain file name`` for the rest."""
     parts = name.split("/")
-    return bool(name) and "\\" not in name and all(part not in ("", ".", "..") for part in parts)
+    if name.startswith("/") or "\\" in name or ".." in parts:
+        return "outside the model's folder"
+    if (
+        not 1 <= len(name) <= MAX_SHARD_NAME
+        or any(
+            part in ("", ".") or len(part.encode("utf-8", "replace")) > MAX_SHARD_NAME_PART for part in parts
+        )
+        or _has_control(name)
+    ):
+        return "not a plain file name"
+    return None
 
 
 def _join(folder: str, name: str) -> str:
     return f"{folder}/{name}" if folder else name
 
 
-def _shards(files: ModelFiles, index_name: str, folder: str) -> list[str]:
-    """The shard files an index names (sorted, each once), checked to exist inside the model."""
+def _shards(files: ModelFiles, index_name: str, folder: str, before: int) -> list[str]:
+    """The shard files an index names (sorted, each once), checked to exist inside the model; ``before``
+    shards were named by other components' indexes."""
     location = files.location(index_name)
-    weight_map = files.read_json(index_name).get("weight_map")
+    weight_map = files.read_json(index_name, MAX_INDEX_BYTES).get("weight_map")
     if not isinstance(weight_map, dict) or not all(isinstance(shard, str) for shard in weight_map.values()):
         raise ModelFileError(location, "no weight_map object mapping tensor names to shard file names")
     if not weight_map:
         raise ModelFileError(location, "weight_map names no shards")
+    distinct = set(weight_map.values())
+    if before + len(distinct) > MAX_SHARDS:
+        reason = f"weight_map names {before + len(distinct)} shards, more than the limit of {MAX_SHARDS}"
+        raise ModelFileError(location, reason)
+    for shard in distinct:  # every name is checked before any file is looked at
+        if (problem := shard_name_problem(shard)) is not None:
+            raise ModelFileError(location, f"weight_map names {quoted(shard)}, {problem}")
     shards = []
-    for shard in sorted(set(weight_map.values())):
-        if not safe_relative_name(shard):
-            raise ModelFileError(location, f"weight_map names {shard!r}, outside the model's folder")
+    for shard in sorted(distinct):
         name = _join(folder, shard)
         if not files.exists(name):
             raise ModelFileError(files.location(name), f"missing (a shard named in {index_name})")
@@ -126,27 +177,31 @@ def _shards(files: ModelFiles, index_name: str, folder: str) -> list[str]:
     return shards
 
 
-def _weights_in(files: ModelFiles, folder: str, singles: Sequence[str], indexes: Sequence[str]) -> list[str]:
+def _weights_in(
+    files: ModelFiles, folder: str, singles: Sequence[str], indexes: Sequence[str], before: int = 0
+) -> list[str]:
     """The safetensors files of one model (or pipeline component): a single file, else an index's shards."""
     for single in singles:
         if files.exists(name := _join(folder, single)):
             return [name]
     for index in indexes:
         if files.exists(name := _join(folder, index)):
-            return _shards(files, name, folder)
+            return _shards(files, name, folder, before)
     return []
 
 
 def _pipeline_weights(files: ModelFiles, pipeline: DiffusersPipeline) -> list[str]:
     names: list[str] = []
     for component in pipeline.components:
-        if not safe_relative_name(component):
-            raise ModelFileError(files.location(MODEL_INDEX), f"component {component!r} is not a folder name")
+        if shard_name_problem(component) is not None:
+            reason = f"component {quoted(component)} is not a folder name"
+            raise ModelFileError(files.location(MODEL_INDEX), reason)
         names += _weights_in(
             files,
             component,
             (_DIFFUSERS_SINGLE, SAFETENSORS_SINGLE),
             (_DIFFUSERS_INDEX, SAFETENSORS_INDEX),
+            len(names),
         )
     return names
 
@@ -154,12 +209,14 @@ def _pipeline_weights(files: ModelFiles, pipeline: DiffusersPipeline) -> list[st
 def learn(files: ModelFiles, source: str) -> ModelMetadata:
     """Everything SPEC §10 learns from one model's files; ``source`` is echoed as given.
 
-    Raises ModelFileError (naming the file) when a file that matters is missing, too large or malformed.
+    Raises ModelFileError (naming the file) when a file that matters is missing, too large or malformed. A
+    folder with safetensors weights and neither ``config.json`` nor ``model_index.json`` is a model too: its
+    count and format are learned, nothing else (SPEC §10 "Bounds").
     """
-    config = files.read_json(CONFIG) if files.exists(CONFIG) else None
-    pipeline = diffusers_pipeline(files.read_json(MODEL_INDEX)) if files.exists(MODEL_INDEX) else None
-    if config is None and pipeline is None:
-        raise ModelFileError(files.location(CONFIG), f"missing (and no {MODEL_INDEX}): not a model folder")
+    config = files.read_json(CONFIG, MAX_CONFIG_BYTES) if files.exists(CONFIG) else None
+    pipeline = None
+    if files.exists(MODEL_INDEX):
+        pipeline = diffusers_pipeline(files.read_json(MODEL_INDEX, MAX_CONFIG_BYTES))
 
     if pipeline is not None:
         weight_names = _pipeline_weights(files, pipeline)
@@ -167,11 +224,9 @@ def learn(files: ModelFiles, source: str) -> ModelMetadata:
     else:
         weight_names = _weights_in(files, "", (SAFETENSORS_SINGLE,), (SAFETENSORS_INDEX,))
         weights_format = SAFETENSORS_FORMAT
-    headers = files.read_headers(weight_names)
-    weight_files = tuple(
-        WeightFile(name=name, tensors=len(header.tensors), parameters=header.parameters)
-        for name, header in zip(weight_names, headers, strict=True)
-    )
+    if config is None and pipeline is None and not weight_names:
+        raise ModelFileError(files.location(CONFIG), f"missing (and no {MODEL_INDEX}): not a model folder")
+    weight_files = _weight_files(files, weight_names)
 
     settings = transformers_config(config or {})
     parameter_count: int | None
@@ -192,6 +247,18 @@ def learn(files: ModelFiles, source: str) -> ModelMetadata:
         max_tokens=settings.max_tokens,
         files=weight_files,
     )
+
+
+def _weight_files(files: ModelFiles, names: Sequence[str]) -> tuple[WeightFile, ...]:
+    """Each file's summary; the running total is refused at the file where it passes the limit."""
+    weight_files: list[WeightFile] = []
+    total = 0
+    for name, header in zip(names, files.read_headers(names), strict=True):
+        total += header.parameters
+        if total > MAX_PARAMETERS:
+            raise ModelFileError(files.location(name), parameters_reason())
+        weight_files.append(WeightFile(name=name, tensors=header.tensors, parameters=header.parameters))
+    return tuple(weight_files)
 
 
 def _name_version(value: NameVersion | None) -> dict[str, Any] | None:
@@ -215,3 +282,61 @@ def metadata_document(metadata: ModelMetadata) -> dict[str, Any]:
             for file in metadata.files
         ],
     }
+
+
+_FORMAT_NAMES = frozenset({"safetensors", "diffusers"})
+_QUANTIZATIONS = frozenset({"int4", "fp8"})
+
+
+def _learned_name_version(value: object, names: frozenset[str]) -> NameVersion | None:
+    if not isinstance(value, dict) or value.get("name") not in names:
+        raise ValueError("name")
+    version = value.get("version")
+    if version is not None and learned_version(version) is None:
+        raise ValueError("version")
+    return NameVersion(value["name"], version)
+
+
+def metadata_from_document(document: object) -> ModelMetadata:
+    """The metadata a :func:`metadata_document` holds (without its files), every value checked against
+    SPEC §10.3; ValueError for anything else: it comes from another process, which is not trusted."""
+    if not isinstance(document, dict):
+        raise ValueError("not an object")
+    count = document.get("parameterCount")
+    if count is not None and (
+        not isinstance(count, int) or isinstance(count, bool) or not 0 <= count <= MAX_PARAMETERS
+    ):
+        raise ValueError("parameterCount")
+    estimated = document.get("estimated")
+    if not isinstance(estimated, bool):
+        raise ValueError("estimated")
+    source = document.get("source")
+    if not isinstance(source, str):
+        raise ValueError("source")
+    checked: dict[str, Any] = {}
+    for key, check in (
+        ("modelArchitecture", learned_architecture),
+        ("maxTokens", learned_max_tokens),
+    ):
+        value = document.get(key)
+        if value is not None and check(value) is None:
+            raise ValueError(key)
+        checked[key] = value
+    quantization = document.get("quantization")
+    if quantization is not None and quantization not in _QUANTIZATIONS:
+        raise ValueError("quantization")
+    model_format = document.get("modelFormat")
+    framework = document.get("modelFramework")
+    return ModelMetadata(
+        source=source,
+        parameter_count=count,
+        estimated=estimated,
+        model_format=None if model_format is None else _learned_name_version(model_format, _FORMAT_NAMES),
+        architecture=checked["modelArchitecture"],
+        framework=None
+        if framework is None
+        else _learned_name_version(framework, frozenset({"transformers"})),
+        quantization=quantization,
+        max_tokens=checked["maxTokens"],
+        files=(),
+    )

@@ -8,20 +8,24 @@ needed here: the weights are never read.
 
 from __future__ import annotations
 
-import json
-import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ome_selector.modelfiles.errors import ModelFileError
+from ome_selector.modelfiles.limits import MAX_PARAMETERS, parameters_reason, parse_json, quoted
 
 __all__ = [
+    "MAX_DIMENSION",
     "MAX_HEADER_BYTES",
+    "MAX_HEADER_DEPTH",
+    "MAX_HEADER_VALUES",
+    "MAX_RANK",
+    "MAX_TENSORS",
     "PREFIX_BYTES",
     "Header",
-    "Tensor",
     "check_file_size",
+    "check_header_fits",
     "count_parameters",
     "header_length",
     "parse_header",
@@ -29,45 +33,47 @@ __all__ = [
 
 #: The header length prefix: an unsigned 64-bit little-endian integer.
 PREFIX_BYTES = 8
-#: A longer header is refused without being read (SPEC §10): it cannot be a real model's.
-MAX_HEADER_BYTES = 100_000_000
+#: A longer header is refused without being read: OME's own limit, 10 MiB (SPEC §10.1; real: 1.25 MB).
+MAX_HEADER_BYTES = 10_485_760
+#: JSON values in one header, counted before parsing (an upper bound; real: about 78,000).
+MAX_HEADER_VALUES = 1_000_000
+#: The header object, a tensor entry, its shape list.
+MAX_HEADER_DEPTH = 3
+#: Tensors in one header, ``__metadata__`` not counted (real: 9,767).
+MAX_TENSORS = 100_000
+#: Dimensions of one shape (real: 5), and the largest one dimension (2**40; real: 262,144).
+MAX_RANK = 8
+MAX_DIMENSION = 2**40
 
 _METADATA_KEY = "__metadata__"
-
-
-@dataclass(frozen=True, slots=True)
-class Tensor:
-    """One entry of a header."""
-
-    dtype: str
-    shape: tuple[int, ...]
-    begin: int
-    end: int
+_INVALID = "invalid safetensors header"
 
 
 @dataclass(frozen=True, slots=True)
 class Header:
-    """A parsed header: the tensors by name (``__metadata__`` is not a tensor)."""
+    """What one header says, and all that is kept of it (SPEC §10.1 "Streaming": not its tensors)."""
 
-    tensors: Mapping[str, Tensor]
-
-    @property
-    def parameters(self) -> int:
-        """The parameters of all tensors, scalars with an empty shape skipped (SPEC §10)."""
-        return count_parameters(tensor.shape for tensor in self.tensors.values())
-
-    @property
-    def data_bytes(self) -> int:
-        """The bytes of tensor data the header describes: the file must hold at least that much after it."""
-        return max((tensor.end for tensor in self.tensors.values()), default=0)
+    #: Tensors (``__metadata__`` is not a tensor).
+    tensors: int
+    #: Their parameters, scalars with an empty shape skipped (SPEC §10).
+    parameters: int
+    #: The bytes of tensor data described: the file must hold at least that much after the header.
+    data_bytes: int
 
 
 def count_parameters(shapes: Iterable[Sequence[int]]) -> int:
     """The sum of the products of ``shapes``, skipping empty shapes (scalars), as OME counts."""
-    return sum(math.prod(shape) for shape in shapes if shape)
+    total = 0
+    for shape in shapes:
+        if shape:
+            product = 1
+            for size in shape:
+                product *= size
+            total += product
+    return total
 
 
-def header_length(location: str, prefix: bytes) -> int:
+def header_length(location: str, prefix: bytes | bytearray) -> int:
     """The header length in a file's first :data:`PREFIX_BYTES` bytes; ModelFileError if too short or long."""
     if len(prefix) < PREFIX_BYTES:
         raise ModelFileError(
@@ -82,48 +88,117 @@ def header_length(location: str, prefix: bytes) -> int:
     return length
 
 
+def check_header_fits(location: str, length: int, file_size: int) -> None:
+    """ModelFileError when a file of ``file_size`` bytes cannot hold a header of ``length`` bytes (checked
+    from the size, before the header is read)."""
+    available = max(file_size - PREFIX_BYTES, 0)
+    if length > available:
+        raise ModelFileError(
+            location, f"truncated: the safetensors header is {length} bytes, the file has {available} of them"
+        )
+
+
 def _natural(value: object) -> bool:
-    """A JSON integer >= 0 (JSON's true/false are not numbers here)."""
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    """A JSON integer >= 0 (JSON's true/false are not numbers here; the parser makes exact ints)."""
+    return type(value) is int and value >= 0
 
 
-def _tensor(location: str, name: str, entry: object) -> Tensor:
-    def invalid(what: str) -> ModelFileError:
-        return ModelFileError(location, f"invalid safetensors header: tensor {name!r} {what}")
+def _children(value: object) -> Iterable[object]:
+    """The values in a parsed container (the parser makes exact dicts and lists), none in anything else."""
+    if type(value) is dict:
+        return value.values()
+    if type(value) is list:
+        return value
+    return ()
 
-    if not isinstance(entry, dict):
-        raise invalid("is not a JSON object")
+
+def _deeper_than_three(document: dict[str, Any]) -> bool:
+    """Whether a container sits inside a container inside an entry of ``document``: :data:`MAX_HEADER_DEPTH`
+    spelled out, one pass, each value looked at once (a generic walk costs seconds at 1,000,000 values)."""
+    return any(
+        type(grandchild) is dict or type(grandchild) is list
+        for entry in document.values()
+        for child in _children(entry)
+        for grandchild in _children(child)
+    )
+
+
+def _invalid(location: str, name: str, what: str) -> ModelFileError:
+    return ModelFileError(location, f"{_INVALID}: tensor {quoted(name)} {what}")
+
+
+_NO_SHAPE = "has no shape (a list of integers >= 0)"
+
+
+def _tensor(location: str, name: str, entry: object) -> tuple[int, int]:
+    """A tensor entry's parameters and data end; ModelFileError when the entry is not a valid one."""
+    if type(entry) is not dict:
+        raise _invalid(location, name, "is not a JSON object")
     dtype = entry.get("dtype")
-    if not isinstance(dtype, str) or not dtype:
-        raise invalid("has no dtype string")
+    if type(dtype) is not str or not dtype:
+        raise _invalid(location, name, "has no dtype string")
     shape = entry.get("shape")
-    if not isinstance(shape, list) or not all(_natural(size) for size in shape):
-        raise invalid("has no shape (a list of integers >= 0)")
+    if type(shape) is not list:
+        raise _invalid(location, name, _NO_SHAPE)
+    # Rank and dimension come before any arithmetic: at most 8 products of numbers <= 2**40.
+    if len(shape) > MAX_RANK:
+        raise _invalid(location, name, f"has {len(shape)} dimensions, more than {MAX_RANK}")
+    for size in shape:
+        if type(size) is not int or size < 0:
+            raise _invalid(location, name, _NO_SHAPE)
+        if size > MAX_DIMENSION:
+            raise _invalid(location, name, f"has a dimension over {MAX_DIMENSION}")
     offsets = entry.get("data_offsets")
     if (
-        not isinstance(offsets, list)
+        type(offsets) is not list
         or len(offsets) != 2
-        or not all(_natural(offset) for offset in offsets)
+        or not _natural(offsets[0])
+        or not _natural(offsets[1])
         or offsets[0] > offsets[1]
     ):
-        raise invalid("has no data_offsets [begin, end] with 0 <= begin <= end")
-    return Tensor(dtype=dtype, shape=tuple(shape), begin=offsets[0], end=offsets[1])
+        raise _invalid(location, name, "has no data_offsets [begin, end] with 0 <= begin <= end")
+    return count_parameters((shape,)), offsets[1]
 
 
-def parse_header(location: str, data: bytes) -> Header:
-    """The header in ``data`` (the JSON after the length prefix); ModelFileError naming ``location``."""
-    try:
-        document: Any = json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise ModelFileError(location, "invalid safetensors header: not UTF-8 text") from None
-    except json.JSONDecodeError as error:
-        raise ModelFileError(location, f"invalid safetensors header: not JSON ({error.msg})") from None
+def _document(location: str, data: bytes | bytearray) -> dict[str, Any]:
+    """The header's JSON object, every check of SPEC §10.1 that needs no tensor done."""
+    document = parse_json(
+        location,
+        data,
+        invalid=_INVALID,
+        max_values=MAX_HEADER_VALUES,
+        max_depth=MAX_HEADER_DEPTH,
+        syntax=lambda error: f"not JSON ({error.msg})",
+    )
     if not isinstance(document, dict):
-        raise ModelFileError(location, "invalid safetensors header: not a JSON object")
-    tensors = {
-        name: _tensor(location, name, entry) for name, entry in document.items() if name != _METADATA_KEY
-    }
-    return Header(tensors=tensors)
+        raise ModelFileError(location, f"{_INVALID}: not a JSON object")
+    if _deeper_than_three(document):
+        raise ModelFileError(location, f"{_INVALID}: nested deeper than {MAX_HEADER_DEPTH} levels")
+    metadata = document.get(_METADATA_KEY, {})
+    if not isinstance(metadata, dict) or not all(isinstance(value, str) for value in metadata.values()):
+        raise ModelFileError(location, f"{_INVALID}: {_METADATA_KEY} is not an object of strings")
+    if len(document) - (_METADATA_KEY in document) > MAX_TENSORS:
+        raise ModelFileError(location, f"{_INVALID}: more than {MAX_TENSORS} tensors")
+    return document
+
+
+def parse_header(location: str, data: bytes | bytearray) -> Header:
+    """The header in ``data`` (the JSON after the length prefix); ModelFileError naming ``location``.
+
+    The running total is compared with :data:`MAX_PARAMETERS` after each tensor.
+    """
+    document = _document(location, data)
+    tensors = parameters = data_bytes = 0
+    for name, entry in document.items():
+        if name == _METADATA_KEY:
+            continue
+        count, end = _tensor(location, name, entry)
+        tensors += 1
+        parameters += count
+        data_bytes = max(data_bytes, end)
+        if parameters > MAX_PARAMETERS:
+            raise ModelFileError(location, parameters_reason())
+    return Header(tensors=tensors, parameters=parameters, data_bytes=data_bytes)
 
 
 def check_file_size(location: str, header_bytes: int, header: Header, file_size: int) -> None:

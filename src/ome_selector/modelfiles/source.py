@@ -24,9 +24,11 @@ class Inspection:
 
 
 def inspect_model(source: str, *, endpoint: str | None = None, token: str | None = None) -> Inspection:
-    """Learn SPEC §10's metadata from ``source``; ModelFileError (naming the file) when it cannot be read.
+    """Learn SPEC §10's metadata from ``source``; ModelFileError (naming the file) when it cannot be read,
+    also for every limit of SPEC §10.1.
 
-    ``endpoint`` and ``token`` apply to ``hf://`` sources (default: ``HF_ENDPOINT``, ``HF_TOKEN``).
+    ``endpoint`` and ``token`` apply to ``hf://`` sources (default: ``HF_ENDPOINT``; ``HF_TOKEN``, else the
+    saved login; ``""`` reads anonymously).
     """
     if source.startswith("hf://"):
         # Only a Hub source pays for loading the HTTP client.
@@ -38,6 +40,6 @@ def inspect_model(source: str, *, endpoint: str | None = None, token: str | None
     root = Path(source)
     if not root.is_dir():
         raise ModelFileError(source, "not a directory" if root.exists() else "no such directory")
-    folder = LocalModelFolder(root)
+    folder = LocalModelFolder(root, source)
     metadata = learn(folder, source)
     return Inspection(metadata=metadata, bytes_read=folder.bytes_read, reads=folder.files_read)

@@ -4,17 +4,20 @@ A BaseModel or ClusterBaseModel is a candidate when its ``spec.storage.storageUr
 lacks a learnable field (:func:`~ome_selector.modelfiles.missing_fields`), it does not carry the annotation
 ``ome-selector.ome.io/skip-metadata: "true"`` and it is not being deleted. For each candidate the learner:
 
-1. reads the model's files through the Hub client in a thread (it blocks; the event loop never waits on it),
-   at most :attr:`LearningConfig.concurrency` models at a time, and keeps what it learned per storage URI,
-   so a model's files are read once per URI and operator lifetime;
+1. reads the model's files in a child process (:mod:`.modelreader`, SPEC §10.7: no parse can hold the event
+   loop), one model at a time, the token chosen by ``token_for`` passed to it; and keeps what it learned
+   per storage URI (validated fields only), so a model's files are read once per URI and operator lifetime;
 2. reads the model again and sends a merge patch of only the learned fields its spec lacks
    (:func:`~ome_selector.modelfiles.fill_patch`), field manager ``ome-selector``, guarded by the
    resourceVersion it read; after a 409 it reads and recomputes, so nothing anyone set is overwritten;
 3. records a Normal event ``ModelMetadataLearned`` naming what it set.
 
-A failure (the Hub refuses, a file is malformed, the API errs) is a Warning event ``ModelMetadataUnavailable``
-with the reason, and the model is tried again after :class:`RetrySchedule`'s delay: 30 s, 2 min, then every
-10 min. Only a writing replica learns: every read and write is behind the leader election's fence, and a new
+A failure (the Hub refuses, a file is malformed or over a limit, the child is killed or crashes, the API
+errs, anything raised) is a Warning event ``ModelMetadataUnavailable`` with the reason, escaped (SPEC
+§10.4), counted as ``result="failed"``, and the model is tried again after :class:`RetrySchedule`'s delay:
+30 s, 2 min, then every 10 min; never the work queue's fast backoff.
+
+Only a writing replica learns: every read and write is behind the leader election's fence, and a new
 leader looks at every candidate again. The size it writes reaches the controller through the watch like any
 other change (SPEC §5).
 """
@@ -22,10 +25,9 @@ other change (SPEC §5).
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+import os
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -38,12 +40,13 @@ from ome_selector.modelfiles import (
     ModelMetadata,
     describe_fill,
     fill_patch,
-    inspect_model,
     missing_fields,
 )
 from ome_selector.operator.metrics import Metrics
+from ome_selector.operator.modelreader import ChildLimits, ModelReaderProcess
 from ome_selector.operator.workqueue import WorkQueue
 from ome_selector.operator.writer import COMPONENT, ApiWriter, NotLeaderError
+from ome_selector.selection.messages import escape_controls, truncate
 
 __all__ = [
     "DEFAULT_RETRY_DELAYS",
@@ -56,6 +59,7 @@ __all__ = [
     "ModelMetadataLearner",
     "RetrySchedule",
     "candidate",
+    "environment_token",
 ]
 
 logger = logging.getLogger(__name__)
@@ -70,17 +74,25 @@ RESULTS = ("learned", "unchanged", "failed")
 #: Seconds before the next attempt after the 1st, 2nd and every later consecutive failure.
 DEFAULT_RETRY_DELAYS = (30.0, 120.0, 600.0)
 MAX_CONFLICTS = 5
+#: A storage URI in a message is cut to this many characters (SPEC §10.4).
+_URI_LIMIT = 256
+
+#: Reads one model: ``(storage URI, token or None) -> metadata``; raises for every failure.
+ModelReader = Callable[[str, str | None], Awaitable[ModelMetadata]]
 
 
 @dataclass(frozen=True)
 class LearningConfig:
-    """How the operator learns model metadata; the token is the Hub client's (``HF_TOKEN``)."""
+    """How the operator learns model metadata; the token is chosen per model by the learner's ``token_for``
+    (by default ``HF_TOKEN``)."""
 
     #: The Hub's URL; None: ``HF_ENDPOINT``, else huggingface.co.
     endpoint: str | None = None
-    #: Models read at the same time (each reads its shards' headers 8 at a time).
-    concurrency: int = 2
+    #: Attempts at the same time; reading is one child process at a time whatever this says (SPEC §10.7).
+    concurrency: int = 1
     retry_delays: tuple[float, ...] = DEFAULT_RETRY_DELAYS
+    #: What one child process may use before it is killed.
+    reader_limits: ChildLimits = field(default_factory=ChildLimits)
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -192,9 +204,14 @@ def _duration(seconds: float) -> str:
     return f"{seconds:g}s"
 
 
-def _read_hub(uri: str, endpoint: str | None) -> ModelMetadata:
-    """What the model's files at ``uri`` say (blocking: HTTP range requests through the Hub client)."""
-    return inspect_model(uri, endpoint=endpoint).metadata
+def environment_token(found: Candidate) -> str | None:
+    """The Hub token of the operator's environment (``HF_TOKEN``, from the chart's Secret), read at each
+    attempt; the default ``token_for``."""
+    return os.environ.get("HF_TOKEN") or None
+
+
+def _shown_uri(uri: str) -> str:
+    return truncate(escape_controls(uri), _URI_LIMIT)
 
 
 class _NoLongerCandidateError(Exception):
@@ -212,14 +229,26 @@ class ModelMetadataLearner:
         *,
         instance: str,
         may_write: Callable[[], bool],
-        read: Callable[[str], ModelMetadata] | None = None,
+        read: ModelReader | None = None,
+        token_for: Callable[[Candidate], str | None] = environment_token,
     ) -> None:
+        """``read`` reads one model (default: a child process per model, :mod:`.modelreader`);
+        ``token_for`` decides which Hub token, if any, a model is read with (None: anonymous)."""
         self._objects = objects
         self._metrics = metrics
         self.may_write = may_write
         # Events at most once, as the operator's own (a lost one must not undo or repeat an attempt).
         self._events = ApiWriter(objects, metrics, instance=instance, may_write=may_write)
-        self._read = read or functools.partial(_read_hub, endpoint=config.endpoint)
+        self.reader = ModelReaderProcess(config.reader_limits)
+        endpoint = config.endpoint
+
+        async def read_in_child(uri: str, token: str | None) -> ModelMetadata:
+            return await self.reader.read(uri, endpoint=endpoint, token=token)
+
+        self._read = read or read_in_child
+        self._token_for = token_for
+        #: One model is read at a time (SPEC §10.7): candidates queue here.
+        self._reading = asyncio.Lock()
         self.results = Counter(
             "ome_selector_model_metadata",
             "Attempts to learn a model's metadata from its files, by result",
@@ -234,9 +263,6 @@ class ModelMetadataLearner:
         self._learned: dict[ObjectKey, tuple[str, ModelMetadata]] = {}
         self._timers: dict[ObjectKey, asyncio.TimerHandle] = {}
         self.queue: WorkQueue[ObjectKey] = WorkQueue(self._attempt, workers=config.concurrency)
-        self._executor = ThreadPoolExecutor(
-            max_workers=config.concurrency, thread_name_prefix="model-metadata"
-        )
 
     # --- fed by the operator -----------------------------------------------------------------------------
 
@@ -298,9 +324,7 @@ class ModelMetadataLearner:
         for timer in self._timers.values():
             timer.cancel()
         self._timers.clear()
-        await self.queue.stop()
-        # A read in flight finishes in its thread (the Hub client's timeout bounds it); nothing waits for it.
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        await self.queue.stop()  # a read in flight is cancelled, and its child killed
 
     async def wait_idle(self) -> None:
         """Until no attempt is queued or running (retries waiting for their time do not count)."""
@@ -341,17 +365,27 @@ class ModelMetadataLearner:
         if self.schedule.due(key) > loop.time():
             self._request(key)
             return
+        try:
+            await self._learn(found)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # whatever goes wrong is a failure on the schedule, never a fast retry
+            await self._failed(found, f"{type(error).__name__}: {error}", event=True)
+
+    async def _learn(self, found: Candidate) -> None:
+        key = found.key
         uri = found.storage_uri
         learned = self._learned.get(key)
         if learned is not None and learned[0] == uri:
             metadata = learned[1]
         else:
             try:
-                metadata = await loop.run_in_executor(self._executor, self._read, uri)
+                async with self._reading:
+                    metadata = await self._read(uri, self._token_for(found))
             except ModelFileError as error:
                 await self._failed(found, str(error), event=True)
                 return
-            except Exception as error:  # whatever the Hub client raises, the operator carries on
+            except Exception as error:  # a reader's own failure: the operator carries on
                 await self._failed(found, f"{type(error).__name__}: {error}", event=True)
                 return
             self._learned[key] = (uri, replace(metadata, files=()))
@@ -370,17 +404,17 @@ class ModelMetadataLearner:
         self._candidates.pop(key, None)
         if not fields:
             self.results.labels("unchanged").inc()
-            logger.info("%s: its files at %s give nothing it lacks", key, uri)
+            logger.info("%s: its files at %s give nothing it lacks", key, _shown_uri(uri))
             return
         self.results.labels("learned").inc()
         learned_text = ", ".join(describe_fill(fields, metadata))
-        logger.info("%s: learned from %s: %s", key, uri, learned_text)
+        logger.info("%s: learned from %s: %s", key, _shown_uri(uri), learned_text)
         await self._events.record_event(
             stored,
             kind=key.kind,
             type_="Normal",
             reason=LEARNED,
-            message=f"Learned from {uri}: {learned_text}",
+            message=truncate(f"Learned from {_shown_uri(uri)}: {learned_text}"),
         )
 
     async def _write(
@@ -422,6 +456,7 @@ class ModelMetadataLearner:
     async def _failed(self, found: Candidate, reason: str, *, event: bool) -> None:
         key = found.key
         loop = asyncio.get_running_loop()
+        reason = escape_controls(reason)
         delay = self.schedule.failed(key, loop.time())
         self.results.labels("failed").inc()
         logger.warning(
@@ -433,7 +468,10 @@ class ModelMetadataLearner:
         )
         self._request(key)
         if event:
-            message = f"Cannot read the model's files: {reason}; next attempt in {_duration(delay)}"
+            next_attempt = f"; next attempt in {_duration(delay)}"
+            # The reason is cut so that the whole message stays within SPEC §5's 1,024 characters.
+            cut = truncate(f"Cannot read the model's files: {reason}", 1024 - len(next_attempt))
+            message = cut + next_attempt
             await self._events.record_event(
                 found.involved, kind=key.kind, type_="Warning", reason=UNAVAILABLE, message=message
             )

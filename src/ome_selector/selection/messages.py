@@ -33,6 +33,7 @@ __all__ = [
     "autoselect_disabled_reason",
     "component_mismatch_reason",
     "component_missing_reason",
+    "control_escapes",
     "escape_controls",
     "format_label",
     "format_not_supported_reason",
@@ -99,6 +100,12 @@ _CONTROL_ESCAPES = {
     code: _NAMED_ESCAPES.get(chr(code), f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
     for code in _ESCAPED
 }
+
+
+def control_escapes() -> dict[int, str]:
+    """Each escaped character's code and how a text writes it (``\\x1b``, ``\\u202e``): for renderers
+    that escape the same set their own way (SPEC §10.4)."""
+    return dict(_CONTROL_ESCAPES)
 
 
 def escape_controls(value: str) -> str:

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ome_selector.api.jsonbounds import Depth, count_values_bound, nesting_depth
 from ome_selector.api.resources import API_GROUP, API_VERSION, Kind
 
 __all__ = [
@@ -101,45 +102,6 @@ def read_review(body: bytes) -> Review:
     if nesting_depth(document, MAX_DEPTH + 1).depth > MAX_DEPTH:
         raise MalformedReviewError(f"request body nests deeper than {MAX_DEPTH} levels")
     return _envelope(document)
-
-
-def count_values_bound(body: bytes) -> int:
-    """An upper bound of the number of JSON values in ``body``, at C speed: every value but the first of
-    each array or object is preceded by a comma, and every array or object opens with a bracket."""
-    return body.count(b",") + body.count(b"[") + body.count(b"{") + 1
-
-
-@dataclass(frozen=True)
-class Depth:
-    """How deep a document nests (objects and arrays count a level each), and the containers looked at."""
-
-    depth: int
-    steps: int
-
-
-def nesting_depth(document: object, stop_at: int) -> Depth:
-    """The nesting depth of a parsed document, looking no further once a level reaches ``stop_at``.
-
-    Iterative (no recursion limit), and each container is visited once, so ``steps`` is at most the number of
-    containers in the document.
-    """
-    deepest = 0
-    steps = 0
-    stack: list[tuple[object, int]] = [(document, 1)]
-    while stack:
-        node, level = stack.pop()
-        if isinstance(node, dict):
-            children: Any = node.values()
-        elif isinstance(node, list):
-            children = node
-        else:
-            continue
-        steps += 1
-        deepest = max(deepest, level)
-        if deepest >= stop_at:
-            break
-        stack.extend((child, level + 1) for child in children if isinstance(child, dict | list))
-    return Depth(deepest, steps)
 
 
 def _envelope(document: Any) -> Review:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from harness.model_folders import (
     bert_minilm_tensors,
     write_json,
     write_safetensors,
+    write_sharded,
 )
 from ome_selector.cli.kubectl_ome import run
 
@@ -128,12 +131,12 @@ def _truncate(path: Path) -> None:
     ("damage", "file", "reason"),
     [
         (lambda m: (m / "model.safetensors").write_bytes((10**9).to_bytes(8, "little")), "model.safetensors",
-         "safetensors header length 1000000000 bytes exceeds the limit of 100000000 bytes"),
+         "safetensors header length 1000000000 bytes exceeds the limit of 10485760 bytes"),
         (lambda m: _truncate(m / "model.safetensors"), "model.safetensors",
          "truncated: the safetensors header is 11432 bytes, the file has 92 of them"),
         (lambda m: (m / "config.json").write_text('{"architectures": ["BertModel"],}'), "config.json",
          "invalid JSON: Expecting property name enclosed in double quotes at line 1"),
-        (lambda m: (m / "config.json").unlink(), "config.json",
+        (lambda m: [(m / name).unlink() for name in ("config.json", "model.safetensors")], "config.json",
          "missing (and no model_index.json): not a model folder"),
         (_shard_missing, "model-2.safetensors", "missing (a shard named in model.safetensors.index.json)"),
     ],
@@ -266,3 +269,29 @@ def test_the_installed_command_reads_the_hub(minilm: Path, tmp_path: Path) -> No
         "error: hf://acme/absent: repository not found, or private and HF_TOKEN is missing or has no access "
         "(HTTP 404)\n"
     )
+
+
+def test_ctrl_c_ends_a_hub_read_at_once_with_130(tmp_path: Path) -> None:
+    """SPEC §10.5: Ctrl-C while shards' headers trickle in (each would take minutes) ends the command with
+    status 130 and no traceback, without waiting for the requests in flight."""
+    folder = tmp_path / "sharded"
+    write_json(folder / "config.json", {"architectures": ["X"]})
+    write_sharded(folder, {f"w{index}": ("F32", [4]) for index in range(4)}, 4)
+    with hub_standin() as hub:
+        hub.repos["acme/slow"] = Repo(folder)
+        hub.trickle = 1.0  # a byte a second
+        env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "hf-home")}
+        env.pop("HF_TOKEN", None)
+        with subprocess.Popen(
+            [KUBECTL_OME, "model", "inspect", "hf://acme/slow"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        ) as command:
+            while not any(request.path.endswith(".safetensors") for request in hub.requests_snapshot()):
+                assert command.poll() is None, command.communicate()
+                time.sleep(0.05)
+            command.send_signal(signal.SIGINT)
+            out, err = command.communicate(timeout=30)  # the headers alone would take minutes
+    assert (command.returncode, out, err) == (130, "", "")

@@ -157,15 +157,16 @@ _HEADER = b'{"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}} '  # 56 byte
 @pytest.mark.parametrize(
     ("make", "message"),
     [
-        (lambda m: (m / "model.safetensors").write_bytes((100_000_001).to_bytes(8, "little")),
-         "hf://acme/bad/model.safetensors: safetensors header length 100000001 bytes exceeds the limit of "
-         "100000000 bytes"),
+        (lambda m: (m / "model.safetensors").write_bytes((10_485_761).to_bytes(8, "little")),
+         "hf://acme/bad/model.safetensors: safetensors header length 10485761 bytes exceeds the limit of "
+         "10485760 bytes"),
         (lambda m: (m / "model.safetensors").write_bytes(b"\x05\x00\x00"),
          "hf://acme/bad/model.safetensors: truncated: wanted 8 bytes at offset 0, the server sent 3"),
         (lambda m: (m / "model.safetensors").write_bytes(b""),
          "hf://acme/bad/model.safetensors: truncated: the file ends before the bytes asked for (HTTP 416)"),
         (lambda m: (m / "model.safetensors").write_bytes((64).to_bytes(8, "little") + b"{}"),
-         "hf://acme/bad/model.safetensors: truncated: wanted 64 bytes at offset 8, the server sent 2"),
+         "hf://acme/bad/model.safetensors: truncated: the safetensors header is 64 bytes, the file has 2 of "
+         "them"),
         (lambda m: (m / "model.safetensors").write_bytes((5).to_bytes(8, "little") + b"{nope"),
          "hf://acme/bad/model.safetensors: invalid safetensors header: not JSON (Expecting property name "
          "enclosed in double quotes)"),

@@ -30,7 +30,7 @@ def _parse(tensors: Tensors, metadata: dict[str, str] | None = None) -> Header:
 
 def test_minilm_header_counts_every_tensor_and_buffer() -> None:
     header = _parse(bert_minilm_tensors(), {"format": "pt"})
-    assert len(header.tensors) == 104  # __metadata__ is not a tensor
+    assert header.tensors == 104  # __metadata__ is not a tensor
     assert header.parameters == 22_713_728  # 22,713,216 weights + the 512 position_ids
     assert header.data_bytes == 22_713_216 * 4 + 512 * 8
 
@@ -54,7 +54,7 @@ def test_count_parameters(shapes: list[list[int]], expected: int) -> None:
 
 def test_scalars_are_skipped_in_headers_too() -> None:
     header = _parse({"step": ("I64", []), "w": ("F32", [3, 4])})
-    assert len(header.tensors) == 2
+    assert header.tensors == 2
     assert header.parameters == 12
 
 
@@ -68,7 +68,7 @@ def test_header_length_over_the_limit_names_the_file(length: int) -> None:
     with pytest.raises(ModelFileError) as error:
         header_length(FILE, length.to_bytes(8, "little"))
     assert str(error.value) == (
-        f"{FILE}: safetensors header length {length} bytes exceeds the limit of 100000000 bytes"
+        f"{FILE}: safetensors header length {length} bytes exceeds the limit of 10485760 bytes"
     )
 
 
@@ -122,16 +122,15 @@ def test_a_file_shorter_than_its_offsets_is_truncated() -> None:
 _names = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1, max_size=12).filter(
     lambda name: name != "__metadata__"
 )
-_shapes = st.lists(st.integers(min_value=0, max_value=70_000), max_size=4)
+_shapes = st.lists(st.integers(min_value=0, max_value=20_000), max_size=3)  # under 10**15 in all
 _dtypes = st.sampled_from(["F32", "BF16", "I64", "U8", "F8_E4M3"])
 
 
 @given(st.dictionaries(_names, st.tuples(_dtypes, _shapes), max_size=40))
 def test_count_is_the_sum_of_non_scalar_shape_products(tensors: dict[str, tuple[str, list[int]]]) -> None:
     header = _parse(tensors, {"format": "pt"})
-    assert set(header.tensors) == set(tensors)
+    assert header.tensors == len(tensors)
     assert header.parameters == sum(math.prod(shape) for _, shape in tensors.values() if shape)
-    assert all(header.tensors[name].shape == tuple(shape) for name, (_, shape) in tensors.items())
 
 
 def _outcome(data: bytes) -> str:
@@ -154,5 +153,11 @@ _json = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_siz
 @given(_json | st.dictionaries(st.sampled_from(["dtype", "shape", "data_offsets", "other"]), _json))
 def test_arbitrary_json_entries_parse_or_fail_with_a_named_error(entry: object) -> None:
     outcome = _outcome(json.dumps({"t": entry}).encode())
-    assert outcome.startswith((f"{FILE}: invalid safetensors header: tensor 't' ", "parsed ")), outcome
+    assert outcome.startswith(
+        (
+            f"{FILE}: invalid safetensors header: tensor 't' ",
+            f"{FILE}: invalid safetensors header: nested deeper than 3 levels",
+            "parsed ",
+        )
+    ), outcome
     assert "\n" not in outcome
