@@ -608,6 +608,7 @@ def test_webhook_disabled_renders_no_webhook_objects(render: Any) -> None:
 
 
 def test_service_monitor_and_prometheus_rule(render: Any) -> None:
+    """(Every alert's rule: tests/packaging/test_monitoring.py.)"""
     rendered = render(
         {"metrics": {"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True}}},
         namespace="ops",
@@ -617,11 +618,13 @@ def test_service_monitor_and_prometheus_rule(render: Any) -> None:
     selector = monitor["spec"]["selector"]["matchLabels"]
     assert selector.items() <= metrics_service["metadata"]["labels"].items()
     assert monitor["spec"]["endpoints"][0]["port"] == metrics_service["spec"]["ports"][0]["name"] == "metrics"
-    rule = rendered.one("PrometheusRule")["spec"]["groups"][0]["rules"][0]
+    rules = rendered.one("PrometheusRule")["spec"]["groups"][0]["rules"]
+    (rule,) = [rule for rule in rules if rule["alert"] == "OmeSelectorRuntimeNotReady"]
     assert rule["for"] == "10m"
-    assert 'ome_selector_inferenceservices{status="False"}' in rule["expr"]
-    assert rule["expr"].endswith("> 0")
-    assert "{{ $value }}" in rule["annotations"]["description"]
+    assert rule["expr"] == (
+        'max by (reason) (ome_selector_inferenceservices{job="ome-selector-metrics",namespace="ops",'
+        'status="False"}) > 0'
+    )
     gauges = {family.name for family in Metrics().registry.collect()}
     assert "ome_selector_inferenceservices" in gauges
     assert not render().all("ServiceMonitor")

@@ -38,6 +38,9 @@ _LOOP_LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0)
 _QUEUE_BUCKETS = (0.001, 0.01, 0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
 _API_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
+#: The ``operation`` of ``ome_selector_api_errors_total`` and (the writes among them) ``api_writes_total``.
+CALLS = ("list", "read", "patch", "patch_status", "create_event")
+WRITES = ("patch", "patch_status", "create_event")
 #: The ``operation`` of ``ome_selector_api_requests_total``: the Kubernetes verb of the call.
 API_OPERATIONS = ("get", "list", "create", "update", "patch", "delete")
 #: Its ``code``: the HTTP status of the answer when one of these, ``other`` for any other status, ``error``
@@ -113,6 +116,11 @@ class Metrics:
             ["operation"],
             registry=self.registry,
         )
+        # Every series exists from the start at 0, so a rate over it is defined before the first error.
+        for operation in CALLS:
+            self.api_errors.labels(operation)
+        for operation in WRITES:
+            self.writes.labels(operation)
         self.events_dropped = Counter(
             "ome_selector_events_dropped",
             "Events not recorded because the event queue was full (the RuntimeReady condition was written)",
