@@ -51,8 +51,8 @@ def promtool(bin_dir: Path, *args: str, cwd: Path | None = None) -> subprocess.C
 
 
 class PrometheusServer:
-    """``prometheus`` scraping ``targets`` (host:port) as job ``job`` every ``interval``, evaluating
-    ``rule_files`` as often, in ``directory`` (its config, data and log)."""
+    """``prometheus`` scraping ``targets`` (host:port; the n-th labelled ``pod="<job>-<n>"``) as job ``job``
+    every ``interval``, evaluating ``rule_files`` as often, in ``directory`` (its config, data and log)."""
 
     def __init__(
         self,
@@ -75,7 +75,16 @@ class PrometheusServer:
                 "scrape_timeout": interval,
             },
             "rule_files": [str(path) for path in rule_files],
-            "scrape_configs": [{"job_name": job, "static_configs": [{"targets": list(targets)}]}],
+            # Each target labelled with a pod name, as Kubernetes service discovery labels replicas.
+            "scrape_configs": [
+                {
+                    "job_name": job,
+                    "static_configs": [
+                        {"targets": [target], "labels": {"pod": f"{job}-{index}"}}
+                        for index, target in enumerate(targets)
+                    ],
+                }
+            ],
         }
         self.config_file = directory / "prometheus.yml"
         self.config_file.write_text(yaml.safe_dump(config))

@@ -38,6 +38,8 @@ _LOOP_LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0)
 _QUEUE_BUCKETS = (0.001, 0.01, 0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
 _API_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
+#: The ``code`` of ``ome_selector_admission_malformed_total`` (SPEC §7).
+MALFORMED_CODES = ("400", "404", "408", "413")
 #: The ``operation`` of ``ome_selector_api_errors_total`` and (the writes among them) ``api_writes_total``.
 CALLS = ("list", "read", "patch", "patch_status", "create_event")
 WRITES = ("patch", "patch_status", "create_event")
@@ -121,6 +123,8 @@ class Metrics:
             self.api_errors.labels(operation)
         for operation in WRITES:
             self.writes.labels(operation)
+        for code in MALFORMED_CODES:
+            self.admission_malformed.labels(code)
         self.events_dropped = Counter(
             "ome_selector_events_dropped",
             "Events not recorded because the event queue was full (the RuntimeReady condition was written)",
