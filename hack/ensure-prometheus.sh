@@ -46,7 +46,9 @@ trap 'rm -rf "$tmp"' EXIT
 log "downloading Debian's prometheus $version"
 # apt drops privileges to _apt for downloads; a directory only we can write makes it warn, so give it one.
 chmod 0777 "$tmp"
-(cd "$tmp" && apt-get download -qq "prometheus=$version" 2>&1 | grep -v '^W: Download is performed unsandboxed' >&2 || true)
+if ! (cd "$tmp" && apt-get download -qq "prometheus=$version" 2>"$tmp/apt.log"); then
+  cat "$tmp/apt.log" >&2
+fi
 deb=$(find "$tmp" -maxdepth 1 -name 'prometheus_*.deb' | head -n1)
 [[ -n $deb ]] || { log "apt-get download prometheus failed"; exit 1; }
 dpkg-deb -x "$deb" "$tmp/root"
