@@ -24,9 +24,10 @@ from harness.chart import REPO_ROOT
 from harness.controlplane import free_port
 from harness.kube import eventually
 
-__all__ = ["PrometheusNotFoundError", "PrometheusServer", "find_prometheus"]
+__all__ = ["DASHBOARD", "PrometheusNotFoundError", "PrometheusServer", "dashboard_queries", "find_prometheus"]
 
 ENSURE_SCRIPT = REPO_ROOT / "hack" / "ensure-prometheus.sh"
+DASHBOARD = REPO_ROOT / "charts" / "ome-selector" / "dashboards" / "ome-selector.json"
 
 
 class PrometheusNotFoundError(RuntimeError):
@@ -42,6 +43,17 @@ def find_prometheus() -> Path:
     if directory is None or not (directory / "promtool").is_file():
         raise PrometheusNotFoundError(f"hack/ensure-prometheus.sh failed: {result.stderr.strip()}")
     return directory
+
+
+def dashboard_queries() -> list[tuple[str, str]]:
+    """(panel title, expression) of every query of the dashboard, with Grafana's variables as a person who
+    picked "All" would have them (and ``$__rate_interval`` as 1m)."""
+    found = []
+    for panel in json.loads(DASHBOARD.read_text())["panels"]:
+        for target in panel.get("targets", []):
+            expr = target["expr"].replace("$__rate_interval", "1m")
+            found.append((panel["title"], expr.replace("$namespace", ".*").replace("$job", ".*")))
+    return found
 
 
 def promtool(bin_dir: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

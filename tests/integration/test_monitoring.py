@@ -9,8 +9,6 @@ rules every second, with `for: 1s` on OmeSelectorRuntimeNotReady; the test reads
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import urllib.request
 from pathlib import Path
@@ -24,25 +22,14 @@ from harness import chart, objects
 from harness.controlplane import free_port
 from harness.kube import create, delete, eventually, runtime_ready
 from harness.operator_thread import OperatorThread
-from harness.prometheus import PrometheusNotFoundError, PrometheusServer, find_prometheus
+from harness.prometheus import PrometheusServer, dashboard_queries
 from ome_selector.webhook.config import WebhookConfig
 
 LOCAL = ("127.0.0.1", 0)
 MONITORING_DOC = chart.REPO_ROOT / "docs" / "monitoring.md"
-DASHBOARD = chart.CHART_DIR / "dashboards" / "ome-selector.json"
 #: Present only with the chart's modelMetadata.enabled (the operator's --learn-model-metadata).
 CONDITIONAL = {"ome_selector_model_metadata_total"}
 ALERT = "OmeSelectorRuntimeNotReady"
-
-
-@pytest.fixture(scope="module")
-def prometheus_bin() -> Path:
-    try:
-        return find_prometheus()
-    except PrometheusNotFoundError as error:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(str(error))
 
 
 @pytest.fixture
@@ -156,16 +143,6 @@ def test_metric_names_reads_the_names_of_an_expression(expr: str, names: set[str
     assert metric_names(expr) == names
 
 
-def _dashboard_queries() -> list[tuple[str, str]]:
-    dashboard = json.loads(DASHBOARD.read_text())
-    found = []
-    for panel in dashboard["panels"]:
-        for target in panel.get("targets", []):
-            expr = target["expr"].replace("$__rate_interval", "1m")
-            found.append((panel["title"], expr.replace("$namespace", ".*").replace("$job", ".*")))
-    return found
-
-
 # --- a real Prometheus --------------------------------------------------------------------------------------
 
 
@@ -211,7 +188,7 @@ def test_real_prometheus_fires_the_alert_once_and_resolves_it_and_runs_every_das
 
         # Every dashboard query evaluates, and reads only metrics the operator exports.
         exported = _sample_names(_scrape(replicas[0][1])) | _sample_names(_scrape(replicas[1][1]))
-        for title, expr in _dashboard_queries():
+        for title, expr in dashboard_queries():
             server.query(expr)  # raises on a query Prometheus refuses
             names = metric_names(expr)
             assert names, (title, expr)

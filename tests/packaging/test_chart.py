@@ -8,7 +8,6 @@ plain install (manifests/install.yaml) is what `make manifests` renders now.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,16 +32,6 @@ STANDARD_LABELS = {
     "helm.sh/chart",
 }
 CERT_DIR = "/var/run/ome-selector/webhook-certs"
-
-
-@pytest.fixture(scope="module")
-def helm() -> Path:
-    try:
-        return chart.find_helm()
-    except chart.HelmNotFoundError as error:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(str(error))
 
 
 class Rendered:

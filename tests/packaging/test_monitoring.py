@@ -10,7 +10,6 @@ they name are the ones a running operator exports.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -21,11 +20,10 @@ import pytest
 import yaml
 
 from harness import chart
-from harness.prometheus import PrometheusNotFoundError, find_prometheus, promtool
+from harness.prometheus import DASHBOARD, dashboard_queries, promtool
 
 DATA = chart.REPO_ROOT / "tests" / "data" / "monitoring"
 RUNBOOKS = chart.REPO_ROOT / "docs" / "runbooks.md"
-DASHBOARD = chart.CHART_DIR / "dashboards" / "ome-selector.json"
 RUNBOOK_BASE = "https://github.com/ome-selector/ome-selector/blob/main/docs/runbooks.md"
 #: The values the unit tests' rules are rendered with: every alert present, series of job "ome-selector".
 TESTED = {
@@ -51,26 +49,6 @@ ALL_ALERTS = {
     "OmeSelectorWebhookCertificateExpiring",
     "OmeSelectorModelMetadataFailing",
 }
-
-
-@pytest.fixture(scope="module")
-def helm() -> Path:
-    try:
-        return chart.find_helm()
-    except chart.HelmNotFoundError as error:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(str(error))
-
-
-@pytest.fixture(scope="module")
-def prometheus_bin() -> Path:
-    try:
-        return find_prometheus()
-    except PrometheusNotFoundError as error:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(str(error))
 
 
 def _render(helm: Path, values: dict[str, Any]) -> list[dict[str, Any]]:
@@ -310,18 +288,6 @@ def test_service_monitor_and_pod_monitor_are_mutually_exclusive(helm: Path) -> N
 
 
 # --- dashboard ---------------------------------------------------------------------------------------------
-
-
-def dashboard_queries() -> list[tuple[str, str]]:
-    """(panel title, expression) of every query of the dashboard, with Grafana's variables as a person who
-    picked "All" would have them (and ``$__rate_interval`` as 1m)."""
-    dashboard = json.loads(DASHBOARD.read_text())
-    found = []
-    for panel in dashboard["panels"]:
-        for target in panel.get("targets", []):
-            expr = target["expr"].replace("$__rate_interval", "1m")
-            found.append((panel["title"], expr.replace("$namespace", ".*").replace("$job", ".*")))
-    return found
 
 
 def test_dashboard_config_map_is_the_json_behind_a_toggle(helm: Path) -> None:
