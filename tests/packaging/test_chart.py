@@ -129,6 +129,9 @@ def test_helm_lint_strict_is_clean(helm: Path, sets: list[str]) -> None:
         ({"modelMetadata": {"endpoint": "huggingface.co"}}, "/modelMetadata/endpoint"),
         ({"modelMetadata": {"tokenSecret": {"name": "Not_A_Secret"}}}, "/modelMetadata/tokenSecret/name"),
         ({"modelMetadata": {"token": "hf_x"}}, "token"),
+        ({"logLevel": "verbose"}, "/logLevel"),
+        ({"metrics": {"prometheusRule": {"alerts": {"OmeSelectorDown": {"severity": "page"}}}}}, "severity"),
+        ({"metrics": {"prometheusRule": {"alerts": {"OmeSelectorDwn": {}}}}}, "OmeSelectorDwn"),
     ],
 )
 def test_values_schema_rejects_bad_values(helm: Path, values: dict[str, Any], complaint: str) -> None:
@@ -326,6 +329,8 @@ def test_values_become_arguments(render: Any) -> None:
     assert webhook is not None
     assert webhook.strict_sizes is True
     assert _parse(render({"webhook": {"enabled": False}}).args).webhook_bind_address is None
+    assert _parse(render().args).log_level == "info"
+    assert _parse(render({"logLevel": "warning"}).args).log_level == "warning"
 
 
 def _env(rendered: Rendered) -> dict[str, Any]:
