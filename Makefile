@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 CLUSTER_DIR := .cluster
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help venv lint typecheck unit packaging integration test demo bench binaries cluster-up cluster-down clean
+.PHONY: help venv lint typecheck unit packaging integration prometheus test demo bench binaries cluster-up cluster-down clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -33,19 +33,28 @@ binaries: ## build or reuse kube-apiserver, etcd, kubectl and helm (prints their
 unit: venv ## unit tests only
 	$(PY) -m pytest tests/unit
 
-packaging: venv ## the chart, the wheel, the image payload, the CRDs and the krew manifest
-	@bindir=$$(hack/ensure-binaries.sh) && OME_SELECTOR_BIN_DIR="$$bindir" $(PY) -m pytest tests/packaging
+packaging: venv ## the chart (its alerts with promtool), the wheel, the image payload, the CRDs and the krew manifest
+	@bindir=$$(hack/ensure-binaries.sh) && promdir=$$(hack/ensure-prometheus.sh) && \
+	  OME_SELECTOR_BIN_DIR="$$bindir" PROMETHEUS_BIN_DIR="$$promdir" $(PY) -m pytest tests/packaging
 
-integration: venv ## integration tests only (against the local control plane)
-	@bindir=$$(hack/ensure-binaries.sh) && OME_SELECTOR_BIN_DIR="$$bindir" $(PY) -m pytest tests/integration
+integration: venv ## integration tests only (against the local control plane; a real Prometheus for the alerts)
+	@bindir=$$(hack/ensure-binaries.sh) && promdir=$$(hack/ensure-prometheus.sh) && \
+	  OME_SELECTOR_BIN_DIR="$$bindir" PROMETHEUS_BIN_DIR="$$promdir" $(PY) -m pytest tests/integration
 
-# Integration tests need the control-plane binaries. Under CI a failure to provide them fails the run;
-# elsewhere the tests skip with one loud line (see tests/conftest.py).
+prometheus: ## provide prometheus and promtool from Debian's package (prints their directory)
+	@hack/ensure-prometheus.sh
+
+# Integration tests need the control-plane binaries, the alert tests Prometheus (Debian's package,
+# hack/ensure-prometheus.sh). Under CI a failure to provide them fails the run; elsewhere the tests skip with one
+# loud line (see tests/conftest.py).
 test: lint typecheck ## lint, types, unit, packaging and integration tests
 	@bindir=$$(hack/ensure-binaries.sh) || { \
 	  if [ -n "$$CI" ]; then echo "make test: the control-plane binaries could not be provided (see above); CI needs them" >&2; exit 1; fi; \
 	  bindir=""; }; \
-	OME_SELECTOR_BIN_DIR="$$bindir" $(PY) -m pytest tests/unit tests/packaging tests/integration
+	promdir=$$(hack/ensure-prometheus.sh) || { \
+	  if [ -n "$$CI" ]; then echo "make test: Prometheus could not be provided (see above); CI needs it" >&2; exit 1; fi; \
+	  promdir=""; }; \
+	OME_SELECTOR_BIN_DIR="$$bindir" PROMETHEUS_BIN_DIR="$$promdir" $(PY) -m pytest tests/unit tests/packaging tests/integration
 
 demo: venv ## start a local control plane, apply the samples and show what a user sees
 	@bindir=$$(hack/ensure-binaries.sh) && OME_SELECTOR_BIN_DIR="$$bindir" $(PY) -m harness.demo

@@ -50,6 +50,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
+def prometheus_bin() -> Path:
+    """prometheus and promtool's directory (hack/ensure-prometheus.sh); skipped without, except under CI."""
+    from harness.prometheus import PrometheusNotFoundError, find_prometheus
+
+    try:
+        return find_prometheus()
+    except PrometheusNotFoundError as error:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(str(error))
+
+
+@pytest.fixture(scope="session")
 def control_plane() -> Iterator[ControlPlane]:
     with running_control_plane() as plane:
         yield plane

@@ -8,7 +8,6 @@ plain install (manifests/install.yaml) is what `make manifests` renders now.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,16 +32,6 @@ STANDARD_LABELS = {
     "helm.sh/chart",
 }
 CERT_DIR = "/var/run/ome-selector/webhook-certs"
-
-
-@pytest.fixture(scope="module")
-def helm() -> Path:
-    try:
-        return chart.find_helm()
-    except chart.HelmNotFoundError as error:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(str(error))
 
 
 class Rendered:
@@ -143,6 +132,9 @@ def test_helm_lint_strict_is_clean(helm: Path, sets: list[str]) -> None:
         ({"modelMetadata": {"token": "hf_x"}}, "token"),
         ({"modelMetadata": {"redirectHosts": ["https://x"]}}, "/modelMetadata/redirectHosts/0"),
         ({"modelMetadata": {"allowInsecureEndpoint": "yes"}}, "/modelMetadata/allowInsecureEndpoint"),
+        ({"logLevel": "verbose"}, "/logLevel"),
+        ({"metrics": {"prometheusRule": {"alerts": {"OmeSelectorDown": {"severity": "page"}}}}}, "severity"),
+        ({"metrics": {"prometheusRule": {"alerts": {"OmeSelectorDwn": {}}}}}, "OmeSelectorDwn"),
     ],
 )
 def test_values_schema_rejects_bad_values(helm: Path, values: dict[str, Any], complaint: str) -> None:
@@ -340,6 +332,8 @@ def test_values_become_arguments(render: Any) -> None:
     assert webhook is not None
     assert webhook.strict_sizes is True
     assert _parse(render({"webhook": {"enabled": False}}).args).webhook_bind_address is None
+    assert _parse(render().args).log_level == "info"
+    assert _parse(render({"logLevel": "warning"}).args).log_level == "warning"
 
 
 def _env(rendered: Rendered) -> dict[str, Any]:
@@ -629,6 +623,7 @@ def test_webhook_disabled_renders_no_webhook_objects(render: Any) -> None:
 
 
 def test_service_monitor_and_prometheus_rule(render: Any) -> None:
+    """(Every alert's rule: tests/packaging/test_monitoring.py.)"""
     rendered = render(
         {"metrics": {"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True}}},
         namespace="ops",
@@ -638,11 +633,13 @@ def test_service_monitor_and_prometheus_rule(render: Any) -> None:
     selector = monitor["spec"]["selector"]["matchLabels"]
     assert selector.items() <= metrics_service["metadata"]["labels"].items()
     assert monitor["spec"]["endpoints"][0]["port"] == metrics_service["spec"]["ports"][0]["name"] == "metrics"
-    rule = rendered.one("PrometheusRule")["spec"]["groups"][0]["rules"][0]
+    rules = rendered.one("PrometheusRule")["spec"]["groups"][0]["rules"]
+    (rule,) = [rule for rule in rules if rule["alert"] == "OmeSelectorRuntimeNotReady"]
     assert rule["for"] == "10m"
-    assert 'ome_selector_inferenceservices{status="False"}' in rule["expr"]
-    assert rule["expr"].endswith("> 0")
-    assert "{{ $value }}" in rule["annotations"]["description"]
+    assert rule["expr"] == (
+        'max by (reason) (ome_selector_inferenceservices{job="ome-selector-metrics",namespace="ops",'
+        'status="False"}) > 0'
+    )
     gauges = {family.name for family in Metrics().registry.collect()}
     assert "ome_selector_inferenceservices" in gauges
     assert not render().all("ServiceMonitor")

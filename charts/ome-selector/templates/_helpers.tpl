@@ -77,3 +77,18 @@ app.kubernetes.io/part-of: ome-selector
 {{- end -}}
 {{- toYaml $selector -}}
 {{- end -}}
+
+{{/* PromQL label matchers selecting this release's series: metrics.prometheusRule.selector, else the job a
+ServiceMonitor (the Service's name) or PodMonitor (<namespace>/<name>) gives them, else namespace and pod. */}}
+{{- define "ome-selector.metricsSelector" -}}
+{{- $m := .Values.metrics -}}
+{{- if $m.prometheusRule.selector -}}
+{{- $m.prometheusRule.selector -}}
+{{- else if $m.serviceMonitor.enabled -}}
+job="{{ include "ome-selector.metricsServiceName" . }}",namespace="{{ .Release.Namespace }}"
+{{- else if $m.podMonitor.enabled -}}
+job="{{ $m.podMonitor.namespace | default .Release.Namespace }}/{{ include "ome-selector.fullname" . }}",namespace="{{ .Release.Namespace }}"
+{{- else -}}
+namespace="{{ .Release.Namespace }}",pod=~"{{ include "ome-selector.fullname" . }}-.+"
+{{- end -}}
+{{- end }}

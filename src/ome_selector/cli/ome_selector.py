@@ -73,7 +73,13 @@ def _parser() -> argparse.ArgumentParser:
         help="HOST:PORT for /healthz and /metrics (default :8080)",
     )
     run.add_argument("--log-format", choices=["json", "plain"], default="json")
-    run.add_argument("-v", "--verbose", action="store_true")
+    run.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        default="info",
+        help="the least severe lines logged (default info); debug also shows Kopf's own per-object lines",
+    )
+    run.add_argument("-v", "--verbose", action="store_true", help="the same as --log-level debug")
     add_webhook_arguments(run)  # --webhook-* and --strict-sizes (ome_selector.webhook.cli)
     _add_leader_election_arguments(run)
     run.add_argument(
@@ -128,6 +134,10 @@ def _parser() -> argparse.ArgumentParser:
         "--pid", type=_pid, default=1, help="the operator's process (default 1: the container's first)"
     )
     return parser
+
+
+#: ``--log-level`` (chart ``logLevel``).
+LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
 def _pid(text: str) -> int:
@@ -277,12 +287,16 @@ def _run(args: argparse.Namespace) -> int:
         print(f"ome-selector: error: leader election: {error}", file=sys.stderr)
         return 2
 
+    level = "debug" if args.verbose else args.log_level
     kopf.configure(
-        verbose=args.verbose,
+        verbose=level == "debug",
         log_format=kopf.LogFormat.JSON if args.log_format == "json" else kopf.LogFormat.PLAIN,
+        # Kopf's own reference to an object under `k8s`: `object` is the name in our lines (log_fields).
+        log_refkey="k8s",
     )
+    logging.getLogger().setLevel(level.upper())
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
-    if not args.verbose:
+    if level != "debug":
         # Kopf logs "Handler ... succeeded" for every watch event of every object: noise at this scale.
         logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     config = OperatorConfig(

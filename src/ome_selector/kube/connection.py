@@ -7,10 +7,13 @@ service-account token. Tokens never reach the logs.
 from __future__ import annotations
 
 import os
+import time
 import urllib.parse
 import urllib.request
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import kopf
 import yaml
@@ -20,6 +23,7 @@ from kubernetes_asyncio.config import ConfigException
 __all__ = [
     "KUBECONFIG_ERRORS",
     "ClusterAccess",
+    "RequestObserver",
     "UnknownContextError",
     "environment_proxy",
     "kopf_connection",
@@ -39,10 +43,16 @@ KUBECONFIG_ERRORS: tuple[type[Exception], ...] = (
 )
 
 
+#: Told of every request an ``api_client()`` makes: method, URL path, HTTP status (None: no answer), seconds.
+RequestObserver = Callable[[str, str, int | None, float], None]
+
+
 @dataclass(frozen=True)
 class ClusterAccess:
     kubeconfig: Path | None = None
     context: str | None = None
+    #: Told of each request of every client made here (the operator's API metrics, SPEC §8).
+    observer: RequestObserver | None = field(default=None, compare=False)
 
     async def configuration(self) -> client.Configuration:
         configuration = client.Configuration()
@@ -66,7 +76,30 @@ class ClusterAccess:
         # client sends its own Authorization header, and aiohttp refuses both at once). A unit test fails
         # if aiohttp renames the attribute.
         api.rest_client.pool_manager._trust_env = False
+        if self.observer is not None:
+            _observe_requests(api.rest_client, self.observer)
         return api
+
+
+def _observe_requests(rest_client: Any, observer: RequestObserver) -> None:
+    """Wrap one client's ``request`` (every generated call and ``call_api`` go through it) so that
+    ``observer`` hears of each request once it is answered, or failed without an answer."""
+    request = rest_client.request
+
+    async def observed(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        status: int | None = None
+        try:
+            response = await request(method, url, *args, **kwargs)
+            status = response.status
+            return response
+        except client.ApiException as error:
+            status = error.status or None  # 0: the client refused to send it
+            raise
+        finally:
+            observer(method, urllib.parse.urlsplit(url).path, status, time.perf_counter() - started)
+
+    rest_client.request = observed
 
 
 def environment_proxy(server: str) -> str | None:

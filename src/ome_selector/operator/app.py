@@ -91,8 +91,10 @@ class Operator:
 
     def __init__(self, config: OperatorConfig) -> None:
         self.config = config
-        self.access = ClusterAccess(config.kubeconfig, config.context)
         self.metrics = Metrics()
+        self.access = ClusterAccess(
+            config.kubeconfig, config.context, observer=self.metrics.observe_api_request
+        )
         self.registry = kopf.OperatorRegistry()
         self.controller: Controller | None = None
         self.learner: ModelMetadataLearner | None = None
@@ -129,6 +131,8 @@ class Operator:
                 latency=self.metrics.admission_seconds,
                 malformed=self.metrics.admission_malformed,
                 namespaces=config.namespaces,
+                in_flight=self.metrics.webhook_in_flight,
+                on_certificate=self.metrics.set_certificate_expiry,
             )
 
     def _register(self) -> None:
@@ -229,6 +233,7 @@ class Operator:
         # The catalog is long-lived: keep the collector from re-scanning it on every full collection.
         gc.freeze()
         self.controller = controller
+        self.metrics.catalog_keys = lambda: (key.kind for key in controller.catalog.keys(None))
         controller.start()
         controller.mark_ready()
         if self.learner is not None:

@@ -24,6 +24,7 @@ from typing import Any
 
 from ome_selector.api.bounds import oversized
 from ome_selector.api.loading import LoadError, key_of, load_resource
+from ome_selector.api.logfields import log_fields
 from ome_selector.api.resources import (
     API_GROUP_VERSION,
     INHERIT_FROM_ANNOTATION,
@@ -132,6 +133,8 @@ class Controller:
             self._evaluate_key,
             workers=workers,
             on_depth=metrics.queue_depth.set,
+            on_retry=lambda _key, _error: metrics.retries.inc(),
+            on_wait=metrics.queue_seconds.observe,
         )
         # Events are created beside the status writes, not behind them (at most once, bounded).
         self.events = EventPipeline(self._record_event, on_drop=metrics.events_dropped.inc, workers=workers)
@@ -270,7 +273,7 @@ class Controller:
                     logger.debug("verdict for %s, not written: %s %s", key, outcome.reason, outcome.message)
                     return
                 try:
-                    await self._write(key, outcome)
+                    await self._write(key, outcome, started=started)
                     return
                 except NotLeaderError:
                     return  # the Lease was lost between the decision and the write
@@ -283,7 +286,7 @@ class Controller:
         finally:
             self.metrics.evaluation_seconds.observe(time.perf_counter() - started)
 
-    async def _write(self, key: ObjectKey, outcome: Outcome) -> None:
+    async def _write(self, key: ObjectKey, outcome: Outcome, *, started: float) -> None:
         assert self._writer is not None
         assert key.namespace is not None
         stored = self._stored.get(key)
@@ -300,7 +303,16 @@ class Controller:
             key.namespace, key.name, resource_version=stored.resource_version, conditions=conditions
         )
         self.observe(body)
-        logger.info("%s: RuntimeReady=%s %s: %s", key, outcome.status, outcome.reason, outcome.message)
+        logger.info(
+            "%s: RuntimeReady=%s %s: %s",
+            key,
+            outcome.status,
+            outcome.reason,
+            outcome.message,
+            extra=log_fields(
+                key, reason=outcome.reason, status=outcome.status, duration=time.perf_counter() - started
+            ),
+        )
         if outcome.event is not None and not counts_only:
             event = outcome.event
             self.events.submit(

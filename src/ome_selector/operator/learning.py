@@ -33,6 +33,7 @@ from typing import Any
 
 from prometheus_client import Counter
 
+from ome_selector.api.logfields import log_fields
 from ome_selector.api.resources import Kind, ObjectKey
 from ome_selector.kube.objects import ApiError, ConflictError, GoneError, Objects
 from ome_selector.modelfiles import (
@@ -465,6 +466,7 @@ class ModelMetadataLearner:
             self.schedule.failures(key),
             reason,
             _duration(delay),
+            extra=log_fields(key, reason=UNAVAILABLE),
         )
         self._request(key)
         if event:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
@@ -39,9 +40,11 @@ class WorkQueue(Generic[K]):
     backoff: Backoff = field(default_factory=Backoff)
     on_depth: Callable[[int], None] | None = None
     on_retry: Callable[[K, BaseException], None] | None = None
+    #: Called with the seconds a key waited, from being added until a worker took it.
+    on_wait: Callable[[float], None] | None = None
 
     _queue: asyncio.Queue[K] = field(default_factory=asyncio.Queue, init=False)
-    _waiting: set[K] = field(default_factory=set, init=False)
+    _waiting: dict[K, float] = field(default_factory=dict, init=False)  # key → when it was added
     _active: set[K] = field(default_factory=set, init=False)
     _dirty_while_active: set[K] = field(default_factory=set, init=False)
     _failures: dict[K, int] = field(default_factory=dict, init=False)
@@ -66,7 +69,7 @@ class WorkQueue(Generic[K]):
             return
         if key in self._waiting:
             return
-        self._waiting.add(key)
+        self._waiting[key] = time.monotonic()
         self._idle.clear()
         self._queue.put_nowait(key)
         self._report_depth()
@@ -101,7 +104,9 @@ class WorkQueue(Generic[K]):
     async def _worker(self) -> None:
         while True:
             key = await self._queue.get()
-            self._waiting.discard(key)
+            added = self._waiting.pop(key)
+            if self.on_wait is not None:
+                self.on_wait(time.monotonic() - added)
             self._active.add(key)
             self._report_depth()
             try:

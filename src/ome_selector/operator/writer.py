@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ome_selector.api.logfields import log_fields
 from ome_selector.api.resources import Kind
 from ome_selector.kube.objects import ApiError, GoneError, Objects
 from ome_selector.operator.metrics import Metrics
@@ -112,6 +113,9 @@ class ApiWriter:
                 metadata.get("namespace"),
                 metadata.get("name"),
                 error.reason,
+                extra=log_fields(
+                    kind=kind, namespace=metadata.get("namespace"), name=metadata.get("name"), reason=reason
+                ),
             )
             return
         self._metrics.writes.labels("create_event").inc()

@@ -28,6 +28,7 @@ import kopf
 
 from ome_selector.api.bounds import oversized
 from ome_selector.api.loading import LoadError, key_of, load_resource
+from ome_selector.api.logfields import log_fields
 from ome_selector.api.resources import (
     API_GROUP,
     API_VERSION,
@@ -569,6 +570,7 @@ class AdmissionHandlers:
             metadata.get("name"),
             " (dry run)" if dryrun else "",
             decision.message,
+            extra=log_fields(kind=kind, namespace=metadata.get("namespace"), name=metadata.get("name")),
         )
         raise kopf.AdmissionError(decision.message, code=DENIED_CODE)
 

@@ -22,14 +22,14 @@ import dataclasses
 import logging
 import tempfile
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import kopf
 from aiohttp import web
 from kubernetes_asyncio.client.exceptions import ApiException
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 from ome_selector.kube.connection import ClusterAccess, kubeconfig_context
 from ome_selector.kube.objects import Objects
@@ -44,7 +44,7 @@ from ome_selector.webhook.registration import (
     default_instance,
 )
 from ome_selector.webhook.review import MalformedReviewError, Review, for_kopf
-from ome_selector.webhook.tls import TlsFiles, generate_serving_files, load_cert_dir
+from ome_selector.webhook.tls import TlsFiles, certificate_expiry, generate_serving_files, load_cert_dir
 
 __all__ = ["WebhookServer"]
 
@@ -66,15 +66,20 @@ class WebhookServer:
         latency: Histogram,
         malformed: Counter,
         namespaces: Sequence[str] | None,
+        in_flight: Gauge | None = None,
+        on_certificate: Callable[[float], None] | None = None,
     ) -> None:
         """``latency`` is labelled ``kind`` and ``allowed``, ``malformed`` ``code``; ``namespaces`` are those
-        watched (None: all)."""
+        watched (None: all). ``in_flight`` counts the reviews being answered; ``on_certificate`` hears when
+        the serving certificate expires (seconds since the epoch) each time the listener (re)loads it."""
         self.config = config
         self._handlers = handlers
         self._access = access
         self._latency = latency
         self._malformed = malformed
         self._namespaces = namespaces
+        self._in_flight = in_flight
+        self._on_certificate = on_certificate
         #: Set while the webhook configuration points at the listening server (tests wait for it).
         self.registered = asyncio.Event()
         #: The ValidatingWebhookConfiguration in use (``<prefix>-local-<instance>`` locally, the chart's in
@@ -103,6 +108,14 @@ class WebhookServer:
         latency = self._latency
 
         async def answer(
+            review: Review, webhook: str, headers: dict[str, str], sslpeer: Any
+        ) -> dict[str, Any]:
+            if self._in_flight is None:
+                return await timed(review, webhook, headers, sslpeer)
+            with self._in_flight.track_inprogress():
+                return await timed(review, webhook, headers, sslpeer)
+
+        async def timed(
             review: Review, webhook: str, headers: dict[str, str], sslpeer: Any
         ) -> dict[str, Any]:
             started = time.perf_counter()
@@ -157,6 +170,8 @@ class WebhookServer:
             keeper: asyncio.Task[None] | None = None
             try:
                 async for client_config in endpoint.listen(self._answering(fn), self._count_malformed):
+                    if self._on_certificate is not None:
+                        self._on_certificate(certificate_expiry(files.cert_file))
                     if isinstance(registration, CaBundleRegistration):
                         self._client_config = client_config
                         await _apply_logged(registration, client_config)

@@ -32,6 +32,7 @@ __all__ = [
     "CertificateAuthority",
     "KeyPair",
     "TlsFiles",
+    "certificate_expiry",
     "generate_serving_files",
     "load_cert_dir",
     "private_key_pem",
@@ -165,6 +166,11 @@ def load_cert_dir(directory: Path) -> TlsFiles:
     if missing:
         raise FileNotFoundError(f"webhook certificate directory {directory} has no {' or '.join(missing)}")
     return TlsFiles(cert_file, key_file, ca_file if ca_file.is_file() else None)
+
+
+def certificate_expiry(cert_file: Path) -> float:
+    """When the (first) certificate in ``cert_file`` expires, in seconds since the epoch."""
+    return x509.load_pem_x509_certificate(cert_file.read_bytes()).not_valid_after_utc.timestamp()
 
 
 def serving_hosts(*hosts: str | None) -> tuple[list[str], list[str]]:

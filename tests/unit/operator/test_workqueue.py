@@ -116,3 +116,33 @@ def test_depth_is_reported() -> None:
         assert depths[-1] == 0
 
     run(scenario())
+
+
+def test_each_key_taken_reports_how_long_it_waited_and_each_failure_a_retry() -> None:
+    async def scenario() -> None:
+        waits: list[float] = []
+        retries: list[str] = []
+        failed: set[str] = set()
+
+        async def process(key: str) -> None:
+            if key == "b" and key not in failed:
+                failed.add(key)
+                raise RuntimeError("once")
+
+        queue: WorkQueue[str] = WorkQueue(
+            process,
+            workers=1,
+            backoff=Backoff(base_s=0.01),
+            on_wait=waits.append,
+            on_retry=lambda key, _error: retries.append(key),
+        )
+        for key in ("a", "b", "a"):
+            queue.add(key)
+        queue.start()
+        await queue.wait_idle()
+        await queue.stop()
+        assert len(waits) == 3  # a, b, and b once more after its failure
+        assert all(wait >= 0 for wait in waits)
+        assert retries == ["b"]
+
+    run(scenario())
