@@ -74,10 +74,19 @@ def parse_hub_uri(uri: str) -> HubModelRef:
     return HubModelRef(repo_id=match["repo"], revision=match["revision"])
 
 
-def _status_reason(response: httpx2.Response) -> str:
+#: Why a read without the token failed, whatever the status (401, 403 or 404) or the Hub's error code: a
+#: private, gated or missing repository read this way must not be told apart.
+ANONYMOUS_UNREADABLE = "not found or not public (read without the Hub token)"
+_HIDDEN_WITHOUT_TOKEN = frozenset({401, 403, 404})
+_HIDDEN_CODES = frozenset({"RepoNotFound", "GatedRepo", "RevisionNotFound", "EntryNotFound"})
+
+
+def _status_reason(response: httpx2.Response, *, anonymous: bool = False) -> str:
     """What an error answer means, in one line (the Hub says which error in ``X-Error-Code``)."""
     status = response.status_code
     code = response.headers.get("X-Error-Code")
+    if anonymous and (status in _HIDDEN_WITHOUT_TOKEN or code in _HIDDEN_CODES):
+        return ANONYMOUS_UNREADABLE
     if code == "GatedRepo":
         return "gated repository: HF_TOKEN must be a token of an account that accepted its terms"
     if code == "RepoNotFound" or status == 401:
@@ -102,20 +111,22 @@ class HubModelRepo:
         uri: str,
         *,
         endpoint: str | None = None,
-        token: str | None = None,
+        token: str | bool | None = None,
         timeout: float = constants.HF_HUB_DOWNLOAD_TIMEOUT,
     ) -> None:
         """Look up ``uri``'s files and commit; ModelFileError when the repository or revision cannot be read.
 
         ``endpoint`` defaults to ``HF_ENDPOINT`` (read now, not at import), else the Hub's; ``token`` to the
-        Hub client's own choice (``HF_TOKEN``, else the saved login).
+        Hub client's own choice (``HF_TOKEN``, else the saved login); ``False`` reads without any token,
+        and then a repository that cannot be read is :data:`ANONYMOUS_UNREADABLE` whatever the answer.
         """
         ref = parse_hub_uri(uri)
         self.uri = uri
         self.repo_id = ref.repo_id
         self.endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
         self.timeout = timeout
-        token = token or get_token()
+        self._anonymous = token is False
+        token = None if token is False else (token or get_token())
         self._headers = {"User-Agent": f"ome-selector/{__version__}"}
         if token:
             self._headers["Authorization"] = f"Bearer {token}"
@@ -199,7 +210,7 @@ class HubModelRepo:
             headers.update({"Range": f"bytes={start}-{start + length - 1}", "Accept-Encoding": "identity"})
         with self._stream(location, url, headers) as response:
             if response.status_code >= 400:
-                raise ModelFileError(location, _status_reason(response))
+                raise ModelFileError(location, _status_reason(response, anonymous=self._anonymous))
             skip, size = 0, None
             if length is None:
                 wanted = MAX_JSON_BYTES + 1

@@ -23,10 +23,11 @@ class Inspection:
     reads: int
 
 
-def inspect_model(source: str, *, endpoint: str | None = None, token: str | None = None) -> Inspection:
+def inspect_model(source: str, *, endpoint: str | None = None, token: str | bool | None = None) -> Inspection:
     """Learn SPEC §10's metadata from ``source``; ModelFileError (naming the file) when it cannot be read.
 
-    ``endpoint`` and ``token`` apply to ``hf://`` sources (default: ``HF_ENDPOINT``, ``HF_TOKEN``).
+    ``endpoint`` and ``token`` apply to ``hf://`` sources (default: ``HF_ENDPOINT``, ``HF_TOKEN``; ``False``:
+    no token).
     """
     if source.startswith("hf://"):
         # Only a Hub source pays for loading the HTTP client.

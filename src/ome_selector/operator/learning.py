@@ -56,6 +56,7 @@ __all__ = [
     "ModelMetadataLearner",
     "RetrySchedule",
     "candidate",
+    "may_use_token",
 ]
 
 logger = logging.getLogger(__name__)
@@ -80,6 +81,8 @@ class LearningConfig:
     endpoint: str | None = None
     #: Models read at the same time (each reads its shards' headers 8 at a time).
     concurrency: int = 2
+    #: Namespaces whose BaseModels are read with the token (:func:`may_use_token`).
+    token_namespaces: frozenset[str] = frozenset()
     retry_delays: tuple[float, ...] = DEFAULT_RETRY_DELAYS
 
     def __post_init__(self) -> None:
@@ -192,9 +195,18 @@ def _duration(seconds: float) -> str:
     return f"{seconds:g}s"
 
 
-def _read_hub(uri: str, endpoint: str | None) -> ModelMetadata:
-    """What the model's files at ``uri`` say (blocking: HTTP range requests through the Hub client)."""
-    return inspect_model(uri, endpoint=endpoint).metadata
+def may_use_token(key: ObjectKey, token_namespaces: Collection[str]) -> bool:
+    """Whether a model's files are read with the operator's one Hub token: a ClusterBaseModel (only cluster
+    admins create one) always, a BaseModel only in ``token_namespaces``. Any other BaseModel is read
+    anonymously, so no tenant learns what the token can see, nor (the errors being the same) whether a
+    private repository exists."""
+    return key.namespace is None or key.namespace in token_namespaces
+
+
+def _read_hub(uri: str, with_token: bool, *, endpoint: str | None) -> ModelMetadata:
+    """What the model's files at ``uri`` say (blocking: HTTP range requests through the Hub client), read
+    with the Hub token (``HF_TOKEN``) or without any."""
+    return inspect_model(uri, endpoint=endpoint, token=None if with_token else False).metadata
 
 
 class _NoLongerCandidateError(Exception):
@@ -212,7 +224,7 @@ class ModelMetadataLearner:
         *,
         instance: str,
         may_write: Callable[[], bool],
-        read: Callable[[str], ModelMetadata] | None = None,
+        read: Callable[[str, bool], ModelMetadata] | None = None,
     ) -> None:
         self._objects = objects
         self._metrics = metrics
@@ -220,6 +232,7 @@ class ModelMetadataLearner:
         # Events at most once, as the operator's own (a lost one must not undo or repeat an attempt).
         self._events = ApiWriter(objects, metrics, instance=instance, may_write=may_write)
         self._read = read or functools.partial(_read_hub, endpoint=config.endpoint)
+        self._token_namespaces = config.token_namespaces
         self.results = Counter(
             "ome_selector_model_metadata",
             "Attempts to learn a model's metadata from its files, by result",
@@ -347,7 +360,8 @@ class ModelMetadataLearner:
             metadata = learned[1]
         else:
             try:
-                metadata = await loop.run_in_executor(self._executor, self._read, uri)
+                with_token = may_use_token(key, self._token_namespaces)
+                metadata = await loop.run_in_executor(self._executor, self._read, uri, with_token)
             except ModelFileError as error:
                 await self._failed(found, str(error), event=True)
                 return
