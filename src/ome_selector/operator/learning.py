@@ -5,6 +5,8 @@ lacks a learnable field (:func:`~ome_selector.modelfiles.missing_fields`), it do
 ``ome-selector.ome.io/skip-metadata: "true"`` and it is not being deleted. For each candidate the learner:
 
 1. reads the model's files through the Hub client in a thread (it blocks; the event loop never waits on it),
+   with the Hub token only when :func:`may_use_token` allows it (a ClusterBaseModel, or a BaseModel of a
+   namespace in :attr:`LearningConfig.token_namespaces`), else anonymously,
    at most :attr:`LearningConfig.concurrency` models at a time, and keeps what it learned per storage URI,
    so a model's files are read once per URI and operator lifetime;
 2. reads the model again and sends a merge patch of only the learned fields its spec lacks
