@@ -610,9 +610,11 @@ def test_the_operator_account_may_change_only_the_ca_bundle_of_its_own_configura
         return body
 
     def replace(change: Callable[[dict[str, Any]], None]) -> Any:
+        """A PUT of the changed object as the operator makes it (`--raw`: kubectl adds nothing)."""
         body = stored()
         change(body)
-        return _as(control_plane, operator, "replace", "-f", "-", body=body)
+        path = f"/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/{name}"
+        return _as(control_plane, operator, "replace", "--raw", path, "-f", "-", body=body)
 
     bundle = base64.b64encode(b"-----BEGIN CERTIFICATE-----\n").decode()
 
