@@ -161,6 +161,17 @@ def _configuration(api_client: Any, name: str, bundle: bytes) -> None:
     )
 
 
+def _apply(control_plane: ControlPlane, name: str, bundle: bytes) -> bool:
+    """What a replica serving with ``bundle`` does to configuration ``name`` (True: it changed it)."""
+
+    async def run() -> bool:
+        async with await ClusterAccess(control_plane.kubeconfig).api_client() as api:
+            registration = CaBundleRegistration(api, name)
+            return await registration.apply({"caBundle": base64.b64encode(bundle).decode()})
+
+    return asyncio.run(run())
+
+
 def _bundles(api_client: Any, name: str) -> list[list[x509.Certificate]]:
     api: Any = client.AdmissionregistrationV1Api(api_client)
     found = api.read_validating_webhook_configuration(name)
@@ -184,12 +195,7 @@ def test_in_a_rollover_no_replica_takes_the_other_replicas_ca_out_of_the_bundle(
     rolled = (tmp_path / "a" / "ca.crt").read_bytes()
 
     def apply(bundle: bytes) -> bool:
-        async def run() -> bool:
-            async with await ClusterAccess(control_plane.kubeconfig).api_client() as api:
-                registration = CaBundleRegistration(api, name)
-                return await registration.apply({"caBundle": base64.b64encode(bundle).decode()})
-
-        return asyncio.run(run())
+        return _apply(control_plane, name, bundle)
 
     new_ca, old_ca = x509.load_pem_x509_certificates(rolled)
     assert apply(rolled) is True  # A: the configuration lacks its CA
@@ -241,12 +247,7 @@ def test_after_the_grace_the_previous_ca_leaves_the_secret_and_the_bundle(
     assert (tmp_path / "ca.crt").read_bytes() == trimmed["ca.crt"]
 
     def apply(bundle: bytes) -> bool:
-        async def run() -> bool:
-            async with await ClusterAccess(control_plane.kubeconfig).api_client() as api:
-                registration = CaBundleRegistration(api, name)
-                return await registration.apply({"caBundle": base64.b64encode(bundle).decode()})
-
-        return asyncio.run(run())
+        return _apply(control_plane, name, bundle)
 
     assert _bundles(api_client, name) == [[new_ca, old_ca]] * 2
     assert apply(trimmed["ca.crt"]) is True  # its bundle lacks the older CA: out of the configuration

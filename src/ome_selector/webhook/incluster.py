@@ -219,7 +219,6 @@ class SecretCertificates:
         )
         bundle = authority.cert_pem + _previous_ca(_decoded(current), now)
         data = {CA_FILE: bundle, KEY_FILE: pair.key_pem, CERT_FILE: pair.cert_pem}
-        encoded = {key: base64.b64encode(value).decode("ascii") for key, value in data.items()}
         if current is None:
             body = {
                 "apiVersion": "v1",
@@ -233,7 +232,7 @@ class SecretCertificates:
                     },
                 },
                 "type": "Opaque",
-                "data": encoded,
+                "data": _encoded(data),
             }
             try:
                 await self._core.create_namespaced_secret(self.secret.namespace, body)
@@ -243,16 +242,8 @@ class SecretCertificates:
                 if error.status != 409:
                     raise
                 return await self._winner(now)
-        else:
-            # Guarded by resourceVersion: a concurrent writer makes it fail instead of being overwritten.
-            body = dict(current)
-            body["data"] = encoded
-            try:
-                await self._core.replace_namespaced_secret(self.secret.name, self.secret.namespace, body)
-            except ApiException as error:
-                if error.status != 409:
-                    raise
-                return await self._winner(now)
+        elif (winner := await self._replace(current, data, now)) is not None:
+            return winner
         logger.info(
             "stored a new webhook CA and certificate (valid until %s) in Secret %s",
             (now + self._validity).date().isoformat(),
@@ -272,16 +263,25 @@ class SecretCertificates:
         """Store ``ca.crt`` with the current CA alone (the certificate and key stay)."""
         authority = x509.load_pem_x509_certificates(data[CA_FILE])[0]
         trimmed = {**data, CA_FILE: authority.public_bytes(serialization.Encoding.PEM)}
+        if (winner := await self._replace(current, trimmed, now)) is not None:
+            return winner
+        logger.info("the previous webhook CA is no longer trusted (Secret %s)", self.secret)
+        return trimmed
+
+    async def _replace(
+        self, current: dict[str, Any], data: Mapping[str, bytes], now: datetime.datetime
+    ) -> dict[str, bytes] | None:
+        """Store ``data`` over the Secret as read (``current``), guarded by its resourceVersion: a concurrent
+        writer makes it fail instead of being overwritten. None when stored, else the other writer's pair."""
         body = dict(current)
-        body["data"] = {key: base64.b64encode(value).decode("ascii") for key, value in trimmed.items()}
+        body["data"] = _encoded(data)
         try:
             await self._core.replace_namespaced_secret(self.secret.name, self.secret.namespace, body)
         except ApiException as error:
             if error.status != 409:
                 raise
             return await self._winner(now)
-        logger.info("the previous webhook CA is no longer trusted (Secret %s)", self.secret)
-        return trimmed
+        return None
 
     async def _winner(self, now: datetime.datetime) -> dict[str, bytes]:
         """Another writer stored a pair at the same time: use theirs if it fits."""
@@ -303,6 +303,10 @@ class SecretCertificates:
             with os.fdopen(fd, "wb") as file:
                 file.write(data[key])
             temporary.replace(path)
+
+
+def _encoded(data: Mapping[str, bytes]) -> dict[str, str]:
+    return {key: base64.b64encode(value).decode("ascii") for key, value in data.items()}
 
 
 def _decoded(secret: Mapping[str, Any] | None) -> dict[str, bytes]:

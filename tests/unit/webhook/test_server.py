@@ -93,6 +93,29 @@ def test_until_indexed_every_request_gets_an_http_error() -> None:
     assert setup.count("InferenceService", "error") == 1
 
 
+def _kopf_calling_the_handler(setup: Setup, model: str) -> Any:
+    """What Kopf's dispatcher does with an InferenceService of ``model``: call the handler, turn exceptions
+    into a denial."""
+    body = kopf.Body(
+        {
+            "apiVersion": "ome.io/v1beta1",
+            "kind": "InferenceService",
+            "metadata": {"name": "svc", "namespace": "ns"},
+            "spec": {"model": {"name": model}, "engine": {}},
+        }
+    )
+
+    async def kopf_fn(request: Any, **_: Any) -> Any:
+        warnings: list[str] = []
+        try:
+            await setup.handlers._validate_inference_service(body=body, warnings=warnings, operation="CREATE")
+        except Exception as error:
+            return {"response": {"allowed": False, "status": {"message": str(error), "code": 500}}}
+        return {"response": {"allowed": True}}
+
+    return kopf_fn
+
+
 def test_an_unexpected_failure_is_an_http_error_not_a_denial() -> None:
     setup = Setup()
 
@@ -101,23 +124,7 @@ def test_an_unexpected_failure_is_an_http_error_not_a_denial() -> None:
             raise KeyError("index corrupted")
 
     setup.catalog = Broken()
-    body = kopf.Body(
-        {
-            "apiVersion": "ome.io/v1beta1",
-            "kind": "InferenceService",
-            "metadata": {"name": "svc", "namespace": "ns"},
-            "spec": {"model": {"name": "m"}, "engine": {}},
-        }
-    )
-
-    async def kopf_fn(request: Any, **_: Any) -> Any:
-        # What Kopf does: call the handler, turn exceptions into a denial.
-        warnings: list[str] = []
-        try:
-            await setup.handlers._validate_inference_service(body=body, warnings=warnings, operation="CREATE")
-        except Exception as error:
-            return {"response": {"allowed": False, "status": {"message": str(error), "code": 500}}}
-        return {"response": {"allowed": True}}
+    kopf_fn = _kopf_calling_the_handler(setup, "m")
 
     with pytest.raises(web.HTTPInternalServerError) as raised:
         _answer(setup.server, kopf_fn)
@@ -284,22 +291,7 @@ def test_exhausted_confirmations_are_429_with_retry_after() -> None:
     setup.handlers.reader = object()  # type: ignore[assignment]  # never reached: the bucket is empty
     setup.handlers.limiter.reserve()  # the only token
     setup.handlers.limiter.max_wait = 0.0
-    body = kopf.Body(
-        {
-            "apiVersion": "ome.io/v1beta1",
-            "kind": "InferenceService",
-            "metadata": {"name": "svc", "namespace": "ns"},
-            "spec": {"model": {"name": "absent"}, "engine": {}},
-        }
-    )
-
-    async def kopf_fn(request: Any, **_: Any) -> Any:
-        warnings: list[str] = []
-        try:
-            await setup.handlers._validate_inference_service(body=body, warnings=warnings, operation="CREATE")
-        except Exception as error:
-            return {"response": {"allowed": False, "status": {"message": str(error), "code": 500}}}
-        return {"response": {"allowed": True}}
+    kopf_fn = _kopf_calling_the_handler(setup, "absent")
 
     with pytest.raises(web.HTTPTooManyRequests) as raised:
         _answer(setup.server, kopf_fn)
