@@ -589,6 +589,20 @@ def _as(control_plane: ControlPlane, subject: str, *args: str, body: Any = None)
     )
 
 
+def _until_enforced(attempt: Callable[[], Any], undo: Callable[[], object] = lambda: None) -> Any:
+    """A new policy binding reaches the apiserver's admission a moment after it is created: repeat
+    ``attempt`` (a request the policy denies) until it is refused, undoing any that got through first."""
+
+    def refused() -> Any:
+        result = attempt()
+        if result.returncode == 0:
+            undo()
+            return None
+        return result
+
+    return eventually(refused, timeout=30, interval=0.2, what="the admission policy to be enforced")
+
+
 def _denied_by_policy(result: Any, policy: str, message: str) -> None:
     """Denied by the API server's ValidatingAdmissionPolicy (not by RBAC, not by our webhook)."""
     assert result.returncode != 0, result.stdout
@@ -609,12 +623,15 @@ def test_the_operator_account_may_change_only_the_ca_bundle_of_its_own_configura
         body: dict[str, Any] = json.loads(read.stdout)
         return body
 
-    def replace(change: Callable[[dict[str, Any]], None]) -> Any:
+    def replace(change: Callable[[dict[str, Any]], None], *, dry_run: bool = False) -> Any:
         """A PUT of the changed object as the operator makes it (`--raw`: kubectl adds nothing)."""
         body = stored()
         change(body)
         path = f"/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/{name}"
+        path += "?dryRun=All" if dry_run else ""
         return _as(control_plane, operator, "replace", "--raw", path, "-f", "-", body=body)
+
+    _until_enforced(lambda: replace(lambda body: body["webhooks"][0].update(timeoutSeconds=3), dry_run=True))
 
     bundle = base64.b64encode(b"-----BEGIN CERTIFICATE-----\n").decode()
 
@@ -672,6 +689,9 @@ def test_the_operator_account_may_only_add_absent_learnable_fields_to_models(env
             control_plane, operator, "patch", kind, name, *where, "--type=merge", "-p", json.dumps(patch)
         )
 
+    moved = {"spec": {"storage": {"storageUri": ELSEWHERE}}}
+    _until_enforced(lambda: _as(control_plane, operator, "patch", "basemodel", "llama", "-n", namespace,
+                                "--type=merge", "-p", json.dumps(moved), "--dry-run=server"))  # fmt: skip
     learned = {
         "spec": {"modelParameterSize": "1.24B", "maxTokens": 131072, "modelFormat": {"name": "safetensors"}}
     }
@@ -719,6 +739,9 @@ def test_the_startup_check_account_may_only_dry_run(env: Env) -> None:
     probe["spec"].pop("engine", None)
     dry = _as(control_plane, subject, "create", "--dry-run=server", "-f", "-", body=probe)
     assert dry.returncode == 0, dry.stderr
-    real = _as(control_plane, subject, "create", "-f", "-", body=probe)
+    real = _until_enforced(
+        lambda: _as(control_plane, subject, "create", "-f", "-", body=probe),
+        lambda: control_plane.kubectl("delete", "inferenceservice", "probe", "-n", namespace),
+    )
     _denied_by_policy(real, policy, "the ome-selector startup check may only make dry-run requests")
     assert control_plane.kubectl("get", "inferenceservices", "-n", namespace, "-o", "name").stdout == ""
