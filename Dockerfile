@@ -3,7 +3,9 @@
 # dependencies into a virtual environment, every file checked against its hash in requirements.lock (generated
 # from constraints.txt; CONTRIBUTING.md says how), then the project itself, built offline with the locked
 # setuptools; the second is a clean slim Python with only that environment, run as a non-root user. No
-# compilers or build tools are in it.
+# compilers or build tools are in it, and no package installer: the environment's pip, setuptools and wheel go,
+# so do the base's own pip and the pip wheel ensurepip would install. hf-xet, the Hub client's native Xet
+# downloader, goes too: only headers are ever read, over plain HTTP range requests (SPEC §10).
 #
 # The base is pinned by digest: python:3.11-slim-bookworm as published on 2026-08-24 (the digest is recorded
 # from a public record of that date, not pulled here). Refresh it with
@@ -22,7 +24,7 @@ COPY src ./src
 RUN python -m venv /opt/ome-selector \
  && /opt/ome-selector/bin/pip install --require-hashes --requirement requirements.lock \
  && /opt/ome-selector/bin/pip install --no-deps --no-build-isolation --no-index . \
- && /opt/ome-selector/bin/pip uninstall --yes pip setuptools wheel \
+ && /opt/ome-selector/bin/pip uninstall --yes hf-xet pip setuptools wheel \
  && find /opt/ome-selector -name '__pycache__' -type d -prune -exec rm -rf {} +
 
 FROM ${PYTHON_IMAGE}
@@ -39,6 +41,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 RUN groupadd --gid 65532 nonroot \
  && useradd --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin nonroot
 COPY --from=build /opt/ome-selector /opt/ome-selector
+# The base's pip (and the wheels of ensurepip), wherever this base keeps them; then check that it is gone.
+RUN for d in /usr/local/lib/python3*/site-packages /usr/local/lib/python3*/ensurepip/_bundled \
+      /usr/lib/python3/dist-packages /usr/lib/python3*/ensurepip/_bundled; do rm -rf "$d"/pip*; done \
+ && rm -f /usr/local/bin/pip* /usr/bin/pip* \
+ && ! python3 -c 'import pip' 2>/dev/null
 USER 65532:65532
 EXPOSE 8080 9443
 ENTRYPOINT ["ome-selector", "run"]

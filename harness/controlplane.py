@@ -81,6 +81,10 @@ def find_binaries(bin_dir: Path | None = None) -> Path:
     )
 
 
+#: The subject common name of the client certificate the apiserver presents to webhooks.
+WEBHOOK_CLIENT = "kube-apiserver-webhook-client"
+
+
 @dataclass
 class ControlPlane:
     """etcd and kube-apiserver on free loopback ports, with generated certificates and RBAC authorization."""
@@ -206,6 +210,29 @@ class ControlPlane:
         # The admin belongs to system:masters, which RBAC always allows; other identities go through RBAC.
         self.admin = self.ca.issue("admin", organization="system:masters", client=True)
         write_pair(self.admin, self.pki_dir, "admin")
+        # The client certificate the apiserver presents to every webhook that asks for one (its admission
+        # configuration names it for any host), as a cluster set up for webhook client verification does.
+        cert, key = write_pair(self.ca.issue(WEBHOOK_CLIENT, client=True), self.pki_dir, "webhook-client")
+        webhook_users = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "users": [{"name": "*", "user": {"client-certificate": str(cert), "client-key": str(key)}}],
+        }
+        (self.pki_dir / "webhook-client.kubeconfig").write_text(yaml.safe_dump(webhook_users))
+        configuration = {
+            "apiVersion": "apiserver.config.k8s.io/v1",
+            "kind": "WebhookAdmissionConfiguration",
+            "kubeConfigFile": str(self.pki_dir / "webhook-client.kubeconfig"),
+        }
+        admission = {
+            "apiVersion": "apiserver.config.k8s.io/v1",
+            "kind": "AdmissionConfiguration",
+            "plugins": [
+                {"name": name, "configuration": configuration}
+                for name in ("ValidatingAdmissionWebhook", "MutatingAdmissionWebhook")
+            ],
+        }
+        (self.pki_dir / "admission.yaml").write_text(yaml.safe_dump(admission))
         private, public = service_account_signing_key()
         (self.pki_dir / "sa.key").write_bytes(private)
         (self.pki_dir / "sa.pub").write_bytes(public)
@@ -292,6 +319,7 @@ class ControlPlane:
                 "--allow-privileged=true",
                 # No controller-manager runs, so nothing would create service-account tokens for pods.
                 "--disable-admission-plugins=ServiceAccount",
+                f"--admission-control-config-file={pki / 'admission.yaml'}",
             ],
         )
         context = ssl.create_default_context(cafile=str(pki / "ca.crt"))

@@ -125,3 +125,39 @@ def test_the_pod_passes_the_restricted_pod_security_standard(
     )
     assert result.returncode == 0, result.stderr
     assert "violate" not in result.stderr, result.stderr
+
+
+def test_a_failed_startup_check_leaves_no_account_behind(control_plane: ControlPlane, namespace: str) -> None:
+    """A real `helm install` whose startup check fails (no controller runs its Job here, so Helm's wait
+    times out): the hook's ServiceAccount, Role and RoleBinding are deleted, the Job stays for its logs."""
+    release = f"hook{namespace[-6:]}"
+    sets = [
+        "crds.install=false",
+        f"webhook.namespaceSelector.matchLabels.kubernetes\\.io/metadata\\.name={namespace}",
+        "webhook.startupCheck.timeoutSeconds=10",
+    ]
+    helm = [str(chart.find_helm()), f"--kubeconfig={control_plane.kubeconfig}", "--namespace", namespace]
+    try:
+        installed = subprocess.run(
+            [*helm, "install", release, str(chart.CHART_DIR), "--timeout=10s", *(f"--set={s}" for s in sets)],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
+        assert installed.returncode != 0, installed.stdout
+        assert "post-install" in installed.stderr, installed.stderr
+        hook = f"{release}-ome-selector-startupcheck"
+        for kind in ("serviceaccount", "role", "rolebinding"):
+            found = control_plane.kubectl(
+                "get", kind, hook, "-n", namespace, "--ignore-not-found", "-o", "name"
+            )
+            assert found.stdout == "", (kind, found.stdout)
+        job = control_plane.kubectl("get", "job", hook, "-n", namespace, "-o", "name")
+        assert job.stdout.strip() == f"job.batch/{hook}"
+    finally:
+        subprocess.run(
+            [*helm, "uninstall", release, "--wait=false"], capture_output=True, timeout=120, check=False
+        )
+        control_plane.kubectl("delete", "job", f"{release}-ome-selector-startupcheck", "-n", namespace,
+                              "--ignore-not-found", check=False)  # fmt: skip

@@ -356,9 +356,8 @@ def test_hub_failures_back_off_and_recover(
         body["spec"]["storage"]["storageUri"] = f"hf://{repo}"
         create(api_client, body)
     started = time.monotonic()
-    runner: OperatorThread = running_operator(
-        namespaces=[namespace], model_metadata=LearningConfig(endpoint=hub.url, retry_delays=FAST)
-    )
+    learning = LearningConfig(endpoint=hub.url, retry_delays=FAST, token_namespaces=frozenset({namespace}))
+    runner: OperatorThread = running_operator(namespaces=[namespace], model_metadata=learning)
 
     warnings = _wait_event(api_client, namespace, "absent", "ModelMetadataUnavailable", count=3)
     assert time.monotonic() - started >= FAST[0] + FAST[1]  # at once, after 1 s, after 2 s more

@@ -14,6 +14,7 @@ the caBundle, exactly as in a cluster.
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 import logging
@@ -24,7 +25,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,7 +104,27 @@ INTENDED_WHEN_LEARNING: dict[tuple[str, str, str], str] = {
 #: Rules that must name their objects.
 NAMED = {("admissionregistration.k8s.io", "validatingwebhookconfigurations"), ("", "secrets")}
 RBAC_KINDS = {"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
-APPLIED_KINDS = RBAC_KINDS | {"ServiceAccount", "Secret", "ValidatingWebhookConfiguration"}
+POLICY_KINDS = {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
+APPLIED_KINDS = RBAC_KINDS | POLICY_KINDS | {"ServiceAccount", "Secret", "ValidatingWebhookConfiguration"}
+#: The verbs a mode does not call, off the default grants (INTENDED_USES).
+_CA_BUNDLE = {
+    ("admissionregistration.k8s.io", "validatingwebhookconfigurations", "get"),
+    ("admissionregistration.k8s.io", "validatingwebhookconfigurations", "update"),
+}
+_SECRET = {("", "secrets", "get"), ("", "secrets", "update")}
+_CONFIRMING_GETS = {
+    ("ome.io", plural, "get")
+    for plural in ("basemodels", "clusterbasemodels", "servingruntimes", "clusterservingruntimes")
+}
+_MODEL_GETS = {("ome.io", "basemodels", "get"), ("ome.io", "clusterbasemodels", "get")}
+_WRITES = {
+    ("ome.io", "inferenceservices", "get"),
+    ("ome.io", "inferenceservices/status", "patch"),
+    ("", "events", "create"),
+    ("coordination.k8s.io", "leases", "create"),
+    ("coordination.k8s.io", "leases", "get"),
+    ("coordination.k8s.io", "leases", "update"),
+}
 
 
 def granted(docs: list[dict[str, Any]], release: str) -> dict[tuple[str, str, str], list[str]]:
@@ -258,36 +279,71 @@ def test_learning_model_metadata_adds_exactly_its_intended_uses() -> None:
     assert not set(granted(render(report_only), "ome-selector")) & set(INTENDED_WHEN_LEARNING)
 
 
+@pytest.mark.parametrize(
+    ("values", "not_called"),
+    [
+        ({"webhook": {"certManager": {"enabled": True}}}, _CA_BUNDLE | _SECRET),
+        ({"reportOnly": True}, _WRITES),
+        ({"webhook": {"enabled": False}}, _CA_BUNDLE | _SECRET | _CONFIRMING_GETS),
+        (
+            {"webhook": {"enabled": False}, "modelMetadata": {"enabled": True}},
+            _CA_BUNDLE | _SECRET | (_CONFIRMING_GETS - _MODEL_GETS),
+        ),
+        (
+            {"reportOnly": True, "webhook": {"enabled": False}},
+            _WRITES | _CA_BUNDLE | _SECRET | _CONFIRMING_GETS,
+        ),
+    ],
+    ids=["cert-manager", "report-only", "no-webhook", "no-webhook-learning", "report-only-no-webhook"],
+)  # fmt: skip
+def test_each_mode_grants_only_what_it_calls(values: dict[str, Any], not_called: set[Any]) -> None:
+    """cert-manager's cainjector keeps the caBundle, so the operator gets no right on its configuration;
+    without the webhook nothing confirms, so no get on models and runtimes; report-only writes nothing."""
+    learning = set(INTENDED_WHEN_LEARNING) if values.get("modelMetadata") else set()
+    for extra in ({}, {"watchNamespaces": ["a", "b"]}):
+        rules = granted(render(values | extra), "ome-selector")
+        assert set(rules) == (set(INTENDED_USES) | learning) - not_called, values
+
+
 def _learned_events(api_client: Any, namespace: str, name: str) -> list[Any]:
     return [e for e in events_for(api_client, namespace, name) if e.reason == "ModelMetadataLearned"]
 
 
-def test_learning_model_metadata_runs_with_its_own_token(env: Env) -> None:
+def test_learning_model_metadata_runs_with_its_own_token(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
     """With modelMetadata.enabled the operator learns a BaseModel and a ClusterBaseModel, records their
-    events, and meets no 403, using only the chart's grants."""
+    events, and meets no 403, using only the chart's grants (and under its admission policies). The Hub
+    token serves the ClusterBaseModel and the namespaces of modelMetadata.tokenNamespaces only: this
+    namespace's BaseModels are read anonymously, so a private repository reads as one that is missing."""
     control_plane, api_client, namespace = env.control_plane, env.api_client, env.namespace
-    installed = env.install({"modelMetadata": {"enabled": True}})
+    installed = env.install({"modelMetadata": {"enabled": True, "tokenNamespaces": ["trusted-team"]}})
     account = installed.one("ServiceAccount")["metadata"]["name"]
     kubeconfig = token_kubeconfig(control_plane, namespace, account, env.tmp_path / "token.kubeconfig")
     overrides = installed.operator_overrides(kubeconfig, env.tmp_path / "certs")
     container = installed.one("Deployment")["spec"]["template"]["spec"]["containers"][0]
-    assert _parser().parse_args(["run", *container["args"]]).learn_model_metadata is True
+    args = _parser().parse_args(["run", *container["args"]])
+    assert args.learn_model_metadata is True
+    assert args.token_namespace == ["trusted-team"]
     folder = env.tmp_path / "llama"
     write_json(folder / "config.json", LLAMA_3_2_1B)
     write_safetensors(folder / "model.safetensors", decoder_tensors(LLAMA_3_2_1B))
     cluster_model = f"{installed.release}-llama"
-    models = [
-        objects.model("llama", namespace=namespace, with_format=False),
-        objects.model(cluster_model, with_format=False),
-    ]
-    for model in models:
-        model["spec"]["storage"]["storageUri"] = "hf://meta/llama"
+    uris = {"llama": "hf://meta/llama", "private": "hf://meta/private", "absent": "hf://meta/absent"}
+    for name, uri in uris.items():
+        model = objects.model(name, namespace=namespace, with_format=False)
+        model["spec"]["storage"]["storageUri"] = uri
         create(api_client, model)
+    cluster = objects.model(cluster_model, with_format=False)
+    cluster["spec"]["storage"]["storageUri"] = "hf://meta/private"
+    create(api_client, cluster)
     installed.cluster_scoped.append(("ClusterBaseModel", cluster_model))
     env.caplog.set_level(logging.INFO)
+    monkeypatch.setenv("HF_HOME", str(env.tmp_path / "hf-home"))  # no saved login
+    monkeypatch.setenv("HF_TOKEN", HUB_TOKEN)
     with hub_standin() as hub:
         hub.repos["meta/llama"] = Repo(folder)
-        runner = env.running_operator(**overrides, model_metadata=LearningConfig(endpoint=hub.url))
+        hub.repos["meta/private"] = Repo(folder, token=HUB_TOKEN)
+        learning = LearningConfig(endpoint=hub.url, token_namespaces=frozenset(args.token_namespace))
+        runner = env.running_operator(**overrides, model_metadata=learning)
         for kind, name, where in (
             ("BaseModel", "llama", namespace),
             ("ClusterBaseModel", cluster_model, "default"),
@@ -298,9 +354,37 @@ def test_learning_model_metadata_runs_with_its_own_token(env: Env) -> None:
             )
             scope = where if kind == "BaseModel" else None
             assert get(api_client, kind, name, scope)["spec"]["modelParameterSize"] == "1.24B"
+        texts = {}
+        for name in ("private", "absent"):
+            (event, *_) = eventually(
+                functools.partial(_unavailable_events, api_client, namespace, name),
+                what=f"the ModelMetadataUnavailable event of BaseModel {name}",
+            )
+            texts[name] = event.message.replace(uris[name], "<uri>")
         runner.wait_idle()
+        tenant_reads = [r for r in hub.requests if "/meta/private/" in r.path and r.authorization is None]
+        token_reads = [r for r in hub.requests if r.authorization == f"Bearer {HUB_TOKEN}"]
+    # One text for the private repository and the missing one: the event is no oracle.
+    assert (
+        texts["private"]
+        == texts["absent"]
+        == (
+            "Cannot read the model's files: <uri>: not found or not public (read without the Hub token); "
+            "next attempt in 30s"
+        )
+    )
+    assert tenant_reads  # the tenant's BaseModel asked without the token
+    assert token_reads  # the ClusterBaseModel with it
+    assert "modelParameterSize" not in get(api_client, "BaseModel", "private", namespace)["spec"]
     assert _forbidden(env.caplog.records) == []
     assert _api_errors(runner) == {}
+
+
+def _unavailable_events(api_client: Any, namespace: str, name: str) -> list[Any]:
+    return [e for e in events_for(api_client, namespace, name) if e.reason == "ModelMetadataUnavailable"]
+
+
+HUB_TOKEN = "hf_cluster_token"
 
 
 def _forbidden(records: list[logging.LogRecord]) -> list[str]:
@@ -493,3 +577,171 @@ def test_a_deleted_webhook_secret_keeps_readiness_false_until_helm_recreates_it(
         _wait_until_the_webhook_denies(control_plane, namespace)
     finally:
         runner.stop()
+
+
+# --- the ValidatingAdmissionPolicies, under the chart's ServiceAccounts ----------------------------------
+
+
+def _as(control_plane: ControlPlane, subject: str, *args: str, body: Any = None) -> Any:
+    """kubectl as ``subject`` (impersonated by the admin); the result, not checked."""
+    return control_plane.kubectl(
+        *args, f"--as={subject}", input=None if body is None else json.dumps(body), check=False
+    )
+
+
+def _until_enforced(attempt: Callable[[], Any], undo: Callable[[], object] = lambda: None) -> Any:
+    """A new policy binding reaches the apiserver's admission a moment after it is created: repeat
+    ``attempt`` (a request the policy denies) until it is refused, undoing any that got through first."""
+
+    def refused() -> Any:
+        result = attempt()
+        if result.returncode == 0:
+            undo()
+            return None
+        return result
+
+    return eventually(refused, timeout=30, interval=0.2, what="the admission policy to be enforced")
+
+
+def _denied_by_policy(result: Any, policy: str, message: str) -> None:
+    """Denied by the API server's ValidatingAdmissionPolicy (not by RBAC, not by our webhook)."""
+    assert result.returncode != 0, result.stdout
+    expected = f"ValidatingAdmissionPolicy '{policy}' with binding '{policy}' denied request: {message}"
+    assert expected in result.stderr, result.stderr
+
+
+def test_the_operator_account_may_change_only_the_ca_bundle_of_its_own_configuration(env: Env) -> None:
+    control_plane, namespace = env.control_plane, env.namespace
+    installed = env.install({})
+    operator = f"system:serviceaccount:{namespace}:{installed.one('ServiceAccount')['metadata']['name']}"
+    name = installed.one("ValidatingWebhookConfiguration")["metadata"]["name"]
+    policy = f"{installed.release}-ome-selector-webhook-ca-bundle"
+    assert installed.one("ValidatingAdmissionPolicy", "-webhook-ca-bundle")["metadata"]["name"] == policy
+
+    def stored() -> dict[str, Any]:
+        read = control_plane.kubectl("get", "validatingwebhookconfiguration", name, "-o", "json")
+        body: dict[str, Any] = json.loads(read.stdout)
+        return body
+
+    def replace(change: Callable[[dict[str, Any]], None], *, dry_run: bool = False) -> Any:
+        """A PUT of the changed object as the operator makes it (`--raw`: kubectl adds nothing)."""
+        body = stored()
+        change(body)
+        path = f"/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/{name}"
+        path += "?dryRun=All" if dry_run else ""
+        return _as(control_plane, operator, "replace", "--raw", path, "-f", "-", body=body)
+
+    _until_enforced(lambda: replace(lambda body: body["webhooks"][0].update(timeoutSeconds=3), dry_run=True))
+
+    bundle = base64.b64encode(b"-----BEGIN CERTIFICATE-----\n").decode()
+
+    def set_bundle(body: dict[str, Any]) -> None:
+        for webhook in body["webhooks"]:
+            webhook["clientConfig"]["caBundle"] = bundle
+
+    allowed = replace(set_bundle)
+    assert allowed.returncode == 0, allowed.stderr
+    assert {w["clientConfig"]["caBundle"] for w in stored()["webhooks"]} == {bundle}
+    only = "the ome-selector operator may change only the caBundle of its webhooks"
+    changes: list[tuple[Callable[[dict[str, Any]], None], str]] = [
+        (lambda body: body["webhooks"][0].update(failurePolicy="Ignore"), only),
+        (lambda body: body["webhooks"][0]["clientConfig"].update(url="https://attacker.invalid/"), only),
+        (lambda body: body["webhooks"][1]["rules"][0].update(resources=["*"]), only),
+        (lambda body: body["webhooks"][0].update(namespaceSelector={}), only),
+        (lambda body: body["webhooks"].pop(), only),
+        (
+            lambda body: body["metadata"].setdefault("labels", {}).update(mine="yes"),
+            "the ome-selector operator may not change the labels, annotations, owners or finalizers of its "
+            "webhook configuration",
+        ),
+    ]
+    for change, message in changes:
+        _denied_by_policy(replace(change), policy, message)
+    # RBAC alone would have let every one of them through: the update verb on this object is granted.
+    can = control_plane.kubectl(
+        "auth", "can-i", "update", f"validatingwebhookconfigurations/{name}", f"--as={operator}", check=False
+    )
+    assert can.stdout.strip() == "yes"
+    # Anyone else (the admin here, helm in a cluster) is not bound by the policy.
+    body = stored()
+    body["webhooks"][0]["timeoutSeconds"] = 7
+    control_plane.kubectl("replace", "-f", "-", input=json.dumps(body))
+
+
+ELSEWHERE = "hf://attacker/weights"
+
+
+def test_the_operator_account_may_only_add_absent_learnable_fields_to_models(env: Env) -> None:
+    control_plane, namespace, api_client = env.control_plane, env.namespace, env.api_client
+    installed = env.install({"modelMetadata": {"enabled": True}})
+    operator = f"system:serviceaccount:{namespace}:{installed.one('ServiceAccount')['metadata']['name']}"
+    policy = f"{installed.release}-ome-selector-learned-fields"
+    cluster_name = f"{installed.release}-cluster-llama"
+    tenant = objects.model("llama", namespace=namespace, with_format=False)
+    tenant["spec"]["modelFormat"] = {"version": "1.0.0"}  # a version without a name: the name is absent
+    create(api_client, tenant)
+    create(api_client, objects.model(cluster_name, with_format=False))
+    installed.cluster_scoped.append(("ClusterBaseModel", cluster_name))
+
+    def patch(kind: str, name: str, patch: dict[str, Any], scope: str | None = namespace) -> Any:
+        where = ["-n", scope] if scope else []
+        return _as(
+            control_plane, operator, "patch", kind, name, *where, "--type=merge", "-p", json.dumps(patch)
+        )
+
+    moved = {"spec": {"storage": {"storageUri": ELSEWHERE}}}
+    _until_enforced(lambda: _as(control_plane, operator, "patch", "basemodel", "llama", "-n", namespace,
+                                "--type=merge", "-p", json.dumps(moved), "--dry-run=server"))  # fmt: skip
+    learned = {
+        "spec": {"modelParameterSize": "1.24B", "maxTokens": 131072, "modelFormat": {"name": "safetensors"}}
+    }
+    for kind, name, scope in (("basemodel", "llama", namespace), ("clusterbasemodel", cluster_name, None)):
+        result = patch(kind, name, learned, scope)
+        assert result.returncode == 0, result.stderr
+    spec = get(api_client, "BaseModel", "llama", namespace)["spec"]
+    assert spec["modelFormat"]["name"] == "safetensors"
+    assert spec["modelFormat"]["version"] == "1.0.0"
+    only = (
+        "the ome-selector operator may only add the learnable fields a model lacks (modelParameterSize, "
+        "modelFormat, modelArchitecture, modelFramework, quantization, maxTokens)"
+    )
+    attempts: list[tuple[str, str, str | None, dict[str, Any], str]] = [
+        ("basemodel", "llama", namespace, {"spec": {"storage": {"storageUri": ELSEWHERE}}}, only),
+        ("clusterbasemodel", cluster_name, None, {"spec": {"storage": {"storageUri": ELSEWHERE}}}, only),
+        ("basemodel", "llama", namespace, {"spec": {"storage": None}}, only),
+        ("basemodel", "llama", namespace, {"spec": {"modelParameterSize": "405B"}}, only),  # set: not absent
+        ("basemodel", "llama", namespace, {"spec": {"modelFormat": {"version": "2.0.0"}}}, only),
+        ("basemodel", "llama", namespace, {"spec": {"disabled": True}}, only),
+        ("basemodel", "llama", namespace, {"spec": {"somethingElse": "x"}}, only),
+        (
+            "basemodel", "llama", namespace, {"metadata": {"labels": {"mine": "yes"}}},
+            "the ome-selector operator may not change the labels, annotations, owners or finalizers of a "
+            "model",
+        ),
+    ]  # fmt: skip
+    for kind, name, scope, change, message in attempts:
+        _denied_by_policy(patch(kind, name, change, scope), policy, message)
+    assert get(api_client, "BaseModel", "llama", namespace)["spec"]["storage"] == tenant["spec"]["storage"]
+    can = control_plane.kubectl(
+        "auth", "can-i", "patch", "basemodels.ome.io", f"--as={operator}", "-n", namespace
+    )
+    assert can.stdout.strip() == "yes"  # RBAC alone lets every patch through
+
+
+def test_the_startup_check_account_may_only_dry_run(env: Env) -> None:
+    control_plane, namespace = env.control_plane, env.namespace
+    installed = env.install({"webhook": {"startupCheck": {"enabled": True}}})
+    account = installed.one("ServiceAccount", "-startupcheck")["metadata"]["name"]
+    subject = f"system:serviceaccount:{namespace}:{account}"
+    policy = f"{installed.release}-ome-selector-startupcheck-dry-run"
+    # No spec.engine: the webhook (pointed at a port nobody serves here) is not called, only the policy.
+    probe = objects.inference_service("probe", namespace=namespace, model_name="absent")
+    probe["spec"].pop("engine", None)
+    dry = _as(control_plane, subject, "create", "--dry-run=server", "-f", "-", body=probe)
+    assert dry.returncode == 0, dry.stderr
+    real = _until_enforced(
+        lambda: _as(control_plane, subject, "create", "-f", "-", body=probe),
+        lambda: control_plane.kubectl("delete", "inferenceservice", "probe", "-n", namespace),
+    )
+    _denied_by_policy(real, policy, "the ome-selector startup check may only make dry-run requests")
+    assert control_plane.kubectl("get", "inferenceservices", "-n", namespace, "-o", "name").stdout == ""

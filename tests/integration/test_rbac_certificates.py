@@ -11,6 +11,7 @@ import asyncio
 import base64
 import datetime
 import ssl
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -20,7 +21,13 @@ from kubernetes import client
 
 from harness.controlplane import ControlPlane
 from ome_selector.kube.connection import ClusterAccess
-from ome_selector.webhook.incluster import RENEW_BEFORE, ObjectRef, SecretCertificates, service_dns_names
+from ome_selector.webhook.incluster import (
+    PREVIOUS_CA_GRACE,
+    RENEW_BEFORE,
+    ObjectRef,
+    SecretCertificates,
+    service_dns_names,
+)
 from ome_selector.webhook.registration import CaBundleRegistration
 
 T = TypeVar("T")
@@ -154,6 +161,17 @@ def _configuration(api_client: Any, name: str, bundle: bytes) -> None:
     )
 
 
+def _apply(control_plane: ControlPlane, name: str, bundle: bytes) -> bool:
+    """What a replica serving with ``bundle`` does to configuration ``name`` (True: it changed it)."""
+
+    async def run() -> bool:
+        async with await ClusterAccess(control_plane.kubeconfig).api_client() as api:
+            registration = CaBundleRegistration(api, name)
+            return await registration.apply({"caBundle": base64.b64encode(bundle).decode()})
+
+    return asyncio.run(run())
+
+
 def _bundles(api_client: Any, name: str) -> list[list[x509.Certificate]]:
     api: Any = client.AdmissionregistrationV1Api(api_client)
     found = api.read_validating_webhook_configuration(name)
@@ -177,12 +195,7 @@ def test_in_a_rollover_no_replica_takes_the_other_replicas_ca_out_of_the_bundle(
     rolled = (tmp_path / "a" / "ca.crt").read_bytes()
 
     def apply(bundle: bytes) -> bool:
-        async def run() -> bool:
-            async with await ClusterAccess(control_plane.kubeconfig).api_client() as api:
-                registration = CaBundleRegistration(api, name)
-                return await registration.apply({"caBundle": base64.b64encode(bundle).decode()})
-
-        return asyncio.run(run())
+        return _apply(control_plane, name, bundle)
 
     new_ca, old_ca = x509.load_pem_x509_certificates(rolled)
     assert apply(rolled) is True  # A: the configuration lacks its CA
@@ -199,3 +212,45 @@ def test_in_a_rollover_no_replica_takes_the_other_replicas_ca_out_of_the_bundle(
     assert apply(previous) is True
     assert _bundles(api_client, name) == [[old_ca]] * 2
     api.delete_validating_webhook_configuration(name)
+
+
+def test_after_the_grace_the_previous_ca_leaves_the_secret_and_the_bundle(
+    control_plane: ControlPlane, api_client: Any, namespace: str, tmp_path: Path
+) -> None:
+    """An old CA is not trusted forever: PREVIOUS_CA_GRACE after the rollover, the first check stores the
+    current CA alone (the certificate and key stay), and the replica's next bundle takes the previous CA out
+    of the configuration. The pair lives under two years."""
+    name = f"grace-{namespace}"
+    _with_certificates(control_plane, namespace, tmp_path, lambda c: c.ensure())
+    first = _stored(api_client, namespace)
+    ca = x509.load_pem_x509_certificate(first["ca.crt"])
+    cert = x509.load_pem_x509_certificate(first["tls.crt"])
+    for made in (ca, cert):  # under two years, whatever the constant says
+        assert made.not_valid_after_utc - made.not_valid_before_utc < datetime.timedelta(days=2 * 365)
+    expiry = cert.not_valid_after_utc
+    later = expiry - RENEW_BEFORE + datetime.timedelta(days=1)
+    # Certificate times have one-second resolution, and a CA made in the same second as another is never
+    # taken for the older one: let a second pass, as months do between real renewals.
+    time.sleep(1.1)
+    _with_certificates(control_plane, namespace, tmp_path, lambda c: c.ensure(now=later))
+    rolled = _stored(api_client, namespace)
+    new_ca, old_ca = x509.load_pem_x509_certificates(rolled["ca.crt"])
+    _configuration(api_client, name, rolled["ca.crt"])
+    within = new_ca.not_valid_before_utc + PREVIOUS_CA_GRACE  # made 5 minutes after its notBefore
+    _with_certificates(control_plane, namespace, tmp_path, lambda c: c.ensure(now=within))
+    assert _stored(api_client, namespace) == rolled  # still within the grace
+    past = within + datetime.timedelta(minutes=6)
+    _with_certificates(control_plane, namespace, tmp_path, lambda c: c.ensure(now=past))
+    trimmed = _stored(api_client, namespace)
+    assert x509.load_pem_x509_certificates(trimmed["ca.crt"]) == [new_ca]
+    assert (trimmed["tls.crt"], trimmed["tls.key"]) == (rolled["tls.crt"], rolled["tls.key"])
+    assert (tmp_path / "ca.crt").read_bytes() == trimmed["ca.crt"]
+
+    def apply(bundle: bytes) -> bool:
+        return _apply(control_plane, name, bundle)
+
+    assert _bundles(api_client, name) == [[new_ca, old_ca]] * 2
+    assert apply(trimmed["ca.crt"]) is True  # its bundle lacks the older CA: out of the configuration
+    assert _bundles(api_client, name) == [[new_ca]] * 2
+    assert apply(trimmed["ca.crt"]) is False
+    client.AdmissionregistrationV1Api(api_client).delete_validating_webhook_configuration(name)

@@ -153,9 +153,11 @@ def test_default_install_has_the_expected_objects(render: Any) -> None:
         ["ServiceAccount", "ClusterRole", "ClusterRole", "ClusterRoleBinding"]
         + ["Role", "RoleBinding"] * 2  # the webhook certificate Secret, the leader election Lease
         + ["Secret", "Service", "Service", "Deployment", "ValidatingWebhookConfiguration"]
-        + ["PodDisruptionBudget"]
+        + ["PodDisruptionBudget", "NetworkPolicy"]
         + ["CustomResourceDefinition"] * 5
         + ["ServiceAccount", "Role", "RoleBinding", "Job"]  # the startup check hook
+        # the caBundle only; the startup check's dry runs only
+        + ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"] * 2
     )
 
 
@@ -176,6 +178,8 @@ def test_every_object_has_the_standard_labels_and_namespaced_ones_the_release_na
             "ClusterRole",
             "ClusterRoleBinding",
             "ValidatingWebhookConfiguration",
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding",
             "CustomResourceDefinition",
         }
         assert ("namespace" in doc["metadata"]) == (doc["kind"] not in cluster_scoped), doc["kind"]
@@ -273,7 +277,25 @@ def test_startup_check_hook_probes_the_webhook_with_a_dry_run_only(render: Any) 
     job = rendered.one("Job")
     hook = job["metadata"]["annotations"]
     assert hook["helm.sh/hook"] == "post-install,post-upgrade"
-    assert "hook-succeeded" in hook["helm.sh/hook-delete-policy"]
+    assert (
+        hook["helm.sh/hook-delete-policy"] == "before-hook-creation,hook-succeeded"
+    )  # a failed Job's logs stay
+    # Its account, Role and RoleBinding go whether the check succeeded or failed.
+    for kind in ("ServiceAccount", "Role", "RoleBinding"):
+        annotations = rendered.one(kind, "prod-ome-selector-startupcheck")["metadata"]["annotations"]
+        assert annotations["helm.sh/hook-delete-policy"] == "before-hook-creation,hook-succeeded,hook-failed"
+    # RBAC grants create; the admission policy allows this account dry runs only.
+    policy = rendered.one("ValidatingAdmissionPolicy", "prod-ome-selector-startupcheck-dry-run")["spec"]
+    account = "system:serviceaccount:ops:prod-ome-selector-startupcheck"
+    assert policy["matchConditions"] == [
+        {"name": "the-startup-check", "expression": f"request.userInfo.username == '{account}'"}
+    ]
+    assert policy["validations"][0]["expression"] == "request.dryRun == true"
+    binding = rendered.one("ValidatingAdmissionPolicyBinding", "prod-ome-selector-startupcheck-dry-run")
+    assert binding["spec"] == {
+        "policyName": "prod-ome-selector-startupcheck-dry-run",
+        "validationActions": ["Deny"],
+    }
     (container,) = job["spec"]["template"]["spec"]["containers"]
     assert container["command"] == ["ome-selector"]
     args = _parser().parse_args(container["args"])
@@ -308,7 +330,11 @@ def test_report_only_runs_without_leader_election(render: Any) -> None:
 
 
 def test_network_policy_admits_only_the_webhook_and_metrics_ports(render: Any) -> None:
-    assert not render().all("NetworkPolicy")
+    # On by default: only the two ports, the metrics one only from labelled namespaces.
+    default = render().one("NetworkPolicy")["spec"]["ingress"]
+    assert [rule["ports"][0]["port"] for rule in default] == ["webhook", "metrics"]
+    assert "from" not in default[0]  # the API server's address varies: networkPolicy.webhookFrom narrows it
+    assert not render({"networkPolicy": {"enabled": False}}).all("NetworkPolicy")
     values = {"networkPolicy": {"enabled": True, "webhookFrom": [{"ipBlock": {"cidr": "10.0.0.0/24"}}]}}
     policy = render(values).one("NetworkPolicy")
     assert policy["spec"]["policyTypes"] == ["Ingress"]
@@ -476,8 +502,16 @@ def test_report_only_grants_no_writes(render: Any) -> None:
 
 
 def test_cert_manager_mode_grants_no_secret_access(render: Any) -> None:
-    resources = {rule[2] for rule in render({"webhook": {"certManager": {"enabled": True}}}).rules()}
+    rendered = render({"webhook": {"certManager": {"enabled": True}}})
+    resources = {rule[2] for rule in rendered.rules()}
     assert "secrets" not in resources
+    # cainjector keeps the caBundle: no right on the configuration, and the operator is told so.
+    assert "validatingwebhookconfigurations" not in resources
+    webhook = webhook_config_from_args(_parse(rendered.args))
+    assert webhook is not None
+    assert webhook.ca_injected is True
+    policies = [doc["metadata"]["name"] for doc in rendered.all("ValidatingAdmissionPolicy")]
+    assert policies == ["ome-selector-startupcheck-dry-run"]  # no caBundle policy: nothing left to narrow
     roles = render({"webhook": {"enabled": False}}).all("Role")
     assert [role["metadata"]["name"] for role in roles] == ["ome-selector-leader-election"]
 
@@ -724,3 +758,59 @@ def test_every_value_is_in_the_readme_configuration_table() -> None:
 def test_the_runtime_lookup_value_is_the_flag(render: Any, values: dict[str, Any], lookup: str) -> None:
     # SPEC §8: the chart value runtimeLookup is `ome-selector run --runtime-lookup` (default v1.3).
     assert _parse(render(values).args).runtime_lookup == lookup
+
+
+def test_client_certificates_and_confirmation_rate_become_arguments(render: Any) -> None:
+    values = {
+        "webhook": {
+            "clientAuth": {"enabled": True, "allowedNames": ["kube-apiserver-webhook-client", "apiserver"]},
+            "confirmations": {"perSecond": 5, "burst": 8},
+        }
+    }
+    rendered = render(values)
+    webhook = webhook_config_from_args(_parse(rendered.args))
+    assert webhook is not None
+    assert str(webhook.client_ca_file) == "/var/run/ome-selector/webhook-client-ca/ca.crt"
+    assert webhook.client_names == ("kube-apiserver-webhook-client", "apiserver")
+    assert (webhook.confirmations_per_second, webhook.confirmation_burst) == (5.0, 8)
+    spec = rendered.one("Deployment")["spec"]["template"]["spec"]
+    volume = next(v for v in spec["volumes"] if v["name"] == "webhook-client-ca")
+    assert volume["configMap"] == {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}
+    mount = next(m for m in spec["containers"][0]["volumeMounts"] if m["name"] == "webhook-client-ca")
+    assert mount["mountPath"] == "/var/run/ome-selector/webhook-client-ca"
+    assert mount["readOnly"] is True
+    default = webhook_config_from_args(_parse(render().args))
+    assert default is not None
+    assert (default.client_ca_file, default.client_names) == (None, ())
+    assert (default.confirmations_per_second, default.confirmation_burst) == (20.0, 40)
+
+
+def test_admission_policies_bind_only_the_operator_account(render: Any) -> None:
+    rendered = render({"modelMetadata": {"enabled": True}}, release="prod", namespace="ops")
+    names = sorted(doc["metadata"]["name"] for doc in rendered.all("ValidatingAdmissionPolicy"))
+    assert names == [
+        "prod-ome-selector-learned-fields",
+        "prod-ome-selector-startupcheck-dry-run",
+        "prod-ome-selector-webhook-ca-bundle",
+    ]
+    bindings = {doc["spec"]["policyName"] for doc in rendered.all("ValidatingAdmissionPolicyBinding")}
+    assert bindings == set(names)
+    operator = "request.userInfo.username == 'system:serviceaccount:ops:prod-ome-selector'"
+    for name in ("prod-ome-selector-learned-fields", "prod-ome-selector-webhook-ca-bundle"):
+        spec = rendered.one("ValidatingAdmissionPolicy", name)["spec"]
+        assert spec["matchConditions"] == [{"name": "the-operator", "expression": operator}]
+        assert spec["failurePolicy"] == "Fail"
+        assert spec["matchConstraints"]["resourceRules"][0]["operations"] == ["UPDATE"]
+    ca_bundle = rendered.one("ValidatingAdmissionPolicy", "prod-ome-selector-webhook-ca-bundle")["spec"]
+    assert ca_bundle["matchConstraints"]["resourceRules"][0]["resourceNames"] == ["prod-ome-selector"]
+    assert not render({"rbac": {"admissionPolicy": {"enabled": False}}}).all("ValidatingAdmissionPolicy")
+    report_only = render({"modelMetadata": {"enabled": True}, "reportOnly": True})
+    assert "ome-selector-learned-fields" not in {
+        doc["metadata"]["name"] for doc in report_only.all("ValidatingAdmissionPolicy")
+    }
+
+
+def test_token_namespaces_become_arguments(render: Any) -> None:
+    values = {"modelMetadata": {"enabled": True, "tokenNamespaces": ["team-a", "team-b"]}}
+    assert _parse(render(values).args).token_namespace == ["team-a", "team-b"]
+    assert _parse(render({"modelMetadata": {"enabled": True}}).args).token_namespace == []

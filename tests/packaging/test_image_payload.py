@@ -31,6 +31,8 @@ LOCK = REPO_ROOT / "requirements.lock"
 CONSTRAINTS = REPO_ROOT / "constraints.txt"
 BUILD_TOOLS = {"setuptools", "wheel"}
 NONROOT = ("--reuid=65532", "--regid=65532", "--clear-groups")
+#: What the build stage uninstalls from the locked dependencies (pip, setuptools and wheel go too there).
+_BUILD_STAGE_UNINSTALLS = "hf-xet"
 
 
 # --- the Dockerfile ----------------------------------------------------------------------------------------
@@ -61,12 +63,24 @@ def test_dockerfile_is_multi_stage_slim_non_root_with_the_run_entrypoint() -> No
     # Every dependency checked against its hash; the project built offline with the locked setuptools.
     assert "pip install --require-hashes --requirement requirements.lock" in run
     assert "pip install --no-deps --no-build-isolation --no-index ." in run
+    # No installer and no unused native code leave the build stage.
+    assert "pip uninstall --yes hf-xet pip setuptools wheel" in run
     assert "--constraint" not in run
     assert final[0] == "FROM ${PYTHON_IMAGE}"
     assert "COPY --from=build /opt/ome-selector /opt/ome-selector" in final
     # Nothing is built or installed in the final stage: no compilers, no package manager runs, no pip.
     for line in final:
         assert not re.search(r"apt-get|apk |pip |gcc|build-essential|make ", line), line
+    # The base's own pip and ensurepip's wheels go, wherever the base keeps them, and the build checks it.
+    removal = " ".join(line for line in final if line.startswith("RUN "))
+    for place in (
+        "/usr/local/lib/python3*/site-packages",
+        "/usr/lib/python3/dist-packages",
+        "ensurepip/_bundled",
+    ):
+        assert place in removal, place
+    assert 'rm -rf "$d"/pip*' in removal
+    assert "! python3 -c 'import pip'" in removal
     env = " ".join(line for line in final if line.startswith("ENV "))
     assert "PYTHONDONTWRITEBYTECODE=1" in env
     assert final[-1] == 'ENTRYPOINT ["ome-selector", "run"]'
@@ -190,6 +204,7 @@ def _cache_root(python: Path) -> Path:
     non-root user can read it there (a home directory is often private), else in /var/tmp."""
     digest = hashlib.sha256(LOCK.read_bytes())
     digest.update(str(python.resolve()).encode())
+    digest.update(_BUILD_STAGE_UNINSTALLS.encode())  # the payload as the build stage leaves it
     name = f"payload-venv-{digest.hexdigest()[:16]}"
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ome-selector"
     cache.mkdir(parents=True, exist_ok=True)
@@ -238,6 +253,11 @@ def payload(wheel: Path) -> Iterator[Path]:
                 if os.environ.get("CI"):
                     pytest.fail(message)
                 pytest.skip(message)
+            # As the Dockerfile's build stage: the unused native Xet downloader goes.
+            removed = _run(
+                venv / "bin" / "python", "-m", "pip", "uninstall", "--yes", "--quiet", _BUILD_STAGE_UNINSTALLS
+            )
+            assert removed.returncode == 0, removed.stderr
         (venv / ".complete").touch()  # also marks it as used (see _prune)
         reinstalled = _run(
             venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
@@ -259,6 +279,18 @@ def test_ome_selector_run_help_as_non_root(payload: Path) -> None:
     version = _as_nonroot(payload / "ome-selector", "--version")
     assert version.returncode == 0, version.stderr
     assert version.stdout.startswith("ome-selector ")
+
+
+def test_the_hub_client_works_without_hf_xet(payload: Path) -> None:
+    """The image has no hf_xet (unused native code: headers are read with range requests); the Hub client and
+    the model reader load without it."""
+    python = payload / "python"
+    absent = _as_nonroot(python, "-c", "import hf_xet")
+    assert absent.returncode == 1, absent.stderr
+    assert "No module named 'hf_xet'" in absent.stderr
+    loads = _as_nonroot(python, "-c", "import ome_selector.modelfiles.hub, huggingface_hub; print('ok')")
+    assert loads.returncode == 0, loads.stderr
+    assert loads.stdout == "ok\n"
 
 
 def test_kubectl_ome_help_as_non_root(payload: Path) -> None:

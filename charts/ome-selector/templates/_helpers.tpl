@@ -67,6 +67,11 @@ app.kubernetes.io/part-of: ome-selector
 /var/run/ome-selector/webhook-certs
 {{- end -}}
 
+{{/* Where the CA bundle for the API server's client certificate is mounted (webhook.clientAuth). */}}
+{{- define "ome-selector.clientCaDir" -}}
+/var/run/ome-selector/webhook-client-ca
+{{- end -}}
+
 {{/* The namespaceSelector of the webhooks: the configured one, limited to watchNamespaces when set. */}}
 {{- define "ome-selector.namespaceSelector" -}}
 {{- $selector := deepCopy (default (dict) .Values.webhook.namespaceSelector) -}}

@@ -89,6 +89,14 @@ def _parser() -> argparse.ArgumentParser:
         "BaseModels and ClusterBaseModels lack, from their files on the Hub (HF_ENDPOINT, HF_TOKEN; "
         "not in --report-only)",
     )
+    run.add_argument(
+        "--token-namespace",
+        action="append",
+        default=[],
+        metavar="NS",
+        help="with --learn-model-metadata: BaseModels of this namespace are read with HF_TOKEN too "
+        "(repeatable); ClusterBaseModels always are, other BaseModels without it",
+    )
 
     cleanup = commands.add_parser(
         "cleanup",
@@ -309,7 +317,11 @@ def _run(args: argparse.Namespace) -> int:
         health_address=args.health_bind_address,
         webhook=webhook_config_from_args(args),
         leader_election=leader_election,
-        model_metadata=LearningConfig() if args.learn_model_metadata else None,
+        model_metadata=(
+            LearningConfig(token_namespaces=frozenset(args.token_namespace))
+            if args.learn_model_metadata
+            else None
+        ),
         runtime_lookup=RuntimeLookup(args.runtime_lookup),
     )
     asyncio.run(Operator(config).run())

@@ -108,10 +108,19 @@ def parse_hub_uri(uri: str) -> HubModelRef:
     return HubModelRef(repo_id=match["repo"], revision=match["revision"])
 
 
-def _status_reason(response: httpx2.Response) -> str:
+#: Why a read without the token failed, whatever the status (401, 403 or 404) or the Hub's error code: a
+#: private, gated or missing repository read this way must not be told apart.
+ANONYMOUS_UNREADABLE = "not found or not public (read without the Hub token)"
+_HIDDEN_WITHOUT_TOKEN = frozenset({401, 403, 404})
+_HIDDEN_CODES = frozenset({"RepoNotFound", "GatedRepo", "RevisionNotFound", "EntryNotFound"})
+
+
+def _status_reason(response: httpx2.Response, *, anonymous: bool = False) -> str:
     """What an error answer means, in one line (the Hub says which error in ``X-Error-Code``)."""
     status = response.status_code
     code = response.headers.get("X-Error-Code")
+    if anonymous and (status in _HIDDEN_WITHOUT_TOKEN or code in _HIDDEN_CODES):
+        return ANONYMOUS_UNREADABLE
     if code == "GatedRepo":
         return "gated repository: HF_TOKEN must be a token of an account that accepted its terms"
     if code == "RepoNotFound" or status == 401:
@@ -182,15 +191,16 @@ class HubModelRepo:
         uri: str,
         *,
         endpoint: str | None = None,
-        token: str | None = None,
+        token: str | bool | None = None,
         redirect_hosts: Sequence[str] | None = None,
         budget: ReadBudget | None = None,
     ) -> None:
         """Look up ``uri``'s files and commit; ModelFileError when the repository or revision cannot be read.
 
         ``endpoint`` defaults to ``HF_ENDPOINT`` (read now, not at import), else the Hub's; ``token`` to the
-        Hub client's own choice (``HF_TOKEN``, else the saved login), ``""`` for none; ``redirect_hosts`` to
-        ``OME_SELECTOR_REDIRECT_HOSTS``.
+        Hub client's own choice (``HF_TOKEN``, else the saved login); ``False`` or ``""`` reads without any
+        token, and then a repository that cannot be read is :data:`ANONYMOUS_UNREADABLE` whatever the answer;
+        ``redirect_hosts`` to ``OME_SELECTOR_REDIRECT_HOSTS``.
         """
         ref = parse_hub_uri(uri)
         self.uri = uri
@@ -202,8 +212,10 @@ class HubModelRepo:
         except ValueError as error:
             raise ModelFileError(uri, f"invalid Hub endpoint {self.endpoint!r}: {error}") from None
         self._origin = _origin(self._policy.endpoint)
-        token = token if token is not None else get_token()
-        self._authorization = f"Bearer {token}" if token else None
+        # No token at all (not even the saved login): errors must not tell private from missing (SPEC §10.6).
+        self._anonymous = token is False or token == ""
+        chosen = None if self._anonymous else (token if isinstance(token, str) else get_token())
+        self._authorization = f"Bearer {chosen}" if chosen else None
         self._headers = {"User-Agent": f"ome-selector/{__version__}", "Accept-Encoding": "identity"}
         revision = ref.revision or _DEFAULT_REVISION
         info_url = f"{self.endpoint}/api/models/{ref.repo_id}/revision/{quote(revision, safe='')}"
@@ -359,7 +371,7 @@ class HubModelRepo:
         started = time.monotonic()
         with self._answer(location, url, headers) as response:
             if response.status_code >= 400:
-                raise ModelFileError(location, _status_reason(response))
+                raise ModelFileError(location, _status_reason(response, anonymous=self._anonymous))
             skip, size = 0, None
             content_length = response.headers.get("Content-Length", "")
             known = int(content_length) if _CONTENT_LENGTH.fullmatch(content_length) else None

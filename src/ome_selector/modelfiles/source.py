@@ -23,12 +23,12 @@ class Inspection:
     reads: int
 
 
-def inspect_model(source: str, *, endpoint: str | None = None, token: str | None = None) -> Inspection:
+def inspect_model(source: str, *, endpoint: str | None = None, token: str | bool | None = None) -> Inspection:
     """Learn SPEC §10's metadata from ``source``; ModelFileError (naming the file) when it cannot be read,
     also for every limit of SPEC §10.1.
 
     ``endpoint`` and ``token`` apply to ``hf://`` sources (default: ``HF_ENDPOINT``; ``HF_TOKEN``, else the
-    saved login; ``""`` reads anonymously).
+    saved login; ``False`` or ``""`` reads without any token).
     """
     if source.startswith("hf://"):
         # Only a Hub source pays for loading the HTTP client.

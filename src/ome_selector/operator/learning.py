@@ -5,8 +5,10 @@ lacks a learnable field (:func:`~ome_selector.modelfiles.missing_fields`), it do
 ``ome-selector.ome.io/skip-metadata: "true"`` and it is not being deleted. For each candidate the learner:
 
 1. reads the model's files in a child process (:mod:`.modelreader`, SPEC §10.7: no parse can hold the event
-   loop), one model at a time, the token chosen by ``token_for`` passed to it; and keeps what it learned
-   per storage URI (validated fields only), so a model's files are read once per URI and operator lifetime;
+   loop), one model at a time, with the Hub token only when :func:`may_use_token` allows it (a
+   ClusterBaseModel, or a BaseModel of a namespace in :attr:`LearningConfig.token_namespaces`), else
+   anonymously; and keeps what it learned per storage URI (validated fields only), so a model's files are read
+   once per URI and operator lifetime;
 2. reads the model again and sends a merge patch of only the learned fields its spec lacks
    (:func:`~ome_selector.modelfiles.fill_patch`), field manager ``ome-selector``, guarded by the
    resourceVersion it read; after a 409 it reads and recomputes, so nothing anyone set is overwritten;
@@ -61,6 +63,7 @@ __all__ = [
     "RetrySchedule",
     "candidate",
     "environment_token",
+    "may_use_token",
 ]
 
 logger = logging.getLogger(__name__)
@@ -91,6 +94,8 @@ class LearningConfig:
     endpoint: str | None = None
     #: Attempts at the same time; reading is one child process at a time whatever this says (SPEC §10.7).
     concurrency: int = 1
+    #: Namespaces whose BaseModels are read with the token (:func:`may_use_token`).
+    token_namespaces: frozenset[str] = frozenset()
     retry_delays: tuple[float, ...] = DEFAULT_RETRY_DELAYS
     #: What one child process may use before it is killed.
     reader_limits: ChildLimits = field(default_factory=ChildLimits)
@@ -207,8 +212,16 @@ def _duration(seconds: float) -> str:
 
 def environment_token(found: Candidate) -> str | None:
     """The Hub token of the operator's environment (``HF_TOKEN``, from the chart's Secret), read at each
-    attempt; the default ``token_for``."""
+    attempt; what ``token_for`` gives a model that :func:`may_use_token`."""
     return os.environ.get("HF_TOKEN") or None
+
+
+def may_use_token(key: ObjectKey, token_namespaces: Collection[str]) -> bool:
+    """Whether a model's files are read with the operator's one Hub token: a ClusterBaseModel (only cluster
+    admins create one) always, a BaseModel only in ``token_namespaces``. Any other BaseModel is read
+    anonymously, so no tenant learns what the token can see, nor (the errors being the same) whether a
+    private repository exists."""
+    return key.namespace is None or key.namespace in token_namespaces
 
 
 def _shown_uri(uri: str) -> str:
@@ -231,10 +244,11 @@ class ModelMetadataLearner:
         instance: str,
         may_write: Callable[[], bool],
         read: ModelReader | None = None,
-        token_for: Callable[[Candidate], str | None] = environment_token,
+        token_for: Callable[[Candidate], str | None] | None = None,
     ) -> None:
         """``read`` reads one model (default: a child process per model, :mod:`.modelreader`);
-        ``token_for`` decides which Hub token, if any, a model is read with (None: anonymous)."""
+        ``token_for`` decides which Hub token, if any, a model is read with (None: anonymous; default: the
+        environment's token for the models :func:`may_use_token`)."""
         self._objects = objects
         self._metrics = metrics
         self.may_write = may_write
@@ -246,8 +260,13 @@ class ModelMetadataLearner:
         async def read_in_child(uri: str, token: str | None) -> ModelMetadata:
             return await self.reader.read(uri, endpoint=endpoint, token=token)
 
+        token_namespaces = config.token_namespaces
+
+        def tenant_token(found: Candidate) -> str | None:
+            return environment_token(found) if may_use_token(found.key, token_namespaces) else None
+
         self._read = read or read_in_child
-        self._token_for = token_for
+        self._token_for = token_for or tenant_token
         #: One model is read at a time (SPEC §10.7): candidates queue here.
         self._reading = asyncio.Lock()
         self.results = Counter(

@@ -4,7 +4,11 @@
   The InferenceService handler decides from the live catalog (:mod:`.decisions`), handed in as a provider that
   answers None until the first full listing is indexed; a negative answer resting on something absent is
   confirmed by a direct read (:class:`DirectReader`: what is stored now, the live catalog amended with it)
-  before denying. The four other kinds get the size and operator warnings (denials with ``--strict-sizes``).
+  before denying, at most :attr:`~.config.WebhookConfig.confirmations_per_second` of them (a token bucket,
+  :class:`ConfirmationLimiter`: whoever can reach the port must not turn requests into unthrottled API
+  reads under the operator's identity); past it a request waits up to :data:`CONFIRMATION_WAIT` and then
+  gets an HTTP error (429, the failurePolicy decides). The four other kinds get the size and operator
+  warnings (denials with ``--strict-sizes``).
 - An unexpected failure inside a check is recorded (:func:`recording_failures`), not turned into the denial
   Kopf would make of an exception: the server answers such a request with an HTTP error, and the webhook's
   failurePolicy decides.
@@ -20,6 +24,7 @@ import contextvars
 import functools
 import logging
 import re
+import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -57,10 +62,13 @@ from ome_selector.webhook.decisions import Decision, Lookup, decide_inference_se
 from ome_selector.webhook.registration import HANDLER_IDS
 
 __all__ = [
+    "CONFIRMATION_WAIT",
     "DENIED_CODE",
     "MAX_RUNTIME_FETCHES",
     "AdmissionHandlers",
     "CatalogProvider",
+    "ConfirmationLimiter",
+    "ConfirmationsExhaustedError",
     "DirectReader",
     "recording_failures",
 ]
@@ -79,6 +87,60 @@ _FAILURES: contextvars.ContextVar[list[BaseException] | None] = contextvars.Cont
 )
 
 _Handler = Callable[..., Awaitable[None]]
+
+
+#: Longest a request waits for its turn to confirm (a burst of denials is smoothed, a flood refused).
+CONFIRMATION_WAIT = 1.0
+
+
+class ConfirmationsExhaustedError(RuntimeError):
+    """A confirming read would have to wait longer than :data:`CONFIRMATION_WAIT` for its turn."""
+
+    def __init__(self, rate: float) -> None:
+        super().__init__(
+            f"ome-selector is confirming more than {rate:g} denials per second; the request was not checked"
+        )
+
+
+class ConfirmationLimiter:
+    """A token bucket of ``burst`` confirmations refilled at ``rate`` per second: :meth:`acquire` takes one,
+    waiting for it when the bucket is empty but refusing (:class:`ConfirmationsExhaustedError`) when the
+    wait would exceed ``max_wait``. Waits are reserved in order, so concurrent callers are served FIFO and
+    the API sees at most ``burst + rate × t`` confirmations in any ``t`` seconds."""
+
+    def __init__(
+        self,
+        rate: float,
+        burst: int,
+        *,
+        max_wait: float = CONFIRMATION_WAIT,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        self.rate = rate
+        self.burst = burst
+        self.max_wait = max_wait
+        self._clock = clock or time.monotonic
+        self._tokens = float(burst)
+        self._stamp = self._clock()
+        #: Confirmations refused so far (tests and logs).
+        self.refused = 0
+
+    def reserve(self) -> float:
+        """Take a token now or in the future: the seconds to wait before using it."""
+        now = self._clock()
+        self._tokens = min(float(self.burst), self._tokens + (now - self._stamp) * self.rate)
+        self._stamp = now
+        wait = 0.0 if self._tokens >= 1 else (1 - self._tokens) / self.rate
+        if wait > self.max_wait:
+            self.refused += 1
+            raise ConfirmationsExhaustedError(self.rate)
+        self._tokens -= 1  # may go negative: the later callers' waits grow with the reserved tokens
+        return wait
+
+    async def acquire(self) -> None:
+        wait = self.reserve()
+        if wait > 0:
+            await asyncio.sleep(wait)
 
 
 #: Most runtimes a confirming read fetches one by one (those new or changed since the watch delivered them);
@@ -480,6 +542,7 @@ class AdmissionHandlers:
         self.reader: DirectReader | None = None
         #: How many negative answers were re-checked with a direct read (tests and logs).
         self.confirmations = 0
+        self.limiter = ConfirmationLimiter(config.confirmations_per_second, config.confirmation_burst)
 
     @property
     def ready(self) -> bool:
@@ -531,6 +594,7 @@ class AdmissionHandlers:
                 reader = self.reader
                 if reader is None:
                     raise RuntimeError("no API client for the confirming read")
+                await self.limiter.acquire()
                 self.confirmations += 1
                 catalog = await reader.catalog_for(decision.confirm, live)
                 decision = decide(catalog, body, old, operation, confirmed=True)

@@ -62,6 +62,18 @@ class WebhookConfig:
     cert_secret: str | None = None
     #: ``NAMESPACE/NAME`` of the webhook Service: its DNS names go into a generated certificate.
     service: str | None = None
+    #: A PEM bundle of the CAs whose client certificates may call the webhook; None: any client may (the
+    #: apiserver presents one when its admission configuration names a kubeconfig for webhooks).
+    client_ca_file: Path | None = None
+    #: With ``client_ca_file``: the accepted subject common names or DNS names (empty: any it issued).
+    client_names: tuple[str, ...] = ()
+    #: Confirming reads (SPEC §7) started per second, and how many may start at once; past that, a request
+    #: that needs one waits up to :data:`~.admission.CONFIRMATION_WAIT` seconds, else gets HTTP 429.
+    confirmations_per_second: float = 20.0
+    confirmation_burst: int = 40
+    #: Static mode only: the caBundle is injected by someone else (cert-manager's cainjector); the operator
+    #: never reads or writes the configuration.
+    ca_injected: bool = False
 
     def __post_init__(self) -> None:
         if not 1 <= self.timeout_seconds <= 30:
@@ -74,6 +86,12 @@ class WebhookConfig:
         for reference in (self.cert_secret, self.service):
             if reference is not None and not _REFERENCE.fullmatch(reference):
                 raise ValueError(f"expected NAMESPACE/NAME, got {reference!r}")
+        if self.client_names and self.client_ca_file is None:
+            raise ValueError("accepted client certificate names need a client CA file")
+        if self.confirmations_per_second <= 0 or self.confirmation_burst < 1:
+            raise ValueError("the confirmation rate must be positive and its burst at least 1")
+        if self.ca_injected and self.configuration_name is None:
+            raise ValueError("an injected caBundle needs the static configuration's name")
         if not _NAME.fullmatch(self.managed_name) or len(self.managed_name) > 180:
             raise ValueError(
                 f"webhook configuration name prefix {self.managed_name!r} is not a DNS subdomain"

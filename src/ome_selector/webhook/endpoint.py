@@ -15,6 +15,13 @@ A draining replica (``closing``: it is about to stop) closes each connection aft
 reuses a connection it keeps alive without looking at the Service again, so one kept to a replica whose
 listener closes can meet the close with a request on it (an EOF, which the apiserver does not retry).
 
+TLS is 1.2 or newer with forward-secret AEAD ciphers only (ECDHE with AES-GCM or ChaCha20-Poly1305; TLS 1.3's
+suites are all AEAD): no CBC suite, no static RSA key exchange. With :class:`ClientAuth` the endpoint also
+asks for a client certificate during the handshake and refuses one not issued by its CA (the handshake
+fails) or, when names are given, one whose subject common name or DNS names are none of them (HTTP 403, the
+body unread): the apiserver presents such a certificate when its admission configuration names one for
+webhooks, and nobody else can then ask the webhook anything.
+
 Malformed requests are logged as one line at most once a minute, with how many came since: those refused
 here, and those aiohttp itself refuses before any handler runs (a bad request line, headers over 8 KiB, a
 client gone mid-body), which it would otherwise log each with a traceback.
@@ -41,7 +48,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 from ome_selector.webhook.review import MAX_BODY_BYTES, MalformedReviewError, Review, read_review
 from ome_selector.webhook.tls import TlsFiles
 
-__all__ = ["Answer", "ReviewEndpoint"]
+__all__ = ["CIPHERS", "Answer", "ClientAuth", "ReviewEndpoint", "server_context"]
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +72,43 @@ IDLE_TIMEOUT = 120.0
 LINGER_TIMEOUT = 2.0
 
 
+#: TLS 1.2 suites offered (OpenSSL names): forward-secret key exchange and AEAD only, never CBC.
+CIPHERS = "ECDHE+AESGCM:ECDHE+CHACHA20"
+
+
+@dataclass(frozen=True)
+class ClientAuth:
+    """Which client certificates the endpoint accepts: issued by a CA in ``ca_file`` and, when ``names`` is
+    not empty, with one of them as subject common name or DNS subject alternative name."""
+
+    ca_file: Path
+    names: frozenset[str] = frozenset()
+
+    def refusal(self, peer: Any) -> str | None:
+        """Why a verified peer certificate (``getpeercert()``'s dict) is not accepted; None when it is."""
+        if not self.names:
+            return None
+        presented = _peer_names(peer)
+        if presented & self.names:
+            return None
+        shown = ", ".join(sorted(presented)[:4]) or "no name"
+        return f"client certificate ({shown}) is not one of the accepted names"
+
+
+def _peer_names(peer: Any) -> set[str]:
+    names: set[str] = set()
+    if not isinstance(peer, dict):
+        return names
+    for rdn in peer.get("subject") or ():
+        for key, value in rdn:
+            if key == "commonName":
+                names.add(str(value))
+    for key, value in peer.get("subjectAltName") or ():
+        if key == "DNS":
+            names.add(str(value))
+    return names
+
+
 def _never() -> bool:
     return False
 
@@ -83,6 +127,8 @@ class ReviewEndpoint:
     #: Whether the replica is draining (about to stop): each answer then closes its connection, so that the
     #: apiserver keeps no connection to this replica for a request that would meet the listener closing.
     closing: Callable[[], bool] = _never
+    #: Client certificates required (None: any client may connect, as without the option).
+    client_auth: ClientAuth | None = None
 
     async def listen(
         self, answer: Answer, on_malformed: OnMalformed
@@ -99,6 +145,10 @@ class ReviewEndpoint:
             return response
 
         async def answer_one(request: web.Request) -> web.Response:
+            peer = request.transport.get_extra_info("peercert") if request.transport else None
+            if self.client_auth is not None and (refusal := self.client_auth.refusal(peer)) is not None:
+                malformed.note(refusal)
+                return web.Response(status=403, text=refusal, headers={"Connection": "close"})
             try:
                 webhook = request.match_info["id"]
                 if webhook not in self.webhook_ids:
@@ -127,14 +177,15 @@ class ReviewEndpoint:
                 # A body cut short leaves the connection mid-request: it cannot carry another one.
                 headers = {"Connection": "close"} if error.status == 408 else None
                 return web.Response(status=error.status, text=error.reason, headers=headers)
-            peer = request.transport.get_extra_info("peercert") if request.transport else None
             response = await answer(review, webhook, dict(request.headers), peer)
             return web.json_response(response)
 
         port = self.port
         while True:
             # Off the loop: the default context loads the system's CA store (tens of milliseconds).
-            context = await asyncio.to_thread(_server_context, self.files.cert_file, self.files.key_file)
+            context = await asyncio.to_thread(
+                server_context, self.files.cert_file, self.files.key_file, self.client_auth
+            )
             digest = self._digest()
             app = web.Application(client_max_size=MAX_BODY_BYTES)
             app.router.add_post("/{id}", handle)
@@ -168,7 +219,8 @@ class ReviewEndpoint:
 
     def _digest(self) -> str:
         hasher = hashlib.sha256()
-        for path in (self.files.cert_file, self.files.key_file, self.files.ca_file):
+        client_ca = self.client_auth.ca_file if self.client_auth is not None else None
+        for path in (self.files.cert_file, self.files.key_file, self.files.ca_file, client_ca):
             if path is not None:
                 hasher.update(path.read_bytes())
         return hasher.hexdigest()
@@ -240,7 +292,15 @@ def _url_host(host: str) -> str:
         return host
 
 
-def _server_context(cert_file: Path, key_file: Path) -> ssl.SSLContext:
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+def server_context(cert_file: Path, key_file: Path, client_auth: ClientAuth | None = None) -> ssl.SSLContext:
+    """The listener's TLS: 1.2 or newer, :data:`CIPHERS` only, and the client certificate checked when
+    ``client_auth`` is given (the handshake fails without one issued by its CA)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.set_ciphers(CIPHERS)
+    context.options |= ssl.OP_NO_COMPRESSION | ssl.OP_CIPHER_SERVER_PREFERENCE | ssl.OP_NO_RENEGOTIATION
     context.load_cert_chain(cert_file, key_file)
+    if client_auth is not None:
+        context.load_verify_locations(cafile=client_auth.ca_file)
+        context.verify_mode = ssl.CERT_REQUIRED
     return context

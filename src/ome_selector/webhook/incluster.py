@@ -17,9 +17,13 @@ concurrency on the Secret's resourceVersion). :meth:`SecretCertificates.keep` re
 long-running pod renews before expiry and every replica picks up a pair another one stored.
 
 Replicas switch to a new pair at different moments, so the rollover keeps both trusted: ``ca.crt`` is a
-bundle of the new CA followed by the previous one (while it is valid). The caBundle is set from it before the
-endpoint serves the new certificate (:mod:`.endpoint`), and a replica still serving the previous pair never
-takes the new CA out of the caBundle (:class:`~.registration.CaBundleRegistration`).
+bundle of the new CA followed by the previous one. The caBundle is set from it before the endpoint serves the
+new certificate (:mod:`.endpoint`), and a replica still serving the previous pair never takes the new CA out
+of the caBundle (:class:`~.registration.CaBundleRegistration`). The previous CA is trusted only for
+:data:`PREVIOUS_CA_GRACE` after the rollover (every replica has switched within two check intervals): then
+the first replica to re-check stores ``ca.crt`` with the current CA alone, every replica's files follow, and
+the caBundle drops the previous CA. The CA and the certificate live :data:`CERT_VALIDITY` (one year), renewed
+with :data:`RENEW_BEFORE` left.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from ome_selector.webhook.tls import (
+    BACKDATE,
     CA_FILE,
     CERT_FILE,
     KEY_FILE,
@@ -51,6 +56,7 @@ from ome_selector.webhook.tls import (
 
 __all__ = [
     "CERT_VALIDITY",
+    "PREVIOUS_CA_GRACE",
     "RENEW_BEFORE",
     "ObjectRef",
     "SecretCertificates",
@@ -60,10 +66,13 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: Validity of the generated CA and serving certificate.
-CERT_VALIDITY = datetime.timedelta(days=730)
+#: Validity of the generated CA and serving certificate (under two years: a leaked key is useful for a year
+#: at most).
+CERT_VALIDITY = datetime.timedelta(days=365)
 #: A stored certificate with less than this left is replaced.
-RENEW_BEFORE = datetime.timedelta(days=240)
+RENEW_BEFORE = datetime.timedelta(days=120)
+#: How long after a rollover the previous CA stays in ``ca.crt`` (and so in the caBundle).
+PREVIOUS_CA_GRACE = datetime.timedelta(hours=1)
 #: How often a running operator re-checks the stored certificate (one GET of the Secret): a replica serves a
 #: pair another one stored within this long.
 CHECK_INTERVAL_SECONDS = 60.0
@@ -117,6 +126,7 @@ class SecretCertificates:
         hosts: Iterable[str | None] = (),
         validity: datetime.timedelta = CERT_VALIDITY,
         renew_before: datetime.timedelta = RENEW_BEFORE,
+        previous_ca_grace: datetime.timedelta = PREVIOUS_CA_GRACE,
     ) -> None:
         self._client = api_client
         self._core: Any = client.CoreV1Api(api_client)
@@ -128,6 +138,7 @@ class SecretCertificates:
         self.ip_addresses = ip_addresses
         self._validity = validity
         self._renew_before = renew_before
+        self._previous_ca_grace = previous_ca_grace
         # The common name is informational (Go's TLS checks only the SANs) and limited to 64 characters.
         self._common_name = (service_names[2] if service_names else "ome-selector-webhook")[:60]
 
@@ -138,6 +149,8 @@ class SecretCertificates:
         data = _decoded(current)
         if not self._usable(data, now):
             data = await self._store(current, now)
+        elif current is not None and self._previous_ca_expired(data, now):
+            data = await self._drop_previous_ca(current, data, now)
         self._write_files(data)
         return TlsFiles(self.cert_dir / CERT_FILE, self.cert_dir / KEY_FILE, self.cert_dir / CA_FILE)
 
@@ -206,7 +219,6 @@ class SecretCertificates:
         )
         bundle = authority.cert_pem + _previous_ca(_decoded(current), now)
         data = {CA_FILE: bundle, KEY_FILE: pair.key_pem, CERT_FILE: pair.cert_pem}
-        encoded = {key: base64.b64encode(value).decode("ascii") for key, value in data.items()}
         if current is None:
             body = {
                 "apiVersion": "v1",
@@ -220,7 +232,7 @@ class SecretCertificates:
                     },
                 },
                 "type": "Opaque",
-                "data": encoded,
+                "data": _encoded(data),
             }
             try:
                 await self._core.create_namespaced_secret(self.secret.namespace, body)
@@ -230,22 +242,46 @@ class SecretCertificates:
                 if error.status != 409:
                     raise
                 return await self._winner(now)
-        else:
-            # Guarded by resourceVersion: a concurrent writer makes it fail instead of being overwritten.
-            body = dict(current)
-            body["data"] = encoded
-            try:
-                await self._core.replace_namespaced_secret(self.secret.name, self.secret.namespace, body)
-            except ApiException as error:
-                if error.status != 409:
-                    raise
-                return await self._winner(now)
+        elif (winner := await self._replace(current, data, now)) is not None:
+            return winner
         logger.info(
             "stored a new webhook CA and certificate (valid until %s) in Secret %s",
             (now + self._validity).date().isoformat(),
             self.secret,
         )
         return data
+
+    def _previous_ca_expired(self, data: Mapping[str, bytes], now: datetime.datetime) -> bool:
+        """Whether ``ca.crt`` still carries a previous CA past the grace after the current one was made."""
+        authorities = x509.load_pem_x509_certificates(data[CA_FILE])
+        made = authorities[0].not_valid_before_utc + BACKDATE
+        return len(authorities) > 1 and now - made >= self._previous_ca_grace
+
+    async def _drop_previous_ca(
+        self, current: dict[str, Any], data: Mapping[str, bytes], now: datetime.datetime
+    ) -> dict[str, bytes]:
+        """Store ``ca.crt`` with the current CA alone (the certificate and key stay)."""
+        authority = x509.load_pem_x509_certificates(data[CA_FILE])[0]
+        trimmed = {**data, CA_FILE: authority.public_bytes(serialization.Encoding.PEM)}
+        if (winner := await self._replace(current, trimmed, now)) is not None:
+            return winner
+        logger.info("the previous webhook CA is no longer trusted (Secret %s)", self.secret)
+        return trimmed
+
+    async def _replace(
+        self, current: dict[str, Any], data: Mapping[str, bytes], now: datetime.datetime
+    ) -> dict[str, bytes] | None:
+        """Store ``data`` over the Secret as read (``current``), guarded by its resourceVersion: a concurrent
+        writer makes it fail instead of being overwritten. None when stored, else the other writer's pair."""
+        body = dict(current)
+        body["data"] = _encoded(data)
+        try:
+            await self._core.replace_namespaced_secret(self.secret.name, self.secret.namespace, body)
+        except ApiException as error:
+            if error.status != 409:
+                raise
+            return await self._winner(now)
+        return None
 
     async def _winner(self, now: datetime.datetime) -> dict[str, bytes]:
         """Another writer stored a pair at the same time: use theirs if it fits."""
@@ -267,6 +303,10 @@ class SecretCertificates:
             with os.fdopen(fd, "wb") as file:
                 file.write(data[key])
             temporary.replace(path)
+
+
+def _encoded(data: Mapping[str, bytes]) -> dict[str, str]:
+    return {key: base64.b64encode(value).decode("ascii") for key, value in data.items()}
 
 
 def _decoded(secret: Mapping[str, Any] | None) -> dict[str, bytes]:

@@ -16,7 +16,9 @@ removed on stop — so the operator writes the object itself:
   the CA the server uses, and leaves the object alone otherwise. Replicas share that object and may serve
   certificates of two CAs during a rollover, so a replica changes the bundle only when it lacks the CA of its
   own certificate (the first in its bundle), and then writes its whole bundle (which carries the previous CA
-  too, :mod:`.incluster`): a replica still on the previous pair never takes the new CA out.
+  too, :mod:`.incluster`): a replica still on the previous pair never takes the new CA out. Once a
+  replica's bundle no longer carries the previous CA (the rollover's grace is over), it takes out of the
+  caBundle every CA older than its own that its bundle lacks, so an old CA is not trusted forever.
 
 The webhook paths are Kopf's handler ids (:data:`HANDLER_IDS`); a chart's service clientConfig uses them too.
 """
@@ -243,7 +245,8 @@ class CaBundleRegistration:
         bundle = client_config.get("caBundle")
         if not bundle:
             return False
-        ours = _certificates(bundle)[:1]
+        mine = _certificates(bundle)
+        ours = mine[:1]
         try:
             current = await self._api.read_validating_webhook_configuration(self.name)
         except ApiException as error:
@@ -256,9 +259,13 @@ class CaBundleRegistration:
         for webhook in body.get("webhooks") or []:
             clientconfig = webhook.setdefault("clientConfig", {})
             current = clientconfig.get("caBundle")
-            trusted = bool(ours) and set(ours) <= set(_certificates(current))
+            present = _certificates(current)
+            trusted = bool(ours) and set(ours) <= set(present)
             if not trusted and current != bundle:
                 clientconfig["caBundle"] = bundle
+                changed = True
+            elif trusted and (kept := _without_older(present, mine)) != present:
+                clientconfig["caBundle"] = _bundle_of(kept)
                 changed = True
         if changed:
             await self._api.replace_validating_webhook_configuration(self.name, cast(Any, body))
@@ -267,6 +274,25 @@ class CaBundleRegistration:
 
     async def remove(self) -> None:
         """The configuration belongs to the chart: nothing to undo."""
+
+
+def _without_older(present: list[bytes], mine: list[bytes]) -> list[bytes]:
+    """``present`` without the CAs this replica's bundle ``mine`` no longer carries that are older than its
+    own CA (``mine[0]``): those of a finished rollover. A CA newer than its own is another replica's, a step
+    ahead, and stays."""
+    own = x509.load_der_x509_certificate(mine[0]).not_valid_before_utc
+    return [
+        der
+        for der in present
+        if der in mine or x509.load_der_x509_certificate(der).not_valid_before_utc >= own
+    ]
+
+
+def _bundle_of(certificates: list[bytes]) -> str:
+    pem = b"".join(
+        x509.load_der_x509_certificate(der).public_bytes(serialization.Encoding.PEM) for der in certificates
+    )
+    return base64.b64encode(pem).decode("ascii")
 
 
 def _certificates(bundle: object) -> list[bytes]:

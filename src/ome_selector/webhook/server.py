@@ -10,6 +10,14 @@ fails unexpectedly, and so that every answer's latency lands in
 request is counted in ``ome_selector_admission_malformed_total{code}`` instead). Registration is ours, not
 Kopf's ``managed`` mode (:mod:`.registration` says why).
 
+The transport also bounds who may ask what (SPEC §7 "Robustness"): with ``client_ca_file`` only a client
+certificate of that CA (and, if given, of those names) reaches the handlers (:class:`~.endpoint.ClientAuth`);
+a review sent to another kind's path, or an InferenceService review whose object names a namespace other
+than the request's, gets 400 (the apiserver never sends one); an InferenceService in a namespace this
+operator does not watch is allowed untouched, with nothing read and nothing named (the apiserver is not
+asked to send one: the registration selects the watched namespaces); and the confirming reads a request may
+cause are rate-limited (:class:`~.admission.ConfirmationLimiter`), past which it gets 429.
+
 The server knows only what it is given: the handlers it serves (:mod:`.admission`), API access, the metrics,
 the operator's instance name and the namespaces it watches.
 """
@@ -31,11 +39,18 @@ from aiohttp import web
 from kubernetes_asyncio.client.exceptions import ApiException
 from prometheus_client import Counter, Gauge, Histogram
 
+from ome_selector.api.resources import Kind
 from ome_selector.kube.connection import ClusterAccess, kubeconfig_context
 from ome_selector.kube.objects import Objects
-from ome_selector.webhook.admission import DENIED_CODE, AdmissionHandlers, DirectReader, recording_failures
+from ome_selector.webhook.admission import (
+    DENIED_CODE,
+    AdmissionHandlers,
+    ConfirmationsExhaustedError,
+    DirectReader,
+    recording_failures,
+)
 from ome_selector.webhook.config import WebhookConfig
-from ome_selector.webhook.endpoint import Answer, ReviewEndpoint
+from ome_selector.webhook.endpoint import Answer, ClientAuth, ReviewEndpoint
 from ome_selector.webhook.incluster import ObjectRef, SecretCertificates, SecretMissingError
 from ome_selector.webhook.registration import (
     HANDLER_IDS,
@@ -120,12 +135,22 @@ class WebhookServer:
         ) -> dict[str, Any]:
             started = time.perf_counter()
             kind = review.kind.value  # one of the five: the label never takes a value from the request
+            if (refusal := _not_asked_by_the_apiserver(review, webhook)) is not None:
+                latency.labels(kind, "error").observe(time.perf_counter() - started)
+                self._malformed.labels("400").inc()
+                raise web.HTTPBadRequest(text=refusal)
+            if not self._serves(review):
+                latency.labels(kind, "true").observe(time.perf_counter() - started)
+                return _allowed(review)
             if not self._handlers.ready:
                 latency.labels(kind, "error").observe(time.perf_counter() - started)
                 raise web.HTTPServiceUnavailable(text="ome-selector has not indexed the cluster yet")
             with recording_failures() as failures:
                 request: Any = for_kopf(review)  # Kopf types it as its own TypedDict
                 response: Any = await fn(request, webhook=webhook, headers=headers, sslpeer=sslpeer)
+            if failures and isinstance(failures[0], ConfirmationsExhaustedError):
+                latency.labels(kind, "error").observe(time.perf_counter() - started)
+                raise web.HTTPTooManyRequests(text=str(failures[0]), headers={"Retry-After": "1"})
             if failures:
                 latency.labels(kind, "error").observe(time.perf_counter() - started)
                 logger.error("admission check for %s failed: %r", kind, failures[0], exc_info=failures[0])
@@ -140,6 +165,13 @@ class WebhookServer:
             return dict(response)
 
         return answer
+
+    def _serves(self, review: Review) -> bool:
+        """Whether this operator judges the review: every kind but InferenceService always; an
+        InferenceService only in a watched namespace (its catalog knows no other namespace's objects)."""
+        if review.kind is not Kind.INFERENCE_SERVICE or self._namespaces is None:
+            return True
+        return review.request.get("namespace") in self._namespaces
 
     def _count_malformed(self, error: MalformedReviewError) -> None:
         self._malformed.labels(str(error.status)).inc()
@@ -159,11 +191,18 @@ class WebhookServer:
                 webhook_ids=frozenset(HANDLER_IDS.values()),
                 file_check_interval=config.file_check_interval,
                 closing=lambda: self.draining,
+                client_auth=(
+                    ClientAuth(config.client_ca_file, frozenset(config.client_names))
+                    if config.client_ca_file is not None
+                    else None
+                ),
             )
             api_client = await self._access.api_client()
             self._handlers.reader = DirectReader(Objects(api_client))
-            registration: LocalRegistration | CaBundleRegistration
-            if config.configuration_name is not None:
+            registration: LocalRegistration | CaBundleRegistration | InjectedCaBundle
+            if config.ca_injected and config.configuration_name is not None:
+                registration = InjectedCaBundle(config.configuration_name)
+            elif config.configuration_name is not None:
                 registration = CaBundleRegistration(api_client, config.configuration_name)
             else:
                 registration = LocalRegistration(api_client, self._local_config(), instance=self.instance)
@@ -269,6 +308,49 @@ class WebhookServer:
             return load_cert_dir(config.cert_dir)
         directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ome-selector-webhook-")))
         return generate_serving_files(directory, config.host, config.bind_address[0])
+
+
+class InjectedCaBundle:
+    """Static mode with the caBundle injected by someone else (cert-manager's cainjector): the operator never
+    reads or writes the configuration, so it needs no RBAC on it."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    async def apply(self, client_config: kopf.WebhookClientConfig) -> bool:
+        return False
+
+    async def remove(self) -> None:
+        """The configuration belongs to the chart: nothing to undo."""
+
+
+def _not_asked_by_the_apiserver(review: Review, webhook: str) -> str | None:
+    """Why the apiserver would never send this review to this path; None when it could have.
+
+    The apiserver sends each kind to its own webhook's path, and fills an object's namespace from the
+    request's before admission, so a review that breaks either was made up by someone else (and could
+    otherwise ask about another namespace's objects than the one it names).
+    """
+    if webhook != HANDLER_IDS[review.kind]:
+        return f"request.kind {review.kind.value} is not the kind of the webhook at this path"
+    if not review.kind.namespaced:
+        return None
+    namespace = review.request.get("namespace")
+    if not namespace:
+        return "request.namespace is missing for a namespaced kind"
+    for name in ("object", "oldObject"):
+        body = review.request.get(name)
+        if isinstance(body, dict) and (body.get("metadata") or {}).get("namespace") != namespace:
+            return f"request.{name}.metadata.namespace is not request.namespace"
+    return None
+
+
+def _allowed(review: Review) -> dict[str, Any]:
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "response": {"uid": review.uid, "allowed": True},
+    }
 
 
 class _OurWebhookOutcomes(logging.Filter):

@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 __all__ = [
+    "BACKDATE",
     "CA_FILE",
     "CERT_FILE",
     "KEY_FILE",
@@ -41,6 +42,8 @@ __all__ = [
 
 CERT_FILE, KEY_FILE, CA_FILE = "tls.crt", "tls.key", "ca.crt"
 _VALIDITY = datetime.timedelta(days=365)
+#: How far before the moment it is made a certificate becomes valid (clocks differ a little).
+BACKDATE = datetime.timedelta(minutes=5)
 
 
 @dataclass(frozen=True)
@@ -85,7 +88,7 @@ class CertificateAuthority:
             .issuer_name(self._name)
             .public_key(self._key.public_key())
             .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_before(now - BACKDATE)
             .not_valid_after(now + validity)
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
             .add_extension(
@@ -132,7 +135,7 @@ class CertificateAuthority:
             .issuer_name(self._name)
             .public_key(key.public_key())
             .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_before(now - BACKDATE)
             .not_valid_after(now + self._validity)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(x509.ExtendedKeyUsage(usages), critical=False)

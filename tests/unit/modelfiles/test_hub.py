@@ -117,6 +117,29 @@ def test_the_token_comes_from_hf_token(
     assert hub.requests[-1].authorization == f"Bearer {TOKEN}"
 
 
+def test_without_the_token_private_gated_and_missing_repositories_read_alike(
+    hub: HubStandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``token=False`` (the operator, for a BaseModel of a namespace that may not use the token): no
+    Authorization header even with HF_TOKEN set, and one text whether the repository is private, gated or
+    missing, so an event tells a tenant nothing about what the token could see."""
+    _bert(tmp_path / "model")
+    hub.repos["acme/private"] = Repo(tmp_path / "model", token=TOKEN)
+    hub.repos["acme/gated"] = Repo(tmp_path / "model", gated=True)
+    hub.repos["acme/public"] = Repo(tmp_path / "model")
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    texts = []
+    for uri in ("hf://acme/private", "hf://acme/absent", "hf://acme/gated", "hf://acme/public@v9"):
+        with pytest.raises(ModelFileError) as error:
+            inspect_model(uri, token=False)
+        texts.append(error.value.reason)
+    assert texts == ["not found or not public (read without the Hub token)"] * 4
+    assert inspect_model("hf://acme/public", token=False).metadata.parameter_count == 22_713_728
+    assert {request.authorization for request in hub.requests} == {None}
+    # With the token the same private repository reads, and the answers differ (what the rule hides).
+    assert inspect_model("hf://acme/private").metadata.parameter_count == 22_713_728
+
+
 @pytest.mark.parametrize(
     ("uri", "message"),
     [

@@ -22,6 +22,7 @@ from ome_selector.operator.learning import (
     RetrySchedule,
     _duration,
     candidate,
+    may_use_token,
 )
 from ome_selector.operator.metrics import Metrics
 
@@ -181,3 +182,23 @@ def test_a_listing_read_in_pages_forgets_only_the_models_no_page_held() -> None:
     assert set(learner._candidates) == {KEY, OTHER}  # nothing is forgotten before the last page
     learner.forget_unlisted(listed)
     assert set(learner._candidates) == {KEY}
+
+
+# --- who may use the Hub token ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "namespaces", "expected"),
+    [
+        (ObjectKey(Kind.CLUSTER_BASE_MODEL, None, "llama"), frozenset(), True),
+        (ObjectKey(Kind.CLUSTER_BASE_MODEL, None, "llama"), frozenset({"team-a"}), True),
+        (ObjectKey(Kind.BASE_MODEL, "team-a", "qwen"), frozenset(), False),
+        (ObjectKey(Kind.BASE_MODEL, "team-a", "qwen"), frozenset({"team-a"}), True),
+        (ObjectKey(Kind.BASE_MODEL, "team-b", "qwen"), frozenset({"team-a"}), False),
+    ],
+    ids=["cluster-model", "cluster-model-with-list", "tenant", "opted-in", "other-tenant"],
+)
+def test_only_cluster_models_and_listed_namespaces_use_the_token(
+    key: ObjectKey, namespaces: frozenset[str], expected: bool
+) -> None:
+    assert may_use_token(key, namespaces) is expected

@@ -73,8 +73,9 @@ def test_the_token_reaches_the_child_only_through_its_stdin(
 ) -> None:
     monkeypatch.setenv("HF_TOKEN", "hf_from_the_environment")  # never passed on
     assert _read(ModelReaderProcess(), "hf://meta/private", endpoint=hub.url, token="hf_secret").max_tokens
-    assert _failure(ModelReaderProcess(), "hf://meta/private", endpoint=hub.url, token=None).startswith(
-        "hf://meta/private: repository not found, or private"
+    # Without a token the child reads anonymously, and a private repository reads as missing (SPEC §10.6).
+    assert _failure(ModelReaderProcess(), "hf://meta/private", endpoint=hub.url, token=None) == (
+        "hf://meta/private: not found or not public (read without the Hub token)"
     )
     spy = _child(
         "import json, os, sys; request = json.load(sys.stdin); print(json.dumps({'error': {"
@@ -86,7 +87,7 @@ def test_the_token_reaches_the_child_only_through_its_stdin(
 
 
 def test_a_failure_in_the_child_names_its_file(hub: HubStandIn) -> None:
-    assert _failure(ModelReaderProcess(), "hf://meta/absent", endpoint=hub.url) == (
+    assert _failure(ModelReaderProcess(), "hf://meta/absent", endpoint=hub.url, token="hf_secret") == (
         "hf://meta/absent: repository not found, or private and HF_TOKEN is missing or has no access "
         "(HTTP 404)"
     )

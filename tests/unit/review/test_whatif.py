@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from ome_selector.selection.inheritance import RuntimeLookup
 from selection_builders import NS, catalog, entry, isvc, model, runtime
 
 from ome_selector.api.resources import Kind, ObjectKey, Resource
@@ -17,6 +16,7 @@ from ome_selector.review.whatif import (
     what_if,
     what_if_document,
 )
+from ome_selector.selection.inheritance import RuntimeLookup
 
 
 def compare(before: list[Resource], change: CatalogChange, namespaces: set[str] | None = None) -> WhatIf:

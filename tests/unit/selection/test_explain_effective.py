@@ -8,7 +8,6 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from ome_selector.selection.inheritance import RuntimeLookup
 from selection_builders import NS, catalog, entry, isvc, model, runtime
 
 from ome_selector.api.resources import (
@@ -29,6 +28,7 @@ from ome_selector.selection.explain import (
     explain,
     explanation_document,
 )
+from ome_selector.selection.inheritance import RuntimeLookup
 from ome_selector.selection.matcher import check
 from ome_selector.selection.outcome import OutcomeKind, evaluate
 from ome_selector.selection.profiles import RuntimeProfile

@@ -12,12 +12,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from ome_selector.webhook.endpoint import ReviewEndpoint
+from ome_selector.webhook.endpoint import ClientAuth, ReviewEndpoint, server_context
 from ome_selector.webhook.review import MalformedReviewError, Review
-from ome_selector.webhook.tls import generate_serving_files
+from ome_selector.webhook.tls import CertificateAuthority, KeyPair, generate_serving_files
 
 #: Short timeouts for the endpoint under test; the client waits far longer than these before giving up.
 SERVER_TIMEOUT = 0.3
@@ -174,5 +175,114 @@ def test_new_files_are_announced_before_their_certificate_is_served(tmp_path: Pa
         assert restarted["url"] == first["url"]
         assert await _served_certificate(port) == _der(new_cert)
         await configs.aclose()
+
+    asyncio.run(scenario())
+
+
+# --- TLS: ciphers and client certificates ---------------------------------------------------------------
+
+
+def _pem_files(directory: Path, name: str, pair: KeyPair) -> tuple[Path, Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    cert, key = directory / f"{name}.crt", directory / f"{name}.key"
+    cert.write_bytes(pair.cert_pem)
+    key.write_bytes(pair.key_pem)
+    return cert, key
+
+
+@asynccontextmanager
+async def _serving_with(tmp_path: Path, client_auth: ClientAuth | None) -> AsyncIterator[int]:
+    files = generate_serving_files(tmp_path / "tls", "127.0.0.1")
+    endpoint = ReviewEndpoint(files, "127.0.0.1", 0, None, ["validate"], client_auth=client_auth)
+    configs = endpoint.listen(_never_called, lambda error: None)
+    config = await anext(configs)
+    try:
+        yield int(str(config["url"]).rsplit(":", 1)[1])
+    finally:
+        await configs.aclose()
+
+
+async def _post(port: int, context: ssl.SSLContext) -> bytes:
+    """POST ``{}`` and read the whole answer (an empty answer when the server drops the connection)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context)
+    try:
+        writer.write(
+            b"POST /validate HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
+        )
+        await writer.drain()
+        return await asyncio.wait_for(reader.read(), CLIENT_PATIENCE)
+    finally:
+        writer.close()
+
+
+def _client(pair: KeyPair | None, directory: Path, name: str) -> ssl.SSLContext:
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    if pair is not None:
+        cert, key = _pem_files(directory, name, pair)
+        context.load_cert_chain(cert, key)
+    return context
+
+
+def test_with_client_verification_only_the_expected_certificate_is_answered(tmp_path: Path) -> None:
+    """The apiserver's client certificate reaches the handlers; no certificate, one of another CA, or one of
+    another name does not (the handshake fails, or 403 before the body is read)."""
+    apiserver_ca, other_ca = CertificateAuthority("apiserver-client-ca"), CertificateAuthority("other-ca")
+    ca_file = tmp_path / "client-ca.crt"
+    ca_file.write_bytes(apiserver_ca.cert_pem)
+    apiserver = apiserver_ca.issue("kube-apiserver-webhook-client", client=True)
+    intruder = apiserver_ca.issue("someone-else", client=True)
+    forged = other_ca.issue("kube-apiserver-webhook-client", client=True)
+    auth = ClientAuth(ca_file, frozenset({"kube-apiserver-webhook-client"}))
+    clients = tmp_path / "clients"
+
+    async def scenario() -> None:
+        async with _serving_with(tmp_path, auth) as port:
+            answered = await _post(port, _client(apiserver, clients, "apiserver"))
+            assert answered.startswith(b"HTTP/1.1 400 "), answered  # past TLS and the name: the body is read
+            assert answered.endswith(b"apiVersion is not admission.k8s.io/v1")
+            refused = await _post(port, _client(intruder, clients, "intruder"))
+            assert refused.startswith(b"HTTP/1.1 403 "), refused
+            assert refused.endswith(b"client certificate (someone-else) is not one of the accepted names")
+            for pair, name in ((None, "none"), (forged, "forged")):
+                try:
+                    dropped = await _post(port, _client(pair, clients, name))
+                except (ssl.SSLError, ConnectionError):
+                    continue  # the handshake failed
+                assert dropped == b"", (name, dropped)  # TLS 1.3: the alert comes after the client's side
+
+    asyncio.run(scenario())
+
+
+def test_without_client_verification_any_client_is_answered(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with _serving_with(tmp_path, None) as port:
+            answered = await _post(port, _client(None, tmp_path, "none"))
+            assert answered.startswith(b"HTTP/1.1 400 ")
+
+    asyncio.run(scenario())
+
+
+def test_the_listener_offers_no_cbc_cipher_and_nothing_below_tls_1_2(tmp_path: Path) -> None:
+    files = generate_serving_files(tmp_path / "tls", "127.0.0.1")
+    context = server_context(files.cert_file, files.key_file)
+    names = [cipher["name"] for cipher in context.get_ciphers()]
+    assert names
+    assert all("GCM" in name or "CHACHA20" in name for name in names), names
+    assert context.minimum_version is ssl.TLSVersion.TLSv1_2
+
+    def tls12(ciphers: str) -> ssl.SSLContext:
+        client = _client(None, tmp_path, "none")
+        client.maximum_version = ssl.TLSVersion.TLSv1_2
+        client.set_ciphers(ciphers)
+        return client
+
+    async def scenario() -> None:
+        async with _serving_with(tmp_path, None) as port:
+            with pytest.raises((ssl.SSLError, ConnectionResetError)):  # no common cipher: no handshake
+                await _post(port, tls12("ECDHE-ECDSA-AES128-SHA256:ECDHE-ECDSA-AES256-SHA384:AES128-SHA"))
+            answered = await _post(port, tls12("ECDHE-ECDSA-AES128-GCM-SHA256"))
+            assert answered.startswith(b"HTTP/1.1 400 ")
 
     asyncio.run(scenario())
