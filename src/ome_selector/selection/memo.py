@@ -2,10 +2,13 @@
 ranking.
 
 What auto-selection finds (:class:`AutoSelection`) depends only on the model, the runtimes visible from the
-namespace and the accelerator classes asked for; the InferenceService adds only its name to the no-runtime
-message. The catalog keeps an :class:`AutoSelectionMemo` and tells it which scope a stored or removed runtime
-belongs to (:meth:`AutoSelectionMemo.runtimes_changed`); a changed model has a new profile, which the memo
-does not take for the old one.
+namespace and the accelerator classes asked for; the InferenceService adds only its name and namespace to the
+no-runtime message. A namespace without ServingRuntimes sees the ClusterServingRuntimes only, the same as
+every other such namespace: their results are kept once, under the scope None, not once per namespace (a
+cluster of many namespaces and cluster runtimes only would otherwise keep, and rank, each model once per
+namespace). The catalog keeps an :class:`AutoSelectionMemo` and tells it which scope a stored or removed
+runtime belongs to (:meth:`AutoSelectionMemo.runtimes_changed`); a changed model has a new profile, which the
+memo does not take for the old one.
 """
 
 from __future__ import annotations
@@ -51,24 +54,24 @@ class AutoSelectionMemo:
     def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
         self._capacity = capacity
         self._size = 0
-        self._by_namespace: dict[str, dict[_Key, AutoSelection]] = {}
+        self._by_namespace: dict[str | None, dict[_Key, AutoSelection]] = {}
 
     def get(
-        self, namespace: str, model: ModelProfile, accelerator_classes: tuple[str, ...]
+        self, scope: str | None, model: ModelProfile, accelerator_classes: tuple[str, ...]
     ) -> AutoSelection | None:
-        """The result kept for ``model`` (this very profile) in ``namespace``, None when there is none."""
-        bucket = self._by_namespace.get(namespace)
+        """The result kept for ``model`` (this very profile) in ``scope``, None when there is none."""
+        bucket = self._by_namespace.get(scope)
         if bucket is None:
             return None
         found = bucket.get((model.key, accelerator_classes))
         # A model stored since has a new profile: what was found for the old one does not count.
         return found if found is not None and found.model is model else None
 
-    def put(self, namespace: str, accelerator_classes: tuple[str, ...], selection: AutoSelection) -> None:
+    def put(self, scope: str | None, accelerator_classes: tuple[str, ...], selection: AutoSelection) -> None:
         """Keep ``selection`` (it replaces the one kept for an older version of its model)."""
         if self._size >= self._capacity:
             self.clear()
-        bucket = self._by_namespace.setdefault(namespace, {})
+        bucket = self._by_namespace.setdefault(scope, {})
         key = (selection.model.key, accelerator_classes)
         if key not in bucket:
             self._size += 1
@@ -76,7 +79,8 @@ class AutoSelectionMemo:
 
     def runtimes_changed(self, scope: str | None) -> None:
         """Forget what a runtime stored in or removed from ``scope`` can change: the results of that namespace
-        for a ServingRuntime, every result for a ClusterServingRuntime (``scope`` None)."""
+        for a ServingRuntime (a namespace that had none kept nothing of its own: it read the scope None, and
+        reads its own from now on), every result for a ClusterServingRuntime (``scope`` None)."""
         if scope is None:
             self.clear()
         else:

@@ -199,10 +199,12 @@ def _auto_select(catalog: CatalogView, isvc: InferenceService, model: Model) -> 
     namespace, classes = isvc.namespace, isvc.accelerator_classes
     profile = catalog.model_profile(model)
     memo = catalog.auto_selections
-    selection = memo.get(namespace, profile, classes)
+    # A namespace without ServingRuntimes sees what every such namespace sees (SPEC §4): one result for all.
+    scope = namespace if catalog.runtime_counts(namespace)[0] else None
+    selection = memo.get(scope, profile, classes)
     if selection is None:
         selection = auto_selection(catalog, profile, namespace, classes)
-        memo.put(namespace, classes, selection)
+        memo.put(scope, classes, selection)
     selected = selection.selected
     if selected is not None:
         winner = selected.profile.runtime
