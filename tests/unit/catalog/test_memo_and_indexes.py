@@ -113,10 +113,14 @@ def test_the_memo_is_read_and_forgets_on_runtime_changes() -> None:
     assert len(memo) == 1
     _decided(c, isvc("another", model_name="m"))
     assert len(memo) == 1  # the second InferenceService of the model read the same result
+    _decided(c, isvc("elsewhere", namespace=OTHER, model_name="m"))
+    assert len(memo) == 1  # so did one of another namespace without ServingRuntimes
     c.upsert(runtime("local", entry(), namespace=OTHER))
-    assert len(memo) == 1  # a ServingRuntime elsewhere is not visible from NS
-    c.upsert(runtime("local", entry(), namespace=NS))
-    assert len(memo) == 0
+    assert len(memo) == 1  # OTHER reads a result of its own from now on; NS still reads the shared one
     _decided(c, service)
+    assert len(memo) == 1
+    c.upsert(runtime("local", entry(), namespace=NS))
+    _decided(c, service)
+    assert len(memo) == 2  # NS has a ServingRuntime now: a result of its own
     c.remove(ObjectKey(Kind.CLUSTER_SERVING_RUNTIME, None, "rt"))
     assert len(memo) == 0
