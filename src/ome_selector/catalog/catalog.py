@@ -10,8 +10,8 @@ and keeps indexes so that a decision touches only what it needs:
   (SPEC §9 "strict presence": format, architecture, quantization, framework), so auto-selection for a model
   ranks only the runtimes with an entry of the model's match key (no other runtime can match it) and lists
   only those that name its format; each index keeps its runtimes sorted by name until one of them changes;
-- auto-selection results are kept (:class:`~ome_selector.selection.memo.AutoSelectionMemo`) until a runtime
-  visible from their namespace is stored or removed;
+- auto-selection results are kept (:class:`~ome_selector.selection.memo.AutoSelectionMemo`), and told of
+  every runtime stored or removed;
 - models are indexed for the SPEC §1 lookups (BaseModel in the namespace, else ClusterBaseModel);
 - InferenceServices are indexed by namespace and by ``spec.model.name``, so a model or runtime event finds the
   InferenceServices to re-evaluate;
@@ -160,7 +160,7 @@ class Catalog:
                 _shelve(self._runtimes_by_format, (scope, format_name), profile)
             for match_key in profile.entries_by_key:
                 _shelve(self._runtimes_by_match_key, (scope, match_key), profile)
-            self._auto_selections.runtimes_changed(scope)
+            self._auto_selections.runtime_changed(scope, key, profile)
             self._runtimes_stamp = next(_STAMPS)
         elif isinstance(resource, Model):
             self._model_profiles[key] = ModelProfile.of(resource)
@@ -185,7 +185,7 @@ class Catalog:
                 _unshelve(self._runtimes_by_format, (scope, format_name), key.name)
             for match_key in profile.entries_by_key:
                 _unshelve(self._runtimes_by_match_key, (scope, match_key), key.name)
-            self._auto_selections.runtimes_changed(scope)
+            self._auto_selections.runtime_changed(scope, key, None)
             self._runtimes_stamp = next(_STAMPS)
         elif isinstance(resource, Model):
             self._model_profiles.pop(key, None)
@@ -248,8 +248,8 @@ class Catalog:
 
     @property
     def auto_selections(self) -> AutoSelectionMemo:
-        """Auto-selection results, each kept until a runtime visible from its namespace is stored or
-        removed."""
+        """Auto-selection results, each brought up to date with the runtimes stored or removed since it was
+        computed when it is read."""
         return self._auto_selections
 
     def runtime_counts(self, namespace: str) -> tuple[int, int]:
