@@ -54,11 +54,13 @@ async def _bounded(coroutines: list[Any], limit: int) -> None:
     await asyncio.gather(*(one(c) for c in coroutines))
 
 
-async def create_all(plane: ControlPlane, bodies: list[dict[str, Any]]) -> None:
+async def create_all(plane: ControlPlane, bodies: list[dict[str, Any]], *, namespaces: bool = True) -> None:
+    """Create ``bodies`` (and first their namespaces, unless ``namespaces`` is false: they exist)."""
     async with await _api(plane) as api:
         objects_api: Any = aclient.CustomObjectsApi(api)
         core: Any = aclient.CoreV1Api(api)
-        for ns in sorted({b["metadata"]["namespace"] for b in bodies if b["metadata"].get("namespace")}):
+        wanted = {b["metadata"]["namespace"] for b in bodies if b["metadata"].get("namespace")}
+        for ns in sorted(wanted) if namespaces else ():
             await core.create_namespace({"metadata": {"name": ns}})
 
         def create(body: dict[str, Any]) -> Any:

@@ -229,7 +229,7 @@ class Operator:
             "report-only: no writes, no events" if self.config.report_only else "writing RuntimeReady",
         )
         self._tasks.append(asyncio.create_task(self._resync_forever(), name="resync"))
-        self._tasks.append(asyncio.create_task(watch_loop_lag(self.metrics.loop_lag), name="loop-lag"))
+        self._tasks.append(asyncio.create_task(watch_loop_lag(self.metrics.loop_lag, computed=self.metrics.loop_lag_cpu), name="loop-lag"))
         if self.elector is not None:
             self._election = asyncio.create_task(self.elector.run(), name="leader-election")
         else:
@@ -269,7 +269,9 @@ class Operator:
         if objects is None or controller is None:
             return  # not started: the startup listing is still to come
         async with self._resync_lock:
+            started = asyncio.get_running_loop().time()
             count, version = await self._list_into(objects, controller)
+            self.metrics.resync_seconds.observe(asyncio.get_running_loop().time() - started)
             if evaluate:
                 controller.evaluate_all()
             self.resyncs += 1
