@@ -143,6 +143,20 @@ def _wait_quiet(operator: RunningOperator) -> float:
             return since
 
 
+def _wait_settled(operator: RunningOperator, quiet: float = 3.0) -> None:
+    """Until no evaluation has been counted for ``quiet`` seconds (longer than a burst's wait) and nothing
+    waits in the work queue."""
+    last, since = -1.0, time.perf_counter()
+    while True:
+        text = operator.scrape()
+        now = metric_in(text, "ome_selector_evaluations_total")
+        if now != last or metric_in(text, "ome_selector_workqueue_depth"):
+            last, since = now, time.perf_counter()
+        elif time.perf_counter() - since >= quiet:
+            return
+        time.sleep(POLL_SECONDS)
+
+
 def _evaluated_at_least(count: float) -> Any:
     return lambda text: (
         metric_in(text, "ome_selector_evaluations_total") >= count
@@ -230,7 +244,7 @@ def _catalog_change(
     _kubectl_apply(plane, bodies)
     time.sleep(0.5)  # the events arrive; the burst's wait (1 s of quiet) starts
     _wait(operator, lambda t: metric_in(t, "ome_selector_evaluations_total") > evaluations)
-    _wait_quiet(operator)
+    _wait_settled(operator)
     text = operator.scrape()
     return meter.figures() | {
         "evaluations": metric_in(text, "ome_selector_evaluations_total") - evaluations,

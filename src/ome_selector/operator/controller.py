@@ -330,12 +330,11 @@ class Controller:
         catalog = self.catalog
         for count, key in enumerate(keys, 1):
             isvc = catalog.get(key)
+            group: tuple[Any, ...] = ()  # gone meanwhile: its evaluation finds nothing
             if isinstance(isvc, InferenceService):
                 namespace = isvc.namespace
                 scope = namespace if catalog.runtime_counts(namespace)[0] else None
                 group = (scope, isvc.model_name, isvc.accelerator_classes)
-            else:
-                group = ()
             members = groups.get(group)
             if members is None:
                 groups[group] = [key]
