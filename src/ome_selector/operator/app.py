@@ -229,7 +229,8 @@ class Operator:
             "report-only: no writes, no events" if self.config.report_only else "writing RuntimeReady",
         )
         self._tasks.append(asyncio.create_task(self._resync_forever(), name="resync"))
-        self._tasks.append(asyncio.create_task(watch_loop_lag(self.metrics.loop_lag, computed=self.metrics.loop_lag_cpu), name="loop-lag"))
+        lag = watch_loop_lag(self.metrics.loop_lag, computed=self.metrics.loop_lag_cpu)
+        self._tasks.append(asyncio.create_task(lag, name="loop-lag"))
         if self.elector is not None:
             self._election = asyncio.create_task(self.elector.run(), name="leader-election")
         else:

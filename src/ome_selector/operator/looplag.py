@@ -4,8 +4,8 @@ for more than 50 ms".
 A task asks to wake every :data:`PERIOD` and records how late it woke in
 ``ome_selector_event_loop_lag_seconds``. A late wake-up means that something held the loop (a long callback, a
 blocking call) or that the process was not scheduled at all; the loop thread's CPU time over the same span
-tells the two apart in the log line written for a wake-up later than :data:`BUDGET` (at most one a minute), and
-in ``ome_selector_event_loop_lag_cpu_seconds``: of each wake-up's lateness, the part the loop's thread
+tells the two apart in the log line written for a wake-up later than :data:`BUDGET` (at most one a minute),
+and in ``ome_selector_event_loop_lag_cpu_seconds``: of each wake-up's lateness, the part the loop's thread
 computed (on a busy machine the lag alone says little about what the operator holds).
 Under asyncio's debug mode (``PYTHONASYNCIODEBUG=1``) asyncio itself also names every callback that ran longer
 than the budget.

@@ -86,8 +86,8 @@ class Metrics:
         )
         self.loop_lag_cpu = Histogram(
             "ome_selector_event_loop_lag_cpu_seconds",
-            "Of each late wake-up of the event loop, the part its thread was computing (the rest it waited to "
-            "be scheduled)",
+            "Of each late wake-up of the event loop, the part its thread was computing (the rest it waited "
+            "to be scheduled)",
             buckets=_LOOP_LAG_BUCKETS,
             registry=self.registry,
         )
