@@ -166,10 +166,16 @@ def _evaluated_at_least(count: float) -> Any:
 
 @contextmanager
 def _operator(plane: ControlPlane, *arguments: str) -> Iterator[tuple[RunningOperator, float]]:
-    """The operator, and how long from its start until /healthz answered (ready)."""
+    """The operator, and how long from its start until /healthz answered (ready); its log's end is printed
+    when a phase fails (the control plane's directory goes with it)."""
     started = time.perf_counter()
     with operator_process(plane, "--workers", str(WORKERS), *arguments) as operator:
-        yield operator, time.perf_counter() - started
+        try:
+            yield operator, time.perf_counter() - started
+        except BaseException:
+            print(f"operator exit status {operator.process.poll()}; its log ends:", file=sys.stderr)
+            print(operator.log.read_text(errors="replace")[-4000:], file=sys.stderr)
+            raise
 
 
 def _writes(text: str) -> float:

@@ -35,6 +35,7 @@ from ome_selector.kube.connection import ClusterAccess, kopf_connection
 from ome_selector.kube.leaderelection import ApiLeaseStore, LeaderElector, LeaseTimings, default_identity
 from ome_selector.kube.objects import ALL_KINDS, PAGE_SIZE, Objects
 from ome_selector.operator.controller import Controller
+from ome_selector.operator.kopflisting import resume_expired_listings
 from ome_selector.operator.learning import LearningConfig, ModelMetadataLearner
 from ome_selector.operator.looplag import watch_loop_lag
 from ome_selector.operator.metrics import Metrics
@@ -364,6 +365,7 @@ class Operator:
         _cancel_orphaned_pause_waiters()
 
     async def run(self, stop_flag: asyncio.Event | None = None) -> None:
+        resume_expired_listings()
         settings = kopf.OperatorSettings()
         configure_settings(settings, self.config)
         if self.webhook is not None:
