@@ -292,10 +292,15 @@ def main(argv: list[str] | None = None) -> int:
                 f"  memory: {m['objects']:.0f} objects indexed (created in {m['create_seconds']:.0f}s), "
                 f"operator RSS {m['rss_mib']:.0f} MiB (goal ≤ {GOAL_RSS_MIB:.0f} MiB: {met})"
             )
-    if args.out is not None:
-        args.out.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-        print(f"figures written to {args.out}")
+    write_figures(args.out, document)
     return 0
+
+
+def write_figures(path: Path | None, document: dict[str, Any]) -> None:
+    """Write a benchmark's figures as JSON to ``path`` (``--out``), if given."""
+    if path is not None:
+        path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+        print(f"figures written to {path}")
 
 
 if __name__ == "__main__":

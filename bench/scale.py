@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import sys
 import time
@@ -39,7 +38,7 @@ from typing import Any
 
 import yaml
 
-from bench.fanout import WORKERS, cpu_seconds, create_all, rss_kib
+from bench.fanout import WORKERS, cpu_seconds, create_all, rss_kib, write_figures
 from harness import objects
 from harness.controlplane import ControlPlane, running_control_plane
 from harness.operator_process import RunningOperator, metric_in, operator_process
@@ -351,9 +350,7 @@ def main(argv: list[str] | None = None) -> int:
             # The burst's runtimes go again: the next size starts from the same catalog.
             plane.kubectl("delete", "clusterservingruntime", *(b["metadata"]["name"] for b in _burst()))
     document["load_average_at_end"] = os.getloadavg()
-    if args.out is not None:
-        args.out.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-        print(f"figures written to {args.out}")
+    write_figures(args.out, document)
     return 0
 
 
