@@ -209,11 +209,11 @@ def size_rows(plane: ControlPlane, size: int, resync_seconds: float) -> dict[str
         # The periodic resync (first due resync_seconds after start): its listing, then every evaluation.
         resyncs = metric_in(text, "ome_selector_resync_duration_seconds_count")
         listed_before = metric_in(text, "ome_selector_resync_duration_seconds_sum")
+        evaluated_before = metric_in(text, "ome_selector_evaluations_total")
         meter = Meter(plane, operator)
         _wait(operator, lambda t: metric_in(t, "ome_selector_resync_duration_seconds_count") > resyncs)
-        text = operator.scrape()
         listed = time.perf_counter()
-        _wait(operator, _evaluated_at_least(metric_in(text, "ome_selector_evaluations_total") + size))
+        _wait(operator, _evaluated_at_least(evaluated_before + size))
         text = operator.scrape()
         listing = metric_in(text, "ome_selector_resync_duration_seconds_sum") - listed_before
         rows["resync"] = meter.figures() | {
@@ -325,6 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, help="also write every figure to this JSON file")
     args = parser.parse_args(argv)
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # each row as it comes
     os.environ.setdefault("OME_SELECTOR_CONTROLPLANE_START_TIMEOUT", "120")
     load = os.getloadavg()
     document: dict[str, Any] = {
