@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 CLUSTER_DIR := .cluster
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help venv lint typecheck unit packaging integration prometheus test demo bench binaries cluster-up cluster-down clean
+.PHONY: help venv lint typecheck unit packaging integration prometheus test demo bench bench-scale binaries cluster-up cluster-down clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -70,6 +70,13 @@ bench: venv ## benchmarks (never part of make test): selection core, lint, model
 	  $(PY) -m bench.fanout $(if $(BENCH_OUT),--out $(basename $(BENCH_OUT))-fanout.json) && \
 	  $(PY) -m bench.admission $(if $(BENCH_OUT),--out $(basename $(BENCH_OUT))-admission.json) && \
 	  $(PY) -m bench.hostile
+
+# SCALE_SIZES="10000 30000 100000" adds the 100k size (about 40 minutes more); BENCH_OUT=run.json: the figures go
+# to run-scale.json.
+SCALE_SIZES ?= 10000 30000
+bench-scale: venv ## scale benchmark (never part of make test or make bench): 10k/30k InferenceServices, ~12 min
+	@bindir=$$(hack/ensure-binaries.sh) && OME_SELECTOR_BIN_DIR="$$bindir" \
+	  $(PY) -m bench.scale --sizes $(SCALE_SIZES) $(if $(BENCH_OUT),--out $(basename $(BENCH_OUT))-scale.json)
 
 cluster-up: venv ## start kube-apiserver + etcd in the background; kubeconfig at .cluster/kubeconfig
 	@bindir=$$(hack/ensure-binaries.sh) && OME_SELECTOR_BIN_DIR="$$bindir" $(PY) -m harness.controlplane up --dir $(CLUSTER_DIR)

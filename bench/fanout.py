@@ -54,11 +54,13 @@ async def _bounded(coroutines: list[Any], limit: int) -> None:
     await asyncio.gather(*(one(c) for c in coroutines))
 
 
-async def create_all(plane: ControlPlane, bodies: list[dict[str, Any]]) -> None:
+async def create_all(plane: ControlPlane, bodies: list[dict[str, Any]], *, namespaces: bool = True) -> None:
+    """Create ``bodies`` (and first their namespaces, unless ``namespaces`` is false: they exist)."""
     async with await _api(plane) as api:
         objects_api: Any = aclient.CustomObjectsApi(api)
         core: Any = aclient.CoreV1Api(api)
-        for ns in sorted({b["metadata"]["namespace"] for b in bodies if b["metadata"].get("namespace")}):
+        wanted = {b["metadata"]["namespace"] for b in bodies if b["metadata"].get("namespace")}
+        for ns in sorted(wanted) if namespaces else ():
             await core.create_namespace({"metadata": {"name": ns}})
 
         def create(body: dict[str, Any]) -> Any:
@@ -290,10 +292,15 @@ def main(argv: list[str] | None = None) -> int:
                 f"  memory: {m['objects']:.0f} objects indexed (created in {m['create_seconds']:.0f}s), "
                 f"operator RSS {m['rss_mib']:.0f} MiB (goal ≤ {GOAL_RSS_MIB:.0f} MiB: {met})"
             )
-    if args.out is not None:
-        args.out.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-        print(f"figures written to {args.out}")
+    write_figures(args.out, document)
     return 0
+
+
+def write_figures(path: Path | None, document: dict[str, Any]) -> None:
+    """Write a benchmark's figures as JSON to ``path`` (``--out``), if given."""
+    if path is not None:
+        path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+        print(f"figures written to {path}")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kubernetes import client
@@ -20,6 +21,10 @@ from harness.kube import (
     runtime_ready,
 )
 from harness.operator_thread import OperatorThread
+from ome_selector.api.loading import load_resource
+from ome_selector.api.resources import InferenceService
+from ome_selector.catalog.catalog import Catalog
+from ome_selector.selection.outcome import evaluate
 
 Row = tuple[str, str, str, str | None]  # status, reason, message, event reason
 
@@ -561,3 +566,64 @@ def test_a_message_changing_only_in_its_runtime_counts_is_written_without_an_eve
     assert after["lastTransitionTime"] == before["lastTransitionTime"]
     time.sleep(1.0)  # an event, if one were recorded, would be posted right after the write
     assert _event_reasons(api_client, namespace, "svc") == Counter({"RuntimeNotFound": 1})
+
+
+def test_a_burst_of_catalog_changes_costs_each_inference_service_at_most_two_condition_writes(
+    api_client: Any, namespace: str, running_operator: Any
+) -> None:
+    # SPEC §5 "Bursts": each runtime created changes every message's runtime counts; one pass after the burst
+    # writes each condition once (twice if the burst outlasts its longest wait), and the final condition is
+    # exactly the one an immediate evaluation of the final catalog gives.
+    count, burst = 10, 30
+    model_body = objects.model("m", namespace=namespace, size="70B")
+    create(api_client, model_body)
+    isvcs = [objects.inference_service(f"svc-{i}", namespace=namespace, model_name="m") for i in range(count)]
+    for body in isvcs:
+        create(api_client, body)
+    runner = running_operator(namespaces=[namespace])
+    for body in isvcs:
+        _condition(api_client, namespace, body["metadata"]["name"], "RuntimeNotFound")
+    runner.wait_idle(timeout=120)
+    before = _total(runner, "ome_selector_api_writes_total", operation="patch_status")
+    # Each condition write of the operator, by InferenceService (the writes themselves go to the apiserver).
+    writer = runner.operator.controller._writer
+    written: Counter[str] = Counter()
+    patch_conditions = writer.patch_conditions
+
+    async def counting(namespace: str, name: str, **arguments: Any) -> dict[str, Any]:
+        body: dict[str, Any] = await patch_conditions(namespace, name, **arguments)
+        written[name] += 1
+        return body
+
+    writer.patch_conditions = counting
+    runtimes = [
+        objects.runtime(f"rt-{i:02d}", namespace=namespace, size_range=("1B", f"{2 + i}B"))
+        for i in range(burst)
+    ]
+    with ThreadPoolExecutor(8) as pool:  # the runtimes arrive together, as from one `kubectl apply`
+        list(pool.map(lambda body: create(api_client, body), runtimes))
+    final = [load_resource(b) for b in [model_body, *runtimes, isvcs[0]]]
+    assert all(final)
+    assert isinstance(final[-1], InferenceService)
+    expected = evaluate(Catalog.from_resources(r for r in final if r is not None), final[-1])
+    assert expected is not None
+    eventually(
+        lambda: (runtime_ready(api_client, "svc-0", namespace) or {}).get("message") == expected.message,
+        timeout=120,
+        what="the message of the final catalog",
+    )
+    runner.wait_idle(timeout=120)
+    assert sum(written.values()) == (
+        _total(runner, "ome_selector_api_writes_total", operation="patch_status") - before
+    )
+    assert set(written) == {body["metadata"]["name"] for body in isvcs}
+    assert max(written.values()) <= 2, written
+    for body in isvcs:
+        name = body["metadata"]["name"]
+        condition = runtime_ready(api_client, name, namespace)
+        assert condition is not None
+        assert (condition["status"], condition["reason"], condition["message"]) == (
+            expected.status,
+            expected.reason,
+            expected.message.replace("svc-0", name),
+        )

@@ -10,8 +10,8 @@ and keeps indexes so that a decision touches only what it needs:
   (SPEC §9 "strict presence": format, architecture, quantization, framework), so auto-selection for a model
   ranks only the runtimes with an entry of the model's match key (no other runtime can match it) and lists
   only those that name its format; each index keeps its runtimes sorted by name until one of them changes;
-- auto-selection results are kept (:class:`~ome_selector.selection.memo.AutoSelectionMemo`) until a runtime
-  visible from their namespace is stored or removed;
+- auto-selection results are kept (:class:`~ome_selector.selection.memo.AutoSelectionMemo`), and told of
+  every runtime stored or removed;
 - models are indexed for the SPEC §1 lookups (BaseModel in the namespace, else ClusterBaseModel);
 - InferenceServices are indexed by namespace, by ``spec.model.name`` and by ``spec.runtime.name``, and
   runtimes by the parent their ``ome.io/inherit-from`` names, so a model or runtime event finds the
@@ -165,7 +165,7 @@ class Catalog:
                 _shelve(self._runtimes_by_format, (scope, format_name), profile)
             for match_key in profile.entries_by_key:
                 _shelve(self._runtimes_by_match_key, (scope, match_key), profile)
-            self._auto_selections.runtimes_changed(scope)
+            self._auto_selections.runtime_changed(scope, key, profile)
             self._runtimes_stamp = next(_STAMPS)
             if resource.parent_name is not None:
                 self._children.setdefault(resource.parent_name, {})[key] = None
@@ -195,7 +195,7 @@ class Catalog:
                 _unshelve(self._runtimes_by_format, (scope, format_name), key.name)
             for match_key in profile.entries_by_key:
                 _unshelve(self._runtimes_by_match_key, (scope, match_key), key.name)
-            self._auto_selections.runtimes_changed(scope)
+            self._auto_selections.runtime_changed(scope, key, None)
             self._runtimes_stamp = next(_STAMPS)
             if resource.parent_name is not None:
                 _discard(self._children, resource.parent_name, key)
@@ -266,8 +266,8 @@ class Catalog:
 
     @property
     def auto_selections(self) -> AutoSelectionMemo:
-        """Auto-selection results, each kept until a runtime visible from its namespace is stored or
-        removed."""
+        """Auto-selection results, each brought up to date with the runtimes stored or removed since it was
+        computed when it is read."""
         return self._auto_selections
 
     def runtime_counts(self, namespace: str) -> tuple[int, int]:
@@ -307,7 +307,8 @@ class Catalog:
         runtime, and those that name it or a descendant (:meth:`inference_services_naming_lineage`).
 
         Every InferenceService in scope, not only those of the runtime's formats: the no-runtime message
-        counts every runtime checked.
+        counts every runtime checked. A namespace's are sorted; all of them come namespace by namespace,
+        each in the order stored (sorting 100,000 keys would hold the caller's event loop).
         """
         if runtime.kind is Kind.SERVING_RUNTIME and runtime.namespace is not None:
             in_scope = self._isvcs_by_namespace.get(runtime.namespace, {})
@@ -315,7 +316,7 @@ class Catalog:
                 return sorted(in_scope.keys() | self.inference_services_naming_lineage(runtime))
             return sorted(in_scope)
         # Every InferenceService: those that name the runtime or a descendant are among them.
-        return sorted(key for keys in self._isvcs_by_namespace.values() for key in keys)
+        return [key for keys in self._isvcs_by_namespace.values() for key in keys]
 
     # --- inheritance (SPEC §5 v4) ---------------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ from ome_selector.kube.connection import ClusterAccess, kopf_connection
 from ome_selector.kube.leaderelection import ApiLeaseStore, LeaderElector, LeaseTimings, default_identity
 from ome_selector.kube.objects import ALL_KINDS, PAGE_SIZE, Objects
 from ome_selector.operator.controller import Controller
+from ome_selector.operator.kopflisting import resume_expired_listings
 from ome_selector.operator.learning import LearningConfig, ModelMetadataLearner
 from ome_selector.operator.looplag import watch_loop_lag
 from ome_selector.operator.metrics import Metrics
@@ -245,7 +246,8 @@ class Operator:
             "report-only: no writes, no events" if self.config.report_only else "writing RuntimeReady",
         )
         self._tasks.append(asyncio.create_task(self._resync_forever(), name="resync"))
-        self._tasks.append(asyncio.create_task(watch_loop_lag(self.metrics.loop_lag), name="loop-lag"))
+        lag = watch_loop_lag(self.metrics.loop_lag, computed=self.metrics.loop_lag_cpu)
+        self._tasks.append(asyncio.create_task(lag, name="loop-lag"))
         if self.elector is not None:
             self._election = asyncio.create_task(self.elector.run(), name="leader-election")
         else:
@@ -285,7 +287,9 @@ class Operator:
         if objects is None or controller is None:
             return  # not started: the startup listing is still to come
         async with self._resync_lock:
+            started = asyncio.get_running_loop().time()
             count, version = await self._list_into(objects, controller)
+            self.metrics.resync_seconds.observe(asyncio.get_running_loop().time() - started)
             if evaluate:
                 controller.evaluate_all()
             self.resyncs += 1
@@ -377,6 +381,7 @@ class Operator:
         _cancel_orphaned_pause_waiters()
 
     async def run(self, stop_flag: asyncio.Event | None = None) -> None:
+        resume_expired_listings()
         settings = kopf.OperatorSettings()
         configure_settings(settings, self.config)
         if self.webhook is not None:

@@ -10,6 +10,14 @@ relist costs a dictionary lookup — and one too large to
 read (:func:`~ome_selector.api.bounds.oversized`) is treated as absent. A full listing is reconciled with
 :meth:`Controller.reconcile` a page at a time (only one page of bodies alive), yielding to the event loop as
 it goes and never letting the listing undo what the watch delivered while the listing was in flight.
+
+Scheduling re-evaluations (SPEC §5 "Re-evaluation", "Bursts"): a change of an InferenceService or of its model
+is queued at once; a runtime's change is remembered and its InferenceServices are queued once the catalog has
+been quiet for :data:`CATALOG_QUIET_SECONDS` (and at most :data:`CATALOG_MAX_WAIT_SECONDS` after the first
+change), so that a burst — a `kubectl apply` of a whole catalog — costs one pass, not one per runtime. Every
+evaluation reads the catalog as it is then, so waiting changes no final state. Large sets of keys are handed
+to the work queue a chunk per turn of the event loop and grouped by what their auto-selection reads, so the
+catalog's memo ranks each model once per pass.
 """
 
 from __future__ import annotations
@@ -46,6 +54,7 @@ from ome_selector.operator.conditions import (
 )
 from ome_selector.operator.events import EventPipeline, PendingEvent, involved_reference
 from ome_selector.operator.metrics import Metrics
+from ome_selector.operator.tasks import cancel_and_wait
 from ome_selector.operator.workqueue import WorkQueue
 from ome_selector.operator.writer import ApiWriter, NotLeaderError
 from ome_selector.selection.inheritance import RuntimeLookup
@@ -56,6 +65,12 @@ logger = logging.getLogger(__name__)
 MAX_CONFLICT_RETRIES = 5
 #: A reconciliation of a full listing gives the event loop a turn at least this often.
 YIELD_EVERY_SECONDS = 0.01
+#: Runtime-caused re-evaluations wait until no runtime changed for this long (SPEC §5: 2 s at most) ...
+CATALOG_QUIET_SECONDS = 1.0
+#: ... and no longer than this after the first change of the burst (SPEC §5: 30 s at most).
+CATALOG_MAX_WAIT_SECONDS = 20.0
+#: Keys handed to the work queue, or grouped, per turn of the event loop.
+FEED_CHUNK = 1000
 
 
 class _Packed(tuple[Any, ...]):
@@ -115,6 +130,8 @@ class Controller:
         report_only: bool = False,
         workers: int = 4,
         runtime_lookup: RuntimeLookup = RuntimeLookup.V1_3,
+        catalog_quiet_s: float = CATALOG_QUIET_SECONDS,
+        catalog_max_wait_s: float = CATALOG_MAX_WAIT_SECONDS,
     ) -> None:
         self.catalog = Catalog()
         self.metrics = metrics
@@ -139,6 +156,14 @@ class Controller:
         # Events are created beside the status writes, not behind them (at most once, bounded).
         self.events = EventPipeline(self._record_event, on_drop=metrics.events_dropped.inc, workers=workers)
         self.ready = asyncio.Event()
+        self._quiet_s, self._max_wait_s = catalog_quiet_s, catalog_max_wait_s
+        # Runtimes changed since the last pass (SPEC §5 "Bursts"); when the first and the last one changed.
+        self._changed_runtimes: dict[ObjectKey, None] = {}
+        self._burst_started = self._burst_last = 0.0
+        self._burst: asyncio.Task[None] | None = None
+        # Keys waiting to be handed to the work queue a chunk at a time.
+        self._incoming: dict[ObjectKey, None] = {}
+        self._feeder: asyncio.Task[None] | None = None
 
     # --- feeding the catalog ------------------------------------------------------------------------
 
@@ -177,7 +202,7 @@ class Controller:
             return
         self.catalog.upsert(resource)
         if self.ready.is_set():
-            self._enqueue(self._affected(previous, resource))
+            self._changed(previous, resource)
 
     def forget(self, body: Mapping[str, Any]) -> None:
         """An object was deleted."""
@@ -192,7 +217,7 @@ class Controller:
             self.metrics.forget(key)
             return
         if previous is not None and self.ready.is_set():
-            self._enqueue(self._affected(previous, None))
+            self._changed(previous, None)
 
     def begin_listing(self) -> None:
         """A full listing is about to be requested: from now on, remember what the watch changes."""
@@ -237,13 +262,20 @@ class Controller:
         if self.ready.is_set():
             self._enqueue(self.catalog.keys(Kind.INFERENCE_SERVICE))
 
-    # --- evaluating -----------------------------------------------------------------------------------
+    # --- scheduling -----------------------------------------------------------------------------------
 
-    def _enqueue(self, keys: Iterable[ObjectKey]) -> None:
-        for key in keys:
-            self.queue.add(key)
+    def _changed(self, previous: Resource | None, current: Resource | None) -> None:
+        """An object changed: queue what it affects, at once or, for a runtime, after the burst (SPEC §5)."""
+        resource = current if current is not None else previous
+        if resource is None:
+            return
+        if resource.kind.is_runtime:
+            self._runtime_changed(resource.key)
+        else:
+            self._enqueue(self._affected(previous, current))
 
     def _affected(self, previous: Resource | None, current: Resource | None) -> set[ObjectKey]:
+        """The InferenceServices a change from ``previous`` to ``current`` (None: absent) can affect."""
         keys: set[ObjectKey] = set()
         for resource in (previous, current):
             if resource is None:
@@ -253,8 +285,84 @@ class Controller:
             elif resource.kind.is_model:
                 keys.update(self.catalog.inference_services_referencing_model(resource.key))
             else:
-                keys.update(self.catalog.inference_services_affected_by_runtime(resource.key))
+                keys.update(self._affected_by_runtime(resource.key))
         return keys
+
+    def _affected_by_runtime(self, runtime: ObjectKey) -> Iterable[ObjectKey]:
+        """The one place that says which InferenceServices a change of ``runtime`` affects, read from the
+        catalog as it is when the burst's pass starts."""
+        return self.catalog.inference_services_affected_by_runtime(runtime)
+
+    def _runtime_changed(self, runtime: ObjectKey) -> None:
+        now = time.monotonic()
+        if not self._changed_runtimes:
+            self._burst_started = now
+        self._changed_runtimes[runtime] = None
+        self._burst_last = now
+        if self._burst is None or self._burst.done():
+            self._burst = asyncio.get_running_loop().create_task(self._after_burst(), name="catalog-burst")
+
+    async def _after_burst(self) -> None:
+        """Once the runtimes have been quiet (or the burst has lasted long enough), queue every
+        InferenceService the changed runtimes affect, once."""
+        while self._changed_runtimes:
+            while (
+                wait := min(self._burst_last + self._quiet_s, self._burst_started + self._max_wait_s)
+                - time.monotonic()
+            ) > 0:
+                await asyncio.sleep(wait)
+            runtimes, self._changed_runtimes = self._changed_runtimes, {}
+            keys: dict[ObjectKey, None] = {}
+            everyone = len(self.catalog.keys(Kind.INFERENCE_SERVICE))
+            for runtime in runtimes:
+                keys.update(dict.fromkeys(self._affected_by_runtime(runtime)))
+                if len(keys) >= everyone:
+                    break  # the rest can add nobody
+                await asyncio.sleep(0)
+            self._enqueue(keys)
+
+    def _enqueue(self, keys: Iterable[ObjectKey]) -> None:
+        """Hand ``keys`` to the work queue: a few at once, many a chunk per turn of the event loop."""
+        incoming = self._incoming
+        incoming.update(dict.fromkeys(keys))
+        if len(incoming) <= FEED_CHUNK and (self._feeder is None or self._feeder.done()):
+            for key in incoming:
+                self.queue.add(key)
+            incoming.clear()
+        elif self._feeder is None or self._feeder.done():
+            self._feeder = asyncio.get_running_loop().create_task(self._feed(), name="feed-workqueue")
+
+    async def _feed(self) -> None:
+        while self._incoming:
+            batch, self._incoming = self._incoming, {}
+            ordered = await self._in_memo_order(batch)
+            for start in range(0, len(ordered), FEED_CHUNK):
+                for key in ordered[start : start + FEED_CHUNK]:
+                    self.queue.add(key)
+                await asyncio.sleep(0)
+
+    async def _in_memo_order(self, keys: Iterable[ObjectKey]) -> list[ObjectKey]:
+        """``keys`` grouped by what their auto-selection reads (scope, model, accelerator classes), so each
+        group's ranking is computed once and read by the rest of the group while the memo still holds it."""
+        groups: dict[tuple[Any, ...], list[ObjectKey]] = {}
+        catalog = self.catalog
+        for count, key in enumerate(keys, 1):
+            isvc = catalog.get(key)
+            group: tuple[Any, ...] = ()  # gone meanwhile: its evaluation finds nothing
+            if isinstance(isvc, InferenceService):
+                namespace = isvc.namespace
+                scope = namespace if catalog.runtime_counts(namespace)[0] else None
+                group = (scope, isvc.model_name, isvc.accelerator_classes)
+            members = groups.get(group)
+            if members is None:
+                groups[group] = [key]
+            else:
+                members.append(key)
+            if count % FEED_CHUNK == 0:
+                await asyncio.sleep(0)
+        return [key for members in groups.values() for key in members]
+
+    # --- evaluating -----------------------------------------------------------------------------------
 
     async def _evaluate_key(self, key: ObjectKey) -> None:
         started = time.perf_counter()
@@ -337,20 +445,34 @@ class Controller:
         self.events.start()
 
     async def stop(self) -> None:
+        await cancel_and_wait([task for task in (self._burst, self._feeder) if task is not None])
         await self.queue.stop()
         await self.events.stop()
 
     @property
     def busy(self) -> bool:
-        """Whether an evaluation or an event is still waiting or running."""
-        return self.queue.busy or self.events.busy
+        """Whether an evaluation or an event is still waiting (a burst's included) or running."""
+        return bool(
+            self._changed_runtimes
+            or self._incoming
+            or any(task is not None and not task.done() for task in (self._burst, self._feeder))
+            or self.queue.busy
+            or self.events.busy
+        )
 
     async def wait_idle(self, timeout: float | None = None) -> None:
-        """Until the work queue and then the event queues are idle, or ``timeout`` seconds."""
+        """Until a burst's wait is over and the work queue and the event queues are idle, or ``timeout``
+        seconds."""
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(timeout):
-                await self.queue.wait_idle()
-                await self.events.wait_idle()
+                while True:
+                    for task in (self._burst, self._feeder):
+                        if task is not None and not task.done():
+                            await asyncio.wait([task])
+                    await self.queue.wait_idle()
+                    await self.events.wait_idle()
+                    if not self.busy:
+                        return
 
     # --- helpers ----------------------------------------------------------------------------------------
 

@@ -4,7 +4,9 @@ for more than 50 ms".
 A task asks to wake every :data:`PERIOD` and records how late it woke in
 ``ome_selector_event_loop_lag_seconds``. A late wake-up means that something held the loop (a long callback, a
 blocking call) or that the process was not scheduled at all; the loop thread's CPU time over the same span
-tells the two apart in the log line written for a wake-up later than :data:`BUDGET` (at most one a minute).
+tells the two apart in the log line written for a wake-up later than :data:`BUDGET` (at most one a minute),
+and in ``ome_selector_event_loop_lag_cpu_seconds``: of each wake-up's lateness, the part the loop's thread
+computed (on a busy machine the lag alone says little about what the operator holds).
 Under asyncio's debug mode (``PYTHONASYNCIODEBUG=1``) asyncio itself also names every callback that ran longer
 than the budget.
 """
@@ -36,8 +38,10 @@ async def watch_loop_lag(
     period: float = PERIOD,
     budget: float = BUDGET,
     cpu_clock: Callable[[], float] = time.thread_time,
+    computed: Histogram | None = None,
 ) -> None:
-    """Run until cancelled, observing each wake-up's lateness (seconds) in ``histogram``."""
+    """Run until cancelled, observing each wake-up's lateness (seconds) in ``histogram`` and, in
+    ``computed``, how much of it the loop's thread spent on the CPU."""
     loop = asyncio.get_running_loop()
     if loop.get_debug():
         _name_slow_callbacks(loop, budget)
@@ -50,6 +54,8 @@ async def watch_loop_lag(
         woke = loop.time()
         lag = max(0.0, woke - due)
         histogram.observe(lag)
+        if computed is not None:
+            computed.observe(min(lag, max(0.0, cpu_clock() - cpu_before - period)) if lag else 0.0)
         if lag <= budget:
             continue
         late_since_log += 1

@@ -184,6 +184,19 @@ class Metrics:
         #: Read at each scrape: the catalog's objects by kind; None (no series) until the first listing.
         self.catalog_keys: Callable[[], Iterable[Kind]] | None = None
         self.registry.register(_ScrapeTime(self))
+        self.loop_lag_cpu = Histogram(
+            "ome_selector_event_loop_lag_cpu_seconds",
+            "Of each late wake-up of the event loop, the part its thread was computing (the rest it waited "
+            "to be scheduled)",
+            buckets=_LOOP_LAG_BUCKETS,
+            registry=self.registry,
+        )
+        self.resync_seconds = Histogram(
+            "ome_selector_resync_duration_seconds",
+            "Time of one full listing reconciled into the catalog, with every InferenceService queued",
+            buckets=(0.5, 1.0, 2.5, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0),
+            registry=self.registry,
+        )
         self._verdicts: dict[Hashable, tuple[str, str]] = {}
         self._tally: Tally[tuple[str, str]] = Tally()
 

@@ -4,6 +4,11 @@
   more afterwards (never concurrently with itself). A burst of triggers therefore costs one evaluation each.
 - A bounded number of workers drain it.
 - A failed key is retried with exponential backoff (capped), so a briefly unavailable apiserver loses nothing.
+- The workers share one turn of the event loop (``turn_s``): a worker whose keys need no I/O (an evaluation
+  whose verdict is already written) would otherwise take key after key without ever letting the loop run, and
+  30,000 of them hold the loop, the webhook and the Lease renewal included, for seconds (SPEC §8: no handler
+  holds the loop). Once the turn is used up, each worker yields after its key; the first to run again starts
+  the next turn.
 """
 
 from __future__ import annotations
@@ -42,6 +47,9 @@ class WorkQueue(Generic[K]):
     on_retry: Callable[[K, BaseException], None] | None = None
     #: Called with the seconds a key waited, from being added until a worker took it.
     on_wait: Callable[[float], None] | None = None
+    #: How long the workers may run before they let the event loop run (the time of one key more at most).
+    turn_s: float = 0.01
+    clock: Callable[[], float] = time.monotonic
 
     _queue: asyncio.Queue[K] = field(default_factory=asyncio.Queue, init=False)
     _waiting: dict[K, float] = field(default_factory=dict, init=False)  # key → when it was added
@@ -51,6 +59,8 @@ class WorkQueue(Generic[K]):
     _delayed: dict[K, asyncio.TimerHandle] = field(default_factory=dict, init=False)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list, init=False)
     _idle: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    _turn: int = field(default=0, init=False)
+    _turn_started: float = field(default=0.0, init=False)
 
     def __post_init__(self) -> None:
         self._idle.set()
@@ -136,6 +146,17 @@ class WorkQueue(Generic[K]):
             self._report_depth()
             if not self.busy:
                 self._idle.set()
+            await self._end_of_turn()
+
+    async def _end_of_turn(self) -> None:
+        """Yield to the event loop once the workers' turn is used up."""
+        if self.clock() - self._turn_started < self.turn_s:
+            return
+        turn = self._turn
+        await asyncio.sleep(0)
+        if self._turn == turn:  # the first worker back starts the next turn for all of them
+            self._turn += 1
+            self._turn_started = self.clock()
 
     def _schedule_retry(self, key: K, delay: float) -> None:
         loop = asyncio.get_running_loop()

@@ -2,10 +2,21 @@
 ranking.
 
 What auto-selection finds (:class:`AutoSelection`) depends only on the model, the runtimes visible from the
-namespace, the accelerator classes and the deployment modes asked for; the InferenceService adds only its
-name to the no-runtime message. The catalog keeps an :class:`AutoSelectionMemo` and tells it which scope a
-stored or removed runtime belongs to (:meth:`AutoSelectionMemo.runtimes_changed`); a changed model has a new
-profile, which the memo does not take for the old one.
+namespace, the accelerator classes and the deployment modes asked for; the InferenceService adds only its name
+and namespace to the no-runtime message. A namespace without ServingRuntimes sees the ClusterServingRuntimes
+only, the same as every other such namespace: their results are kept once, under the scope None, not once per
+namespace (a cluster of many namespaces and cluster runtimes only would otherwise keep, and rank, each model
+once per namespace). The catalog keeps an :class:`AutoSelectionMemo` and tells it which scope a stored or
+removed runtime belongs to (:meth:`AutoSelectionMemo.runtime_changed`); a changed model has a new profile,
+which the memo does not take for the old one. Auto-selection judges each runtime on its own spec (SPEC §1), so
+inheritance never reaches these results.
+
+A runtime change does not throw the results away: the memo logs it, and a result read later replays the
+changes visible from its scope that it has not seen. A selected runtime stays selected unless it is the one
+that changed, or the changed runtime, checked against the model, now ranks before it (SPEC §4: the ranking is
+a total order, so one comparison decides); a result that selected nothing (its message counts and lists the
+runtimes) or whose selected runtime changed is computed again. One runtime change at 1,000 runtimes so costs
+each kept result one check, not a ranking of all 1,000.
 """
 
 from __future__ import annotations
@@ -13,14 +24,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ome_selector.api.resources import NO_MODES, DeploymentModes, ObjectKey
-from ome_selector.selection.matcher import RuntimeCheck
-from ome_selector.selection.profiles import ModelProfile
+from ome_selector.selection.matcher import RuntimeCheck, check
+from ome_selector.selection.profiles import ModelProfile, RuntimeProfile
+from ome_selector.selection.ranking import rank_key
 
-__all__ = ["DEFAULT_CAPACITY", "AutoSelection", "AutoSelectionMemo"]
+__all__ = ["DEFAULT_CAPACITY", "DEFAULT_LOG_LIMIT", "AutoSelection", "AutoSelectionMemo"]
 
 #: Results kept at most; past it the memo starts over (each result is small: a reference, or at most about a
 #: kilobyte of message entries).
 DEFAULT_CAPACITY = 4096
+#: Runtime changes logged at most; past it the memo starts over (a longer burst: one ranking per result).
+DEFAULT_LOG_LIMIT = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,36 +56,77 @@ class AutoSelection:
 
 
 _Key = tuple[ObjectKey, tuple[str, ...], DeploymentModes]
+#: A runtime stored (its profile) or removed (None), in its scope (None: a ClusterServingRuntime).
+_Change = tuple[str | None, ObjectKey, RuntimeProfile | None]
 
 
 class AutoSelectionMemo:
-    """:class:`AutoSelection` results by namespace, model, accelerator classes and deployment modes, each kept
-    until a runtime
-    visible from its namespace changes."""
+    """:class:`AutoSelection` results by scope (a namespace with ServingRuntimes, or None for every namespace
+    without), model, accelerator classes and deployment modes, each brought up to date with the runtime
+    changes visible from its scope when it is read."""
 
-    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
+    def __init__(self, capacity: int = DEFAULT_CAPACITY, log_limit: int = DEFAULT_LOG_LIMIT) -> None:
         self._capacity = capacity
+        self._log_limit = log_limit
         self._size = 0
-        self._by_namespace: dict[str, dict[_Key, AutoSelection]] = {}
+        # Each result with the length of the change log when it was last brought up to date.
+        self._by_namespace: dict[str | None, dict[_Key, tuple[AutoSelection, int]]] = {}
+        self._log: list[_Change] = []
 
     def get(
         self,
-        namespace: str,
+        scope: str | None,
         model: ModelProfile,
         accelerator_classes: tuple[str, ...],
         modes: DeploymentModes = NO_MODES,
     ) -> AutoSelection | None:
-        """The result kept for ``model`` (this very profile) in ``namespace``, None when there is none."""
-        bucket = self._by_namespace.get(namespace)
+        """The result kept for ``model`` (this very profile) in ``scope``, None when there is none."""
+        bucket = self._by_namespace.get(scope)
         if bucket is None:
             return None
-        found = bucket.get((model.key, accelerator_classes, modes))
+        key = (model.key, accelerator_classes, modes)
+        kept = bucket.get(key)
+        if kept is None:
+            return None
+        found, seen = kept
         # A model stored since has a new profile: what was found for the old one does not count.
-        return found if found is not None and found.model is model else None
+        if found.model is not model:
+            return None
+        if seen < len(self._log):
+            replayed = self._replay(scope, found, accelerator_classes, modes, self._log[seen:])
+            if replayed is None:
+                del bucket[key]
+                self._size -= 1
+                return None
+            bucket[key] = (replayed, len(self._log))
+            return replayed
+        return found
+
+    @staticmethod
+    def _replay(
+        scope: str | None,
+        found: AutoSelection,
+        accelerator_classes: tuple[str, ...],
+        modes: DeploymentModes,
+        changes: list[_Change],
+    ) -> AutoSelection | None:
+        """``found`` after ``changes``, None when it must be computed again."""
+        for where, runtime, profile in changes:
+            if where is not None and where != scope:
+                continue  # not visible from the scope (a namespace's own bucket, or the shared one)
+            selected = found.selected
+            if selected is None or selected.profile.runtime.key == runtime:
+                return None
+            if profile is None:
+                continue  # a runtime ranked after the selected one went away
+            challenger = check(profile, found.model, accelerator_classes, modes)
+            if challenger.failed is None and rank_key(challenger) < rank_key(selected):
+                found = AutoSelection(found.model, challenger)
+        return found
 
     def put(
         self,
-        namespace: str,
+        scope: str | None,
         accelerator_classes: tuple[str, ...],
         selection: AutoSelection,
         modes: DeploymentModes = NO_MODES,
@@ -79,15 +134,26 @@ class AutoSelectionMemo:
         """Keep ``selection`` (it replaces the one kept for an older version of its model)."""
         if self._size >= self._capacity:
             self.clear()
-        bucket = self._by_namespace.setdefault(namespace, {})
+        bucket = self._by_namespace.setdefault(scope, {})
         key = (selection.model.key, accelerator_classes, modes)
         if key not in bucket:
             self._size += 1
-        bucket[key] = selection
+        bucket[key] = (selection, len(self._log))
+
+    def runtime_changed(self, scope: str | None, runtime: ObjectKey, profile: RuntimeProfile | None) -> None:
+        """``runtime`` of ``scope`` (None: a ClusterServingRuntime) was stored (``profile``) or removed
+        (None): each result visible from it replays the change when it is next read."""
+        if not self._size:
+            self._log.clear()  # nothing kept: nothing will replay
+            return
+        if len(self._log) >= self._log_limit:
+            self.clear()
+            return
+        self._log.append((scope, runtime, profile))
 
     def runtimes_changed(self, scope: str | None) -> None:
-        """Forget what a runtime stored in or removed from ``scope`` can change: the results of that namespace
-        for a ServingRuntime, every result for a ClusterServingRuntime (``scope`` None)."""
+        """Forget every result a runtime stored in or removed from ``scope`` can change: the results of that
+        namespace for a ServingRuntime, every result for a ClusterServingRuntime (``scope`` None)."""
         if scope is None:
             self.clear()
         else:
@@ -95,6 +161,7 @@ class AutoSelectionMemo:
 
     def clear(self) -> None:
         self._by_namespace.clear()
+        self._log.clear()
         self._size = 0
 
     def __len__(self) -> int:

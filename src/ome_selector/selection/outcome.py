@@ -246,10 +246,12 @@ def _auto_select(catalog: CatalogView, isvc: InferenceService, model: Model) -> 
     namespace, classes, modes = isvc.namespace, isvc.accelerator_classes, isvc.deployment_modes
     profile = catalog.model_profile(model)
     memo = catalog.auto_selections
-    selection = memo.get(namespace, profile, classes, modes)
+    # A namespace without ServingRuntimes sees what every such namespace sees (SPEC §4): one result for all.
+    scope = namespace if catalog.runtime_counts(namespace)[0] else None
+    selection = memo.get(scope, profile, classes, modes)
     if selection is None:
         selection = auto_selection(catalog, profile, namespace, classes, modes)
-        memo.put(namespace, classes, selection, modes)
+        memo.put(scope, classes, selection, modes)
     selected = selection.selected
     if selected is not None:
         winner = selected.profile.runtime

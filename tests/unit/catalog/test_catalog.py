@@ -188,7 +188,8 @@ def _snapshot(c: Catalog) -> tuple[object, ...]:
             for kind, ns in ((Kind.BASE_MODEL, NS), (Kind.CLUSTER_BASE_MODEL, None))
             for n in "mn"
         ],
-        c.inference_services_affected_by_runtime(ObjectKey(Kind.CLUSTER_SERVING_RUNTIME, None, "a")),
+        # All of them, in no particular order.
+        sorted(c.inference_services_affected_by_runtime(ObjectKey(Kind.CLUSTER_SERVING_RUNTIME, None, "a"))),
     )
 
 

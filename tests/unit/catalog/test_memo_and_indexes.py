@@ -11,12 +11,12 @@ in a row, so the second decision reads the memo.
 from __future__ import annotations
 
 from catalog_strategies import OTHER, models, runtimes
-from hypothesis import settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from selection_builders import NS, entry, isvc, model, no_runtime_message_from, runtime
 
-from ome_selector.api.resources import InferenceService, Kind, ObjectKey, Resource
+from ome_selector.api.resources import InferenceService, Kind, ObjectKey, Resource, Runtime
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.selection.explain import explain
 from ome_selector.selection.outcome import Outcome, OutcomeKind, evaluate
@@ -55,6 +55,29 @@ class CatalogUnderChange(RuleBasedStateMachine):
     def store(self, resource: Resource) -> None:
         self.catalog.upsert(resource)
         self.objects[resource.key] = resource
+
+    @rule(
+        data=st.data(),
+        name=st.sampled_from("abcd"),
+        namespace=st.sampled_from([NS, OTHER, None]),
+        priority=st.integers(1, 3),
+    )
+    def copy(self, data: st.DataObject, name: str, namespace: str | None, priority: int) -> None:
+        """A copy of a stored runtime under another name, scope or priority: one that can rank just before or
+        after it (random runtimes seldom match the model a stored one matches)."""
+        stored = sorted(key for key in self.objects if key.kind.is_runtime)
+        if not stored:
+            return
+        original = self.objects[data.draw(st.sampled_from(stored))]
+        assert isinstance(original, Runtime)
+        entries = tuple(
+            e.model_copy(update={"priority": priority}) for e in original.spec.supported_model_formats
+        )
+        kind = Kind.SERVING_RUNTIME if namespace is not None else Kind.CLUSTER_SERVING_RUNTIME
+        spec = original.spec.model_copy(update={"supported_model_formats": entries})
+        self.store(
+            original.model_copy(update={"kind": kind, "name": name, "namespace": namespace, "spec": spec})
+        )
 
     @rule(
         kind=st.sampled_from(
@@ -113,10 +136,63 @@ def test_the_memo_is_read_and_forgets_on_runtime_changes() -> None:
     assert len(memo) == 1
     _decided(c, isvc("another", model_name="m"))
     assert len(memo) == 1  # the second InferenceService of the model read the same result
+    _decided(c, isvc("elsewhere", namespace=OTHER, model_name="m"))
+    assert len(memo) == 1  # so did one of another namespace without ServingRuntimes
     c.upsert(runtime("local", entry(), namespace=OTHER))
-    assert len(memo) == 1  # a ServingRuntime elsewhere is not visible from NS
-    c.upsert(runtime("local", entry(), namespace=NS))
-    assert len(memo) == 0
+    assert len(memo) == 1  # OTHER reads a result of its own from now on; NS still reads the shared one
     _decided(c, service)
+    assert len(memo) == 1
+    c.upsert(runtime("local", entry(), namespace=NS))
+    _decided(c, service)
+    assert len(memo) == 2  # NS has a ServingRuntime now: a result of its own
     c.remove(ObjectKey(Kind.CLUSTER_SERVING_RUNTIME, None, "rt"))
-    assert len(memo) == 0
+    _decided(c, isvc("elsewhere", namespace="third", model_name="m"))
+    assert len(memo) == 2  # the shared result selected rt: computed again (NS's selects its own runtime)
+
+
+# Runtimes that nearly all match one model (format safetensors, 3B): they differ in what ranks them (scope,
+# priority, size range, name) and in what makes them miss (auto-select, disabled, size, accelerator classes).
+_contenders = st.builds(
+    lambda name, namespace, priority, auto_select, disabled, size_range, classes: runtime(
+        name,
+        entry(priority=priority, auto_select=auto_select),
+        namespace=namespace,
+        disabled=disabled,
+        classes=classes,
+        **size_range,
+    ),
+    st.sampled_from("abcdef"),
+    st.sampled_from([NS, OTHER, None, None]),
+    st.integers(1, 3),
+    st.sampled_from([True, True, True, False]),
+    st.sampled_from([False, False, False, True]),
+    st.sampled_from([{}, {"min": "1B", "max": "9B"}, {"min": "2B", "max": "4B"}, {"max": "1B"}]),
+    st.sampled_from([None, None, ["a100"]]),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), _contenders), min_size=1, max_size=30))
+def test_runtime_changes_replayed_on_kept_results_give_the_outcomes_of_a_rebuilt_catalog(
+    changes: list[tuple[bool, Runtime]],
+) -> None:
+    # Each kept result sees every change (probes decided after each), so the replay of SPEC §4's order is
+    # compared with a fresh ranking at every step, across namespaces with and without ServingRuntimes.
+    probes = [
+        _probe(namespace, "m", accelerator)
+        for namespace in (NS, OTHER, "third")
+        for accelerator in (None, "a100")
+    ]
+    m = model(size="3B")
+    live = Catalog.from_resources([m])
+    stored: dict[ObjectKey, Resource] = {m.key: m}
+    for remove, contender in changes:
+        if remove:
+            live.remove(contender.key)
+            stored.pop(contender.key, None)
+        else:
+            live.upsert(contender)
+            stored[contender.key] = contender
+        rebuilt = Catalog.from_resources(stored.values())
+        for service in probes:
+            assert _decided(live, service) == _decided(rebuilt, service)

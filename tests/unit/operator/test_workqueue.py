@@ -146,3 +146,36 @@ def test_each_key_taken_reports_how_long_it_waited_and_each_failure_a_retry() ->
         assert retries == ["b"]
 
     run(scenario())
+
+
+@pytest.mark.parametrize("workers", [1, 4])
+def test_workers_whose_keys_never_wait_still_let_the_event_loop_run(workers: int) -> None:
+    # Each key takes 4 ms of a clock of the test's own and never awaits: the workers share 10 ms turns.
+    now = 0.0
+    log: list[str] = []
+
+    async def scenario() -> None:
+        async def process(key: int) -> None:
+            nonlocal now
+            now += 0.004
+            log.append("key")
+
+        async def other_task() -> None:
+            while True:
+                log.append("loop")
+                await asyncio.sleep(0)
+
+        queue: WorkQueue[int] = WorkQueue(process, workers=workers, turn_s=0.01, clock=lambda: now)
+        for key in range(200):
+            queue.add(key)
+        ticker = asyncio.create_task(other_task())
+        queue.start()
+        await queue.wait_idle()
+        await queue.stop()
+        ticker.cancel()
+
+    run(scenario())
+    runs = [len(run) for run in "".join("k" if e == "key" else " " for e in log).split()]
+    assert sum(runs) == 200
+    # One turn: three keys (0, 4, 8 ms; the third ends it), then one key more for each other worker.
+    assert max(runs) <= 3 + (workers - 1)

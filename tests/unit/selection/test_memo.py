@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from selection_builders import NS, model
+from collections.abc import Callable
 
+import pytest
+from selection_builders import NS, entry, model, runtime
+
+from ome_selector.selection.matcher import check
 from ome_selector.selection.memo import AutoSelection, AutoSelectionMemo
-from ome_selector.selection.profiles import ModelProfile
+from ome_selector.selection.profiles import ModelProfile, RuntimeProfile
 
 
 def result(name: str = "m", **fields: object) -> AutoSelection:
@@ -58,3 +62,67 @@ def test_past_its_capacity_the_memo_starts_over() -> None:
     assert len(memo) == 1
     assert memo.get(NS, results[3].model, ()) is results[3]
     assert memo.get(NS, results[0].model, ()) is None
+
+
+def _selected(runtime_profile: RuntimeProfile, model_profile: ModelProfile) -> AutoSelection:
+    result = check(runtime_profile, model_profile)
+    assert result.failed is None
+    return AutoSelection(model_profile, result)
+
+
+def _profile(name: str, priority: int, namespace: str | None = None) -> RuntimeProfile:
+    return RuntimeProfile.of(runtime(name, entry(priority=priority), namespace=namespace))
+
+
+def _winner(memo: AutoSelectionMemo, scope: str | None, model_profile: ModelProfile) -> str | None:
+    found = memo.get(scope, model_profile, ())
+    assert found is not None
+    return found.selected.profile.name if found.selected is not None else None
+
+
+def test_a_runtime_change_is_replayed_on_the_kept_result_not_ranked_again() -> None:
+    memo = AutoSelectionMemo()
+    m = ModelProfile.of(model())
+    b = _profile("b", priority=2)
+    memo.put(None, (), _selected(b, m))
+    memo.runtime_changed(None, _profile("a", 1).runtime.key, _profile("a", 1))  # ranks after b: lower score
+    assert _winner(memo, None, m) == "b"
+    memo.runtime_changed(None, _profile("c", 3).runtime.key, _profile("c", 3))  # ranks before b
+    assert _winner(memo, None, m) == "c"
+    memo.runtime_changed(NS, _profile("local", 1, NS).runtime.key, _profile("local", 1, NS))
+    assert _winner(memo, None, m) == "c"  # the shared result is not read from a namespace with runtimes
+    memo.put(NS, (), _selected(_profile("c", 3), m))
+    memo.runtime_changed(NS, _profile("local", 1, NS).runtime.key, _profile("local", 1, NS))
+    assert _winner(memo, NS, m) == "local"  # every ServingRuntime ranks before every ClusterServingRuntime
+    memo.runtime_changed(None, _profile("a", 1).runtime.key, None)  # removing a runtime not selected
+    assert _winner(memo, None, m) == "c"
+    assert len(memo) == 2
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [
+        pytest.param(lambda m, c: _selected(c, m), id="its selected runtime changed"),
+        pytest.param(lambda m, c: AutoSelection(m, None), id="it selected nothing"),
+    ],
+)
+def test_a_result_the_change_may_alter_otherwise_is_computed_again(
+    kept: Callable[[ModelProfile, RuntimeProfile], AutoSelection],
+) -> None:
+    memo = AutoSelectionMemo()
+    m, c = ModelProfile.of(model()), _profile("c", 3)
+    memo.put(None, (), kept(m, c))
+    memo.runtime_changed(None, c.runtime.key, _profile("c", 4))
+    assert memo.get(None, m, ()) is None
+    assert len(memo) == 0
+
+
+def test_past_its_log_limit_the_memo_starts_over() -> None:
+    memo = AutoSelectionMemo(log_limit=2)
+    m = ModelProfile.of(model())
+    memo.put(None, (), _selected(_profile("c", 3), m))
+    for name in ("a", "b"):
+        memo.runtime_changed(None, _profile(name, 1).runtime.key, _profile(name, 1))
+    assert len(memo) == 1
+    memo.runtime_changed(None, _profile("d", 1).runtime.key, _profile("d", 1))
+    assert len(memo) == 0
