@@ -50,6 +50,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
+def crd_profile() -> str:
+    """Whose CRDs the control plane has: "ours" here, "ome" (OME's own) under tests/integration/beside_ome/."""
+    return "ours"
+
+
+@pytest.fixture(scope="session")
 def control_plane() -> Iterator[ControlPlane]:
     with running_control_plane() as plane:
         yield plane

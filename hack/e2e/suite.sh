@@ -131,10 +131,10 @@ get_wide() {
   header=$(head -n1 <<<"$out" | tr -s ' ')
   [[ $header == "NAME MODEL RUNTIME RUNTIMEREADY REASON AGE MESSAGE" ]] || { echo "header: $header"; return 1; }
   row=$(grep '^llama-3b-auto ' <<<"$out" | tr -s ' ')
-  [[ $row =~ ^llama-3b-auto\ llama-3-2-3b-instruct\ True\ RuntimeSelected\ [0-9a-z]+\ selected\ ClusterServingRuntime\ sglang-llama-3-2-compact\  ]] \
+  [[ $row =~ ^llama-3b-auto\ llama-3-2-3b-instruct-demo\ True\ RuntimeSelected\ [0-9a-z]+\ selected\ ClusterServingRuntime\ sglang-llama-3-2-compact\  ]] \
     || { echo "row: $row"; return 1; }
   row=$(grep '^llama-3b-missing-runtime ' <<<"$out" | tr -s ' ')
-  [[ $row =~ ^llama-3b-missing-runtime\ llama-3-2-3b-instruct\ vllm-llama-3-2-turbo\ False\ RuntimeNotFound\  ]] \
+  [[ $row =~ ^llama-3b-missing-runtime\ llama-3-2-3b-instruct-demo\ vllm-llama-3-2-turbo\ False\ RuntimeNotFound\  ]] \
     || { echo "row: $row"; return 1; }
   grep -q 'kubectl ome runtime explain --isvc qwen3-32b-auto -n ome-demo' <<<"$out" \
     || { echo "qwen3-32b-auto's message does not point at kubectl ome runtime explain:"; echo "$out"; return 1; }

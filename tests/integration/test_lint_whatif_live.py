@@ -82,7 +82,7 @@ WHAT_IF_CASES = {
         "--delete",
         "clusterservingruntime/vllm-qwen3-small",
     ],
-    "delete-a-named-runtime": ["--delete", "clusterservingruntime/srt-llama-3-2-1b-instruct"],
+    "delete-a-named-runtime": ["--delete", "clusterservingruntime/srt-llama-3-2-1b-instruct-demo"],
     "delete-team-a-runtime": ["--delete", "servingruntime/team-vllm-llama-3-2", "-n", "team-a"],
 }
 

@@ -79,11 +79,11 @@ def test_nothing_is_pruned_and_defaults_are_filled_in(applied: list[dict[str, An
 @pytest.mark.parametrize(
     "args",
     [
-        ["--model", "llama-3-2-3b-instruct"],
+        ["--model", "llama-3-2-3b-instruct-demo"],
         ["--isvc", "llama-3b-h100", "-n", "ome-demo"],
         ["--isvc", "qwen3-32b-auto", "-n", "ome-demo"],
         ["--isvc", "support-assistant", "-n", "team-a"],
-        ["--model", "qwen3-4b", "-n", "team-a"],
+        ["--model", "qwen3-4b-demo", "-n", "team-a"],
     ],
 )
 def test_explain_reads_the_servers_objects_as_it_reads_the_files(

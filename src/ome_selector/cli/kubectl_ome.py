@@ -67,7 +67,7 @@ examples:
   kubectl ome runtime explain --isvc llama-3b-auto -n ome-demo
 
   # Check a catalog before applying it
-  kubectl ome runtime explain -f samples/ --model llama-3-2-3b-instruct
+  kubectl ome runtime explain -f samples/ --model llama-3-2-3b-instruct-demo
 
   # The same for an InferenceService, with the rank and range columns
   kubectl ome runtime explain -f samples/ --isvc llama-3b-auto -n ome-demo -o wide

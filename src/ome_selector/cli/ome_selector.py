@@ -79,7 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     cleanup = commands.add_parser(
         "cleanup",
         help="remove the local webhook registration left by a stopped (or killed) `run`, and the "
-        "RuntimeReady condition from every InferenceService",
+        "RuntimeReady conditions this product wrote (the other writers' are kept and listed as skipped)",
     )
     cleanup.add_argument("--dry-run", action="store_true", help="only list what would change")
     whose = cleanup.add_mutually_exclusive_group()
@@ -98,6 +98,12 @@ def _parser() -> argparse.ArgumentParser:
         "--webhook-only",
         action="store_true",
         help="remove only the local webhook registration; keep the RuntimeReady conditions",
+    )
+    cleanup.add_argument(
+        "--any-writer",
+        action="store_true",
+        help="remove RuntimeReady also where another field manager last wrote status.conditions (never "
+        "beside OME v1.3 or later, whose controller writes its own RuntimeReady)",
     )
 
     check = commands.add_parser(
@@ -241,6 +247,7 @@ def _main(argv: Sequence[str] | None) -> int:
             dry_run=args.dry_run,
             instance=instance,
             webhook_only=args.webhook_only,
+            any_writer=args.any_writer,
         )
     )
 

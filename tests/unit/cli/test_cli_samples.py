@@ -48,18 +48,18 @@ EXPECTED: dict[tuple[str, str], tuple[OutcomeKind, str, str, str]] = {
     ),
     ("ome-demo", "llama-3b-named"): (
         OutcomeKind.RUNTIME_SPECIFIED, "True", "RuntimeSpecified",
-        "using specified ClusterServingRuntime srt-llama-3-2-3b-instruct",
+        "using specified ClusterServingRuntime srt-llama-3-2-3b-instruct-demo",
     ),
     ("ome-demo", "llama-3b-on-1b-runtime"): (
         OutcomeKind.RUNTIME_SPECIFIED_UNSUPPORTED, "True", "RuntimeSpecified",
-        "using specified ClusterServingRuntime srt-llama-3-2-1b-instruct; "
-        "it does not declare support for model llama-3-2-3b-instruct: "
+        "using specified ClusterServingRuntime srt-llama-3-2-1b-instruct-demo; "
+        "it does not declare support for model llama-3-2-3b-instruct-demo: "
         "model size 3.21B is outside supported range [500M, 2B]",
     ),
     ("ome-demo", "llama-3b-on-1b-runtime-pinned"): (
         OutcomeKind.RUNTIME_SPECIFIED_UNSUPPORTED, "True", "RuntimeSpecified",
-        "using specified ClusterServingRuntime srt-llama-3-2-1b-instruct; "
-        "it does not declare support for model llama-3-2-3b-instruct: "
+        "using specified ClusterServingRuntime srt-llama-3-2-1b-instruct-demo; "
+        "it does not declare support for model llama-3-2-3b-instruct-demo: "
         "model size 3.21B is outside supported range [500M, 2B]",
     ),
     ("ome-demo", "llama-3b-legacy-runtime"): (
@@ -75,11 +75,11 @@ EXPECTED: dict[tuple[str, str], tuple[OutcomeKind, str, str, str]] = {
         # the two Qwen3 runtimes failed only on size. The text is cut at 1,024 characters and points at
         # explain for the five that do not fit.
         OutcomeKind.NO_RUNTIME, "False", "RuntimeNotFound",
-        "no runtime supports model qwen3-32b (checked 9 runtimes: 0 namespace-scoped, 9 cluster-scoped): "
+        "no runtime supports model qwen3-32b-demo (checked 9 runtimes: 0 namespace-scoped, 9 cluster-scoped): "
         "sglang-qwen3-medium (model size 32.76B is outside supported range [8B, 16B]); "
         "vllm-qwen3-small (model size 32.76B is outside supported range (-inf, 8B]); "
         f"sglang-llama-3-2-compact ({QWEN_VS_LLAMA}); "
-        f"srt-llama-3-2-1b-instruct ({QWEN_VS_LLAMA}); "
+        f"srt-llama-3-2-1b-instruct-demo ({QWEN_VS_LLAMA}); "
         "… 5 more (kubectl ome runtime explain --isvc qwen3-32b-auto -n ome-demo)",
     ),
     ("ome-demo", "mistral-7b"): (
@@ -88,11 +88,11 @@ EXPECTED: dict[tuple[str, str], tuple[OutcomeKind, str, str, str]] = {
         "no BaseModel in namespace ome-demo and no ClusterBaseModel",
     ),
     ("ome-demo", "llama-8b-retired"): (
-        OutcomeKind.MODEL_DISABLED, "False", "ModelDisabled", "model llama-3-1-8b-instruct is disabled",
+        OutcomeKind.MODEL_DISABLED, "False", "ModelDisabled", "model llama-3-1-8b-instruct-demo is disabled",
     ),
     ("ome-demo", "llama-70b-pending"): (
         OutcomeKind.MODEL_METADATA_PENDING, "Unknown", "ModelMetadataPending",
-        "model llama-3-3-70b-instruct has no modelFormat yet; runtime selection waits for it",
+        "model llama-3-3-70b-instruct-demo has no modelFormat yet; runtime selection waits for it",
     ),
     ("team-a", "support-assistant"): (
         OutcomeKind.RUNTIME_SELECTED, "True", "RuntimeSelected",
@@ -196,7 +196,7 @@ def test_the_two_ome_catalog_runtimes_are_unchanged() -> None:
 
 
 def test_the_size_range_page_model() -> None:
-    model = next(doc for _, doc in _documents() if doc["metadata"]["name"] == "llama-3-2-3b-instruct")
+    model = next(doc for _, doc in _documents() if doc["metadata"]["name"] == "llama-3-2-3b-instruct-demo")
     assert model["kind"] == "ClusterBaseModel"
     spec = model["spec"]
     assert spec["modelParameterSize"] == "3.21B"
