@@ -51,7 +51,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def crd_profile() -> str:
-    """Whose CRDs the control plane has: "ours" here, "ome" (OME's own) under tests/integration/beside_ome/."""
+    """Whose CRDs the control plane has: "ours", or "ome" (OME's own) under tests/integration/beside_ome/."""
     return "ours"
 
 

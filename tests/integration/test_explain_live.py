@@ -154,7 +154,9 @@ def test_a_user_without_read_access_gets_an_error_not_a_partial_table(
     config["users"][0]["user"] = {"token": token}
     kubeconfig = tmp_path / "reader"
     kubeconfig.write_text(yaml.safe_dump(config))
-    result = kubectl_ome("runtime", "explain", "--model", "qwen3-8b-demo", "-n", "ome-demo", kubeconfig=kubeconfig)
+    result = kubectl_ome(
+        "runtime", "explain", "--model", "qwen3-8b-demo", "-n", "ome-demo", kubeconfig=kubeconfig
+    )
     assert (result.returncode, result.stdout) == (1, "")
     assert result.stderr.startswith("error: cannot list ome.io objects: 403 Forbidden")
     assert "servingruntimes" in result.stderr

@@ -6,8 +6,8 @@
 - unless ``--webhook-only``, the RuntimeReady condition of every InferenceService that this product wrote
   (uninstalling, SPEC §8): its field manager ``ome-selector`` owns ``status.conditions`` in the object's
   managedFields. A condition another writer owns (OME v1.3's controller writes its own RuntimeReady) is kept
-  and reported as skipped, unless ``--any-writer``. Every other condition and status field stays; each write is
-  guarded by resourceVersion and retried on conflict (ownership checked again on the fresh object).
+  and reported as skipped, unless ``--any-writer``. Every other condition and status field stays; each write
+  is guarded by resourceVersion and retried on conflict (ownership checked again on the fresh object).
 
 Run it after stopping the operator: a running one keeps its registration only until it stops (it would not
 register again), and writes the condition back.

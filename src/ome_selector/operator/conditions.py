@@ -105,8 +105,8 @@ def condition_writers(metadata: Mapping[str, Any] | None) -> tuple[str, ...]:
     (sorted, each once).
 
     OME's CRDs and ours leave ``status.conditions`` an atomic list, so the manager whose write last changed
-    the list owns all of it (``f:status`` → ``f:conditions``); a CRD that makes it a list-map keyed by ``type``
-    names the owner of each entry (``k:{"type":"RuntimeReady"}``). Malformed entries are ignored.
+    the list owns all of it (``f:status`` → ``f:conditions``); a CRD that makes it a list-map keyed by
+    ``type`` names the owner of each entry (``k:{"type":"RuntimeReady"}``). Malformed entries are ignored.
     """
     fields = (metadata or {}).get("managedFields")
     owners: set[str] = set()

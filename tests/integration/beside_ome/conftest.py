@@ -1,8 +1,8 @@
 """The second CRD profile: OME's own CRDs (tests/data/ome-crds, OME commit cfa05c69) instead of ours (SPEC §0).
 
-`control_plane` and `api_client` are overridden for the tests of this directory, so every fixture built on them
-(`namespace`, `running_operator`, `cluster_objects`, ...) runs against a control plane that has OME's CRDs; the
-tests themselves are a representative subset of the main suite's, imported into test_beside_ome.py.
+`control_plane` and `api_client` are overridden for the tests of this directory, so every fixture built on
+them (`namespace`, `running_operator`, `cluster_objects`, ...) runs against a control plane that has OME's
+CRDs; the tests are a representative subset of the main suite's, imported into test_beside_ome.py.
 """
 
 from __future__ import annotations

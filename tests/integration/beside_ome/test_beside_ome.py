@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from harness.controlplane import ControlPlane
 from harness.crds import CRD_NAMES
 

@@ -115,7 +115,9 @@ LLAMA_3B_RUNTIMES = [
     ranked("vllm-llama-3-2", 2, score=4, priority=2),
     ranked("vllm-llama-3-2-h100", 3, score=2, priority=1),
     rejected("sglang-qwen3-medium", LLAMA_VS_QWEN),
-    rejected("srt-llama-3-2-1b-instruct-demo", "model size 3.21B is outside supported range [500M, 2B]", 2, 1),
+    rejected(
+        "srt-llama-3-2-1b-instruct-demo", "model size 3.21B is outside supported range [500M, 2B]", 2, 1
+    ),
     rejected(
         "srt-llama-3-2-3b-instruct-demo",
         "autoSelect is not enabled for the matching format safetensors",
@@ -271,8 +273,8 @@ def test_isvc_naming_a_runtime_says_so_on_stderr(kubectl_ome: Any) -> None:
     )
     assert result.returncode == 0
     assert result.stderr == (
-        "Note: InferenceService ome-demo/llama-3b-on-1b-runtime names runtime srt-llama-3-2-1b-instruct-demo, "
-        "so it does "
+        "Note: InferenceService ome-demo/llama-3b-on-1b-runtime names runtime "
+        "srt-llama-3-2-1b-instruct-demo, so it does "
         "not use the auto-selection shown: RuntimeSpecified: using specified ClusterServingRuntime "
         "srt-llama-3-2-1b-instruct-demo; it does not declare support for model llama-3-2-3b-instruct-demo: "
         "model size 3.21B "
@@ -309,7 +311,8 @@ def test_pending_model_is_shown(kubectl_ome: Any) -> None:
     )
     assert result.returncode == 0
     assert (
-        "model llama-3-3-70b-instruct-demo has no modelFormat yet; runtime selection waits for it" in result.stderr
+        "model llama-3-3-70b-instruct-demo has no modelFormat yet; runtime selection waits for it"
+        in result.stderr
     )
     document = json.loads(result.stdout)
     assert document["selected"] is None
@@ -418,7 +421,9 @@ def test_usage_errors_exit_1(kubectl_ome: Any, args: list[str], message: str) ->
 
 
 def test_file_errors_exit_1(kubectl_ome: Any) -> None:
-    result = kubectl_ome("runtime", "explain", "-f", "samples/", "-f", "no/such/dir", "--model", "qwen3-8b-demo")
+    result = kubectl_ome(
+        "runtime", "explain", "-f", "samples/", "-f", "no/such/dir", "--model", "qwen3-8b-demo"
+    )
     assert (result.returncode, result.stdout, result.stderr) == (
         1,
         "",
@@ -502,7 +507,8 @@ def test_offline_mode_opens_no_kubeconfig_and_imports_no_client(hostile_env: dic
         opened = []
         sys.addaudithook(lambda event, args: opened.append(str(args[0])) if event == "open" else None)
         from ome_selector.cli.kubectl_ome import run
-        status = run(["runtime", "explain", "-f", "samples/", "--model", "llama-3-2-3b-instruct-demo", "-o=json"])
+        model = "llama-3-2-3b-instruct-demo"
+        status = run(["runtime", "explain", "-f", "samples/", "--model", model, "-o=json"])
         home, kubeconfig = os.environ["HOME"], os.environ["KUBECONFIG"]
         touched = [p for p in opened if p == kubeconfig or p.startswith(home) or ".kube" in p]
         clients = [m for m in sys.modules if m.split(".")[0] in ("kubernetes", "kubernetes_asyncio", "kopf")]

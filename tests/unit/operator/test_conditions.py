@@ -171,5 +171,7 @@ ATOMIC = {"f:status": {"f:conditions": {}, ".": {}}}
         ("managedFields", ()),
     ],
 )
-def test_condition_writers_come_from_the_managed_fields(managed_fields: Any, writers: tuple[str, ...]) -> None:
+def test_condition_writers_come_from_the_managed_fields(
+    managed_fields: Any, writers: tuple[str, ...]
+) -> None:
     assert condition_writers({"managedFields": managed_fields}) == writers
