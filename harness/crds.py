@@ -60,7 +60,7 @@ def ome_crd_documents() -> list[dict[str, Any]]:
 
 
 def install_crds(kubeconfig: Path, documents: list[dict[str, Any]] | None = None) -> None:
-    """Create (or replace) every CRD of ``documents`` (default: ours); wait until the apiserver serves them."""
+    """Create (or replace) every CRD of ``documents`` (default: ours); wait until they are served."""
     api_client = config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
     with api_client:
         # Plain dict bodies: the typed client models would only re-encode the same YAML.

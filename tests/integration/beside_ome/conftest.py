@@ -1,4 +1,4 @@
-"""The second CRD profile: OME's own CRDs (tests/data/ome-crds, OME commit cfa05c69) instead of ours (SPEC §0).
+"""The second CRD profile: OME's own CRDs (tests/data/ome-crds, OME commit cfa05c69), not ours (SPEC §0).
 
 `control_plane` and `api_client` are overridden for the tests of this directory, so every fixture built on
 them (`namespace`, `running_operator`, `cluster_objects`, ...) runs against a control plane that has OME's

@@ -190,7 +190,7 @@ def test_the_two_ome_catalog_runtimes_are_unchanged() -> None:
         yaml.safe_load((ome / f"llama-3-2-{size}-instruct-rt.yaml").read_text()) for size in ("1b", "3b")
     ]
     ours = [doc for file, doc in _documents() if file == "20-ome-catalog-runtimes.yaml"]
-    # Renamed (-demo), so that applying the samples on a cluster with OME's catalog never merges into its objects.
+    # Renamed (-demo): applied beside OME's catalog, the samples never merge into its objects.
     assert [doc["metadata"] for doc in ours] == [
         {"name": f"{doc['metadata']['name']}-demo"} for doc in upstream
     ]
