@@ -113,6 +113,18 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--timeout", type=_positive_seconds, default=120.0, help="seconds to wait (default 120)"
     )
+    check.add_argument(
+        "--configuration",
+        metavar="NAME",
+        help="first wait until this ValidatingWebhookConfiguration's InferenceService webhook is armed "
+        "(a serving replica sets its failurePolicy to --failure-policy)",
+    )
+    check.add_argument(
+        "--failure-policy",
+        choices=["Fail", "Ignore"],
+        default="Fail",
+        help="the failurePolicy an armed configuration carries (default Fail)",
+    )
 
     drain = commands.add_parser(
         "drain",
@@ -232,7 +244,15 @@ def _main(argv: Sequence[str] | None) -> int:
         from ome_selector.kube.connection import ClusterAccess  # noqa: PLC0415
 
         access = ClusterAccess(args.kubeconfig, args.context)
-        return asyncio.run(check_webhook(access, args.namespace, args.timeout))
+        return asyncio.run(
+            check_webhook(
+                access,
+                args.namespace,
+                args.timeout,
+                configuration=args.configuration,
+                failure_policy=args.failure_policy,
+            )
+        )
     from ome_selector.kube.connection import kubeconfig_context  # noqa: PLC0415 - keeps `run` start-up lean
     from ome_selector.operator.cleanup import run_cleanup  # noqa: PLC0415
     from ome_selector.webhook.registration import default_instance  # noqa: PLC0415

@@ -79,15 +79,15 @@ async def run_cleanup(
                 changed += 1
                 continue
             try:
-                removed = await _remove(objects, body, any_writer)
+                outcome = await _remove(objects, body, any_writer)
             except (ApiError, ConflictError) as error:
                 print(f"ome-selector cleanup: {namespace}/{name}: {error}", file=sys.stderr)
                 failed += 1
                 continue
-            if isinstance(removed, tuple):
-                print(f"skipped inferenceservice {namespace}/{name}: {_not_ours(removed)}")
+            if isinstance(outcome, tuple):
+                print(f"skipped inferenceservice {namespace}/{name}: {_not_ours(outcome)}")
                 skipped += 1
-            elif removed:
+            elif outcome:
                 print(f"removed RuntimeReady from inferenceservice {namespace}/{name}")
                 changed += 1
         verb = "would change" if dry_run else "changed"

@@ -146,7 +146,7 @@ def _managed(manager: str, fields: Any, subresource: str = "status") -> dict[str
     return {"manager": manager, "operation": "Update", "subresource": subresource, "fieldsV1": fields}
 
 
-ATOMIC = {"f:status": {"f:conditions": {}, ".": {}}}
+ATOMIC: dict[str, Any] = {"f:status": {"f:conditions": {}, ".": {}}}
 
 
 @pytest.mark.parametrize(
