@@ -36,7 +36,8 @@ def _unarmed_configuration(api_client: Any, name: str, port: int, namespace: str
 
 
 def _policies(api_client: Any, name: str) -> dict[str, str]:
-    found = client.AdmissionregistrationV1Api(api_client).read_validating_webhook_configuration(name)
+    admission: Any = client.AdmissionregistrationV1Api(api_client)
+    found = admission.read_validating_webhook_configuration(name)
     return {webhook.name: webhook.failure_policy for webhook in found.webhooks}
 
 
