@@ -136,22 +136,23 @@ def test_cleanup_keeps_a_condition_another_writer_owns_and_says_so(
 ) -> None:
     """OME v1.3's controller writes RuntimeReady itself (SPEC §0): the managedFields tell whose it is."""
     _scenario(api_client, namespace)
-    create(api_client, objects.inference_service("omes", namespace=namespace, model_name="llama"))
-    runner = running_operator(report_only=True)
-    runner.wait_idle()
-    runner.stop()
-    _write_status(api_client, namespace, "omes", "ome-manager", conditions=[OMES])
+    # "omes": only OME's controller wrote its RuntimeReady (in a namespace the operator does not watch).
+    elsewhere = f"{namespace}-ome"
+    control_plane.kubectl("create", "namespace", elsewhere)
+    create(api_client, objects.model("llama", namespace=elsewhere, size="3.21B"))
+    create(api_client, objects.inference_service("omes", namespace=elsewhere, model_name="llama"))
+    _write_status(api_client, elsewhere, "omes", "ome-manager", conditions=[OMES])
     # "chat": ours at first, then another writer rewrote the (atomic) list: it owns every entry now.
-    runner = running_operator()
+    runner = running_operator(namespaces=[namespace])
     eventually(lambda: runtime_ready(api_client, "chat", namespace), what="RuntimeReady")
     runner.stop()
     _write_status(api_client, namespace, "chat", "ome-manager", conditions=_plus(READY))
 
     done = _cleanup(control_plane)
     assert done.returncode == 0, done.stderr
-    for name in ("chat", "omes"):
+    for where in (f"{namespace}/chat", f"{elsewhere}/omes"):
         assert (
-            f"skipped inferenceservice {namespace}/{name}: its RuntimeReady was not written by ome-selector "
+            f"skipped inferenceservice {where}: its RuntimeReady was not written by ome-selector "
             "(status.conditions last written by ome-manager); kept\n"
         ) in done.stdout
     assert f"removed RuntimeReady from inferenceservice {namespace}/" not in done.stdout
@@ -162,7 +163,7 @@ def test_cleanup_keeps_a_condition_another_writer_owns_and_says_so(
         done.stdout,
         re.MULTILINE,
     ), done.stdout
-    assert get(api_client, "InferenceService", "omes", namespace)["status"]["conditions"] == [OMES]
+    assert get(api_client, "InferenceService", "omes", elsewhere)["status"]["conditions"] == [OMES]
     assert runtime_ready(api_client, "chat", namespace) is not None
 
     forced = _cleanup(control_plane, "--any-writer")

@@ -41,8 +41,10 @@ def test_status_lists_every_inference_service_on_either_crds(
     del bare["spec"]["model"]  # neither a model nor a runtime: left alone (SPEC §5)
     create(api_client, bare)
     running_operator(namespaces=[namespace])
-    for name in ("auto", "named"):
-        eventually(lambda name=name: runtime_ready(api_client, name, namespace), what=f"{name}'s condition")
+    eventually(
+        lambda: all(runtime_ready(api_client, name, namespace) for name in ("auto", "named")) or None,
+        what="both conditions",
+    )
 
     table = _status(control_plane, "-n", namespace)
     assert (table.returncode, table.stderr) == (0, ""), table.stderr

@@ -2,8 +2,9 @@
 and the chart installed on top of them.
 
 The imported tests run here a second time, with this directory's `control_plane` (OME's CRDs): conditions and
-events (every §5 row the CRDs can hold), other writers' conditions, the webhook's denials and advisory,
-explain live against offline, `kubectl ome status`, cleanup and the samples.
+events (every §5 row the CRDs can hold), the webhook's denials, explain live against offline (two cases),
+`kubectl ome status`, cleanup beside another writer of RuntimeReady, and the samples. A subset: OME's CRDs
+cost the control plane seconds to install, and the other tests read nothing the CRDs change.
 """
 
 from __future__ import annotations
@@ -20,46 +21,48 @@ from harness import chart, objects
 from harness.controlplane import ControlPlane
 from harness.crds import CRD_NAMES, OME_CRD_DIR, ome_crd_documents
 from harness.kube import create
-from tests.integration.test_explain_live import samples_applied, test_live_equals_offline
-from tests.integration.test_operator import (
-    test_every_outcome_row_with_its_condition_and_event,
-    test_other_conditions_and_status_fields_survive_a_concurrent_writer,
-)
+from tests.integration import test_explain_live as explain_live
+from tests.integration.test_explain_live import samples_applied
+from tests.integration.test_operator import test_every_outcome_row_with_its_condition_and_event
 from tests.integration.test_operator_surface import (
     test_cleanup_keeps_a_condition_another_writer_owns_and_says_so,
-    test_cleanup_removes_only_our_condition,
 )
 from tests.integration.test_samples_apply import (
     applied,
     test_every_sample_is_accepted_in_file_order,
-    test_nothing_is_pruned_and_defaults_are_filled_in,
     test_v13_samples_apply_only_where_the_crds_have_the_fields,
 )
 from tests.integration.test_status_live import test_status_lists_every_inference_service_on_either_crds
-from tests.integration.test_webhook import (
-    kubectl,
-    test_denials_carry_the_exact_messages,
-    test_product_page_named_runtime_is_admitted_with_the_advisory,
-    webhook,
-)
+from tests.integration.test_webhook import kubectl, test_denials_carry_the_exact_messages, webhook
 
 __all__ = [
     "applied",
     "kubectl",
     "samples_applied",
     "test_cleanup_keeps_a_condition_another_writer_owns_and_says_so",
-    "test_cleanup_removes_only_our_condition",
     "test_denials_carry_the_exact_messages",
     "test_every_outcome_row_with_its_condition_and_event",
     "test_every_sample_is_accepted_in_file_order",
-    "test_live_equals_offline",
-    "test_nothing_is_pruned_and_defaults_are_filled_in",
-    "test_other_conditions_and_status_fields_survive_a_concurrent_writer",
-    "test_product_page_named_runtime_is_admitted_with_the_advisory",
     "test_status_lists_every_inference_service_on_either_crds",
     "test_v13_samples_apply_only_where_the_crds_have_the_fields",
     "webhook",
 ]
+
+# Two of explain's cases: an InferenceService with an accelerator class, a model no runtime serves.
+EXPLAIN_CASES = [explain_live.CASES[2], explain_live.CASES[1]]
+
+
+@pytest.mark.parametrize(("flag", "name", "namespace"), EXPLAIN_CASES, ids=[c[1] for c in EXPLAIN_CASES])
+def test_explain_live_equals_offline(
+    samples_applied: None,
+    control_plane: ControlPlane,
+    capsys: pytest.CaptureFixture[str],
+    flag: str,
+    name: str,
+    namespace: str,
+) -> None:
+    explain_live.test_live_equals_offline(samples_applied, control_plane, capsys, flag, name, namespace)
+
 
 CHART_TIMEOUT_S = 120
 
