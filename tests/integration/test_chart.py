@@ -127,6 +127,29 @@ def test_crds_of_someone_else_are_never_replaced_or_adopted(control_plane: Contr
             control_plane.kubectl(*undo)
 
 
+def test_notes_say_what_works_for_the_crds_installed(control_plane: ControlPlane) -> None:
+    """Ours (this session's) have the RuntimeReady columns; beside_ome/ checks the NOTES on OME's."""
+    result = subprocess.run(
+        [
+            str(chart.find_helm()),
+            "install",
+            "notes",
+            str(chart.CHART_DIR),
+            "--dry-run=server",
+            f"--kubeconfig={control_plane.kubeconfig}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    notes = result.stdout.split("NOTES:", 1)[1]
+    assert "  kubectl ome status -A -o wide  " in notes
+    assert "  kubectl get inferenceservices -A -o wide            # the same columns" in notes
+    assert "OME's InferenceService CRD" not in notes
+
+
 @pytest.mark.parametrize(
     "values", [{}, {"webhook": {"certManager": {"enabled": True}}}], ids=["default", "cert-manager"]
 )

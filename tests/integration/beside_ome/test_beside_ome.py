@@ -125,6 +125,13 @@ def test_helm_install_beside_omes_crds_emits_replaces_relabels_and_adopts_none(
         "--set=webhook.startupCheck.enabled=false",  # no kubelet here: its Job would never run
     )
     assert installed.returncode == 0, installed.stderr
+    # NOTES say what works with the CRDs installed: OME's have no RuntimeReady column.
+    assert "  kubectl ome status -A -o wide  " in installed.stdout
+    assert (
+        "# OME's InferenceService CRD is installed: `kubectl get inferenceservices` has no RuntimeReady"
+        in (installed.stdout)
+    )
+    assert "kubectl get inferenceservices -A -o wide" not in installed.stdout
     manifest = _helm(control_plane, "get", "manifest", "beside", "--namespace=beside").stdout
     kinds = {doc["kind"] for doc in yaml.safe_load_all(manifest) if doc}
     assert "Deployment" in kinds
