@@ -33,6 +33,7 @@ __all__ = [
     "HelmNotFoundError",
     "expected_files",
     "find_helm",
+    "helm_against",
     "install_manifest",
     "render",
     "render_text",
@@ -115,6 +116,17 @@ def render_text(
     if result.returncode != 0:
         raise subprocess.CalledProcessError(result.returncode, result.args, result.stdout, result.stderr)
     return result.stdout
+
+
+def helm_against(kubeconfig: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``helm <args>`` against the cluster of ``kubeconfig``, its output captured (never raises)."""
+    return subprocess.run(
+        [str(find_helm()), *args, f"--kubeconfig={kubeconfig}"],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def render(values: Mapping[str, Any] | None = None, **kwargs: Any) -> list[dict[str, Any]]:

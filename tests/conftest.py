@@ -63,10 +63,9 @@ def control_plane() -> Iterator[ControlPlane]:
 
 @pytest.fixture(scope="session")
 def api_client(control_plane: ControlPlane) -> Iterator[Any]:
-    from kubernetes import config
+    from harness.kube import api_client_for
 
-    client = config.new_client_from_config(config_file=str(control_plane.kubeconfig))  # type: ignore[no-untyped-call]
-    with client:
+    with api_client_for(control_plane.kubeconfig) as client:
         yield client
 
 

@@ -67,22 +67,14 @@ def test_install_manifest_passes_server_side_dry_run(control_plane: ControlPlane
 
 def _template_against_cluster(control_plane: ControlPlane, *sets: str) -> subprocess.CompletedProcess[str]:
     """`helm template --dry-run=server`: `lookup` reads the live cluster (plain templates see nothing)."""
-    return subprocess.run(
-        [
-            str(chart.find_helm()),
-            "template",
-            "guard",
-            str(chart.CHART_DIR),
-            "--namespace",
-            "default",
-            "--dry-run=server",
-            f"--kubeconfig={control_plane.kubeconfig}",
-            *(f"--set={s}" for s in sets),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    return chart.helm_against(
+        control_plane.kubeconfig,
+        "template",
+        "guard",
+        str(chart.CHART_DIR),
+        "--namespace=default",
+        "--dry-run=server",
+        *(f"--set={s}" for s in sets),
     )
 
 
@@ -129,19 +121,8 @@ def test_crds_of_someone_else_are_never_replaced_or_adopted(control_plane: Contr
 
 def test_notes_say_what_works_for_the_crds_installed(control_plane: ControlPlane) -> None:
     """Ours (this session's) have the RuntimeReady columns; beside_ome/ checks the NOTES on OME's."""
-    result = subprocess.run(
-        [
-            str(chart.find_helm()),
-            "install",
-            "notes",
-            str(chart.CHART_DIR),
-            "--dry-run=server",
-            f"--kubeconfig={control_plane.kubeconfig}",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    result = chart.helm_against(
+        control_plane.kubeconfig, "install", "notes", str(chart.CHART_DIR), "--dry-run=server"
     )
     assert result.returncode == 0, result.stderr
     notes = result.stdout.split("NOTES:", 1)[1]

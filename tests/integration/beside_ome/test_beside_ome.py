@@ -2,7 +2,8 @@
 and the chart installed on top of them.
 
 The imported tests run here a second time, with this directory's `control_plane` (OME's CRDs): conditions and
-events (every §5 row the CRDs can hold), the webhook's denials, explain live against offline (two cases),
+events (every §5 row the CRDs can hold), the webhook's denials, explain live against offline (two cases,
+conftest.py deselects the others),
 `kubectl ome status`, cleanup beside another writer of RuntimeReady, and the samples. A subset: OME's CRDs
 cost the control plane seconds to install, and the other tests read nothing the CRDs change.
 """
@@ -21,8 +22,7 @@ from harness import chart, objects
 from harness.controlplane import ControlPlane
 from harness.crds import CRD_NAMES, OME_CRD_DIR, ome_crd_documents
 from harness.kube import create
-from tests.integration import test_explain_live as explain_live
-from tests.integration.test_explain_live import samples_applied
+from tests.integration.test_explain_live import samples_applied, test_live_equals_offline
 from tests.integration.test_operator import test_every_outcome_row_with_its_condition_and_event
 from tests.integration.test_operator_surface import (
     test_cleanup_keeps_a_condition_another_writer_owns_and_says_so,
@@ -43,26 +43,11 @@ __all__ = [
     "test_denials_carry_the_exact_messages",
     "test_every_outcome_row_with_its_condition_and_event",
     "test_every_sample_is_accepted_in_file_order",
+    "test_live_equals_offline",
     "test_status_lists_every_inference_service_on_either_crds",
     "test_v13_samples_apply_only_where_the_crds_have_the_fields",
     "webhook",
 ]
-
-# Two of explain's cases: an InferenceService with an accelerator class, a model no runtime serves.
-EXPLAIN_CASES = [explain_live.CASES[2], explain_live.CASES[1]]
-
-
-@pytest.mark.parametrize(("flag", "name", "namespace"), EXPLAIN_CASES, ids=[c[1] for c in EXPLAIN_CASES])
-def test_explain_live_equals_offline(
-    samples_applied: None,
-    control_plane: ControlPlane,
-    capsys: pytest.CaptureFixture[str],
-    flag: str,
-    name: str,
-    namespace: str,
-) -> None:
-    explain_live.test_live_equals_offline(samples_applied, control_plane, capsys, flag, name, namespace)
-
 
 CHART_TIMEOUT_S = 120
 
@@ -86,13 +71,7 @@ _published = {doc["metadata"]["name"]: doc["spec"]["versions"][0]["schema"] for 
 
 
 def _helm(control_plane: ControlPlane, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(chart.find_helm()), *args, f"--kubeconfig={control_plane.kubeconfig}"],
-        capture_output=True,
-        text=True,
-        timeout=CHART_TIMEOUT_S + 60,
-        check=False,
-    )
+    return chart.helm_against(control_plane.kubeconfig, *args, timeout=CHART_TIMEOUT_S)
 
 
 @pytest.fixture
