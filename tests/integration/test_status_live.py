@@ -6,6 +6,7 @@ It runs on OME's CRDs too (tests/integration/beside_ome/), whose printer columns
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -76,7 +77,7 @@ def test_status_lists_every_inference_service_on_either_crds(
     }
     everywhere = _status(control_plane, "-A")
     assert everywhere.stdout.startswith("NAMESPACE   ")
-    assert f"\n{namespace}   auto " in everywhere.stdout
+    assert re.search(rf"^{namespace} +auto +llama +rt-fit +True +RuntimeSelected$", everywhere.stdout, re.M)
     nothing = _status(control_plane, "-n", namespace, "-l", "app=none")
     assert (nothing.returncode, nothing.stdout) == (0, "")
     assert nothing.stderr == f"No InferenceServices found in namespace {namespace}.\n"
