@@ -386,7 +386,7 @@ run() {
   check "the upgraded operator denies an unparseable size (strictSizes)" strict_sizes_denial
   ((failed == 0)) || diagnose
   check "uninstall as documented (cleanup, helm uninstall, CRDs kept)" uninstall_documented
-  ((failed == 0)) || return 1
+  # Independent of the checks above: the release is gone, and OME's CRDs replace ours.
   beside_ome
   ((failed == 0))
 }
