@@ -160,6 +160,7 @@ def story(demo: Demo) -> None:
     caption("The catalog: models with their parameter counts (SIZE) and runtimes with their size ranges")
     run("kubectl", "apply", "-f", str(SAMPLES / "00-namespaces.yaml"))
     run("kubectl", "apply", "-f", str(SAMPLES))
+    run("kubectl", "apply", "-f", str(SAMPLES / "ome-v1.3"))  # v1.3 fields: the project's CRDs have them
     run("kubectl", "get", "clusterbasemodels")
     run("kubectl", "get", "clusterservingruntimes")
 
