@@ -55,7 +55,10 @@ def wait_until_called(answered: Callable[[], float], api_client: Any, timeout: f
         "apiVersion": API_GROUP_VERSION,
         "kind": PROBE_KIND,
         "metadata": {"name": f"ome-selector-webhook-probe-{uuid.uuid4().hex[:8]}"},
-        "spec": {"modelFormat": {"name": "probe"}},
+        "spec": {
+            "modelFormat": {"name": "probe"},
+            "storage": {"storageUri": "hf://probe/probe"},
+        },  # OME: required
     }
     while answered() <= before:
         if time.monotonic() > deadline:

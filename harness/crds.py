@@ -1,11 +1,14 @@
-"""The project's CRDs (``manifests/crds/``, the one copy): read them, and install them into a cluster.
+"""The project's CRDs (``manifests/crds/``, the one copy) and OME's own (``tests/data/ome-crds/``, vendored):
+read them, and install them into a cluster.
 
 The operator never reads these files (the chart and the plain install ship them), so they live with the
-harness: the local control plane installs them, and the tests check them.
+harness: the local control plane installs ours, the integration suite's second CRD profile installs OME's
+(SPEC §0: beside OME), and the tests check them.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -14,9 +17,11 @@ import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-__all__ = ["CRD_DIR", "CRD_NAMES", "crd_documents", "install_crds"]
+__all__ = ["CRD_DIR", "CRD_NAMES", "OME_CRD_DIR", "crd_documents", "install_crds", "ome_crd_documents"]
 
 CRD_DIR = Path(__file__).resolve().parents[1] / "manifests" / "crds"
+OME_CRD_DIR = Path(__file__).resolve().parents[1] / "tests" / "data" / "ome-crds"
+"""OME's CRDs of the same five kinds as OME publishes them (config/crd/full at commit cfa05c69)."""
 CRD_NAMES: tuple[str, ...] = (
     "basemodels.ome.io",
     "clusterbasemodels.ome.io",
@@ -27,17 +32,20 @@ CRD_NAMES: tuple[str, ...] = (
 """The names of the shipped CRDs, in file-name order."""
 
 ESTABLISH_TIMEOUT_S = 60.0
+# libyaml when present: OME's CRDs are 5 MB of YAML, 25 s for the pure-Python loader on a busy machine.
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def crd_documents() -> list[dict[str, Any]]:
-    """Every shipped CRD as a dict, ready for ``create_custom_resource_definition``; sorted by file name.
+def crd_documents(directory: Path = CRD_DIR) -> list[dict[str, Any]]:
+    """Every CRD of ``directory`` (default: the shipped ones) as a dict, ready for
+    ``create_custom_resource_definition``; sorted by file name.
 
     Raises ``RuntimeError`` when the files do not hold exactly the expected CRDs, so a broken checkout fails
     loudly instead of installing a partial set.
     """
     documents: list[dict[str, Any]] = []
-    for file in sorted(CRD_DIR.glob("*.yaml")):
-        for document in yaml.safe_load_all(file.read_text(encoding="utf-8")):
+    for file in sorted(directory.glob("*.yaml")):
+        for document in yaml.load_all(file.read_text(encoding="utf-8"), Loader=_LOADER):
             if document is None:
                 continue
             if not isinstance(document, dict) or document.get("kind") != "CustomResourceDefinition":
@@ -49,31 +57,44 @@ def crd_documents() -> list[dict[str, Any]]:
     return documents
 
 
-def install_crds(kubeconfig: Path) -> None:
-    """Create (or replace) every CRD and wait until the apiserver serves them."""
+def ome_crd_documents() -> list[dict[str, Any]]:
+    """OME's five CRDs (``tests/data/ome-crds/``), as :func:`crd_documents` reads ours."""
+    return crd_documents(OME_CRD_DIR)
+
+
+def install_crds(kubeconfig: Path, documents: list[dict[str, Any]] | None = None) -> None:
+    """Create (or replace) every CRD of ``documents`` (default: ours); wait until they are served."""
     api_client = config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
     with api_client:
-        # Plain dict bodies: the typed client models would only re-encode the same YAML.
+        # Plain dict bodies, and answers read as JSON (_preload_content=False): the typed client models would
+        # only re-encode the same YAML, and decoding OME's 1.7 MB schemas into them takes seconds each.
         extensions: Any = client.ApiextensionsV1Api(api_client)
+
+        def read(name: str) -> dict[str, Any]:
+            response = extensions.read_custom_resource_definition(name, _preload_content=False)
+            body: dict[str, Any] = json.loads(response.data)
+            return body
+
         names = []
-        for document in crd_documents():
+        for document in crd_documents() if documents is None else documents:
             name = document["metadata"]["name"]
             names.append(name)
             try:
-                extensions.create_custom_resource_definition(document)
+                extensions.create_custom_resource_definition(document, _preload_content=False)
             except ApiException as error:
                 if error.status != 409:
                     raise
-                current = extensions.read_custom_resource_definition(name)
-                metadata = {**document["metadata"], "resourceVersion": current.metadata.resource_version}
-                extensions.replace_custom_resource_definition(name, {**document, "metadata": metadata})
+                version = read(name)["metadata"]["resourceVersion"]
+                metadata = {**document["metadata"], "resourceVersion": version}
+                extensions.replace_custom_resource_definition(
+                    name, {**document, "metadata": metadata}, _preload_content=False
+                )
         deadline = time.monotonic() + ESTABLISH_TIMEOUT_S
         pending = set(names)
         while pending:
             for name in sorted(pending):
-                crd = extensions.read_custom_resource_definition(name)
-                conditions = (crd.status and crd.status.conditions) or []
-                if any(c.type == "Established" and c.status == "True" for c in conditions):
+                conditions = (read(name).get("status") or {}).get("conditions") or []
+                if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
                     pending.discard(name)
             if pending:
                 if time.monotonic() > deadline:

@@ -160,6 +160,7 @@ def story(demo: Demo) -> None:
     caption("The catalog: models with their parameter counts (SIZE) and runtimes with their size ranges")
     run("kubectl", "apply", "-f", str(SAMPLES / "00-namespaces.yaml"))
     run("kubectl", "apply", "-f", str(SAMPLES))
+    run("kubectl", "apply", "-f", str(SAMPLES / "ome-v1.3"))  # v1.3 fields: the project's CRDs have them
     run("kubectl", "get", "clusterbasemodels")
     run("kubectl", "get", "clusterservingruntimes")
 
@@ -206,7 +207,7 @@ def story(demo: Demo) -> None:
     show_events(demo, "llama-3b-on-1b-runtime", "RuntimeCompatibilityAdvisory")
 
     caption("Why: kubectl ome runtime explain shows every runtime with Yes/No and the reason")
-    run("kubectl-ome", "runtime", "explain", "--model", "llama-3-2-3b-instruct", "-n", "ome-demo")
+    run("kubectl-ome", "runtime", "explain", "--model", "llama-3-2-3b-instruct-demo", "-n", "ome-demo")
 
     caption("Check the catalog: kubectl ome runtime lint reports overlapping, tied and unused runtimes")
     run("kubectl-ome", "runtime", "lint", "-n", "ome-demo")
@@ -239,12 +240,12 @@ def story(demo: Demo) -> None:
     caption("The admission webhook warns when a named runtime does not declare support ...")
     named = ENGINE_ISVC.format(
         name="llama-3b-engine-on-1b",
-        model="llama-3-2-3b-instruct",
-        runtime="  runtime: {name: srt-llama-3-2-1b-instruct}\n",
+        model="llama-3-2-3b-instruct-demo",
+        runtime="  runtime: {name: srt-llama-3-2-1b-instruct-demo}\n",
     )
     run("kubectl", "apply", "-f", "-", input=named)
     caption("... and denies an InferenceService that no runtime can serve")
-    denied = ENGINE_ISVC.format(name="qwen3-32b-engine", model="qwen3-32b", runtime="")
+    denied = ENGINE_ISVC.format(name="qwen3-32b-engine", model="qwen3-32b-demo", runtime="")
     output = run("kubectl", "apply", "-f", "-", input=denied, check=False)
     if "denied the request" not in output:
         raise RuntimeError("the webhook did not deny an unservable InferenceService")

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
-from kubernetes import client
+from kubernetes import client, config
 
 from ome_selector.api.resources import Kind
 from ome_selector.kube.scope import Verb, custom_object_call
@@ -14,6 +16,14 @@ from ome_selector.kube.scope import Verb, custom_object_call
 PLURALS = {kind.value: kind.plural for kind in Kind}
 
 T = TypeVar("T")
+
+
+@contextmanager
+def api_client_for(kubeconfig: Path) -> Iterator[Any]:
+    """An ApiClient of the official client for ``kubeconfig``'s cluster, closed afterwards."""
+    api_client = config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
+    with api_client:
+        yield api_client
 
 
 def _call(api_client: Any, verb: Verb, kind: str, namespace: str | None) -> Callable[..., Any]:

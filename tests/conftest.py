@@ -63,6 +63,12 @@ def prometheus_bin() -> Path:
 
 
 @pytest.fixture(scope="session")
+def crd_profile() -> str:
+    """Whose CRDs the control plane has: "ours", or "ome" (OME's own) under tests/integration/beside_ome/."""
+    return "ours"
+
+
+@pytest.fixture(scope="session")
 def control_plane() -> Iterator[ControlPlane]:
     with running_control_plane() as plane:
         yield plane
@@ -70,10 +76,9 @@ def control_plane() -> Iterator[ControlPlane]:
 
 @pytest.fixture(scope="session")
 def api_client(control_plane: ControlPlane) -> Iterator[Any]:
-    from kubernetes import config
+    from harness.kube import api_client_for
 
-    client = config.new_client_from_config(config_file=str(control_plane.kubeconfig))  # type: ignore[no-untyped-call]
-    with client:
+    with api_client_for(control_plane.kubeconfig) as client:
         yield client
 
 

@@ -3,7 +3,8 @@
 # node on this machine, hack/e2e/run.sh) and `make e2e-kind` (hack/e2e-kind.sh) both call it.
 #
 #   hack/e2e/suite.sh install    helm install, as a user would (`make e2e-up` stops here)
-#   hack/e2e/suite.sh run        install, then every check below, then the documented uninstall
+#   hack/e2e/suite.sh run        install, then every check below, then the documented uninstall; then the same
+#                                chart beside OME: OME's own CRDs (tests/data/ome-crds) first, the chart on top
 #   hack/e2e/suite.sh diagnose   the operator's logs, events and `kubectl get -A` (printed when a check fails)
 #
 # Environment: KUBECONFIG (required), IMAGE (`repository:tag`, present on the node), KUBECTL, HELM, PYTHON (a
@@ -62,11 +63,13 @@ check() {
 
 # --- install ----------------------------------------------------------------------------------------------------
 
-install_args=(
-  "$RELEASE" "$REPO/charts/ome-selector" --namespace "$NAMESPACE"
+image_args=(
+  "$REPO/charts/ome-selector" --namespace "$NAMESPACE"
   --set "image.repository=${IMAGE%:*}" --set "image.tag=${IMAGE##*:}" --set image.pullPolicy=Never
   --wait --timeout 180s
 )
+# Standalone: the chart installs its CRDs (README "Standalone").
+install_args=("$RELEASE" "${image_args[@]}" --set crds.install=true)
 
 helm_install() {
   "$HELM" install --create-namespace "${install_args[@]}" >/dev/null
@@ -101,17 +104,21 @@ observed_outcomes() {
 
 apply_samples() {
   local expected created
-  expected=$(cat "$REPO"/samples/*.yaml | grep -c '^kind: InferenceService$')
+  expected=$(cat "$REPO"/samples/*.yaml "$REPO"/samples/ome-v1.3/*.yaml | grep -c '^kind: InferenceService$')
   k apply -f "$REPO/samples/"
+  k apply -f "$REPO/samples/ome-v1.3/"
   created=$(k get isvc -A --no-headers | wc -l)
   ((created == expected)) || { echo "$created of $expected InferenceServices were created"; return 1; }
   note "all $expected InferenceServices created by one apply"
 }
 
 samples_outcomes() {
-  local want got deadline
+  local want got deadline rows=${1:-20}
   want=$(expected_outcomes)
-  (($(wc -l <<<"$want") == 20)) || { echo "samples/README.md's table gave: $want"; return 1; }
+  if ((rows < 20)); then  # beside OME's CRDs: without samples/ome-v1.3/ (spec.runtime.autoSync)
+    want=$(grep -v -e '^ome-demo/llama-3b-on-1b-runtime-pinned ' -e '^team-b/llama-3b-canary-runtime-pinned ' <<<"$want")
+  fi
+  (($(wc -l <<<"$want") == rows)) || { echo "samples/README.md's table gave: $want"; return 1; }
   deadline=$(($(date +%s) + 60))
   until got=$(observed_outcomes) && [[ $got == "$want" ]]; do
     if (($(date +%s) >= deadline)); then
@@ -131,10 +138,10 @@ get_wide() {
   header=$(head -n1 <<<"$out" | tr -s ' ')
   [[ $header == "NAME MODEL RUNTIME RUNTIMEREADY REASON AGE MESSAGE" ]] || { echo "header: $header"; return 1; }
   row=$(grep '^llama-3b-auto ' <<<"$out" | tr -s ' ')
-  [[ $row =~ ^llama-3b-auto\ llama-3-2-3b-instruct\ True\ RuntimeSelected\ [0-9a-z]+\ selected\ ClusterServingRuntime\ sglang-llama-3-2-compact\  ]] \
+  [[ $row =~ ^llama-3b-auto\ llama-3-2-3b-instruct-demo\ True\ RuntimeSelected\ [0-9a-z]+\ selected\ ClusterServingRuntime\ sglang-llama-3-2-compact\  ]] \
     || { echo "row: $row"; return 1; }
   row=$(grep '^llama-3b-missing-runtime ' <<<"$out" | tr -s ' ')
-  [[ $row =~ ^llama-3b-missing-runtime\ llama-3-2-3b-instruct\ vllm-llama-3-2-turbo\ False\ RuntimeNotFound\  ]] \
+  [[ $row =~ ^llama-3b-missing-runtime\ llama-3-2-3b-instruct-demo\ vllm-llama-3-2-turbo\ False\ RuntimeNotFound\  ]] \
     || { echo "row: $row"; return 1; }
   grep -q 'kubectl ome runtime explain --isvc qwen3-32b-auto -n ome-demo' <<<"$out" \
     || { echo "qwen3-32b-auto's message does not point at kubectl ome runtime explain:"; echo "$out"; return 1; }
@@ -296,6 +303,59 @@ uninstall_documented() {
   note "RuntimeReady removed from $(k get isvc -A --no-headers | wc -l) InferenceServices; release gone; 5 CRDs kept"
 }
 
+# --- beside OME: its CRDs first, the chart on top (the configuration most users have) --------------------------
+
+crd_state() {
+  k get crd "${CRDS[@]}" -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.resourceVersion} {.metadata.labels} {.metadata.annotations}{"\n"}{end}'
+}
+
+omes_crds_first() {
+  k delete crd "${CRDS[@]}" --wait=true >/dev/null
+  k create -f "$REPO/tests/data/ome-crds/" >/dev/null
+  k wait --for=condition=Established crd "${CRDS[@]}" --timeout 120s >/dev/null
+  crd_state >"$SCRATCH/ome-crds"
+  note "OME's CRDs (commit cfa05c69) installed in place of ours"
+}
+
+helm_install_beside_ome() {
+  "$HELM" install --create-namespace "$RELEASE" "${image_args[@]}" >/dev/null
+  [[ $(crd_state) == "$(cat "$SCRATCH/ome-crds")" ]] || { echo "helm install changed OME's CRDs"; crd_state; return 1; }
+  if "$HELM" get manifest "$RELEASE" --namespace "$NAMESPACE" | grep -q '^kind: CustomResourceDefinition'; then
+    echo "the release holds CRDs"; return 1
+  fi
+  note "release installed; OME's 5 CRDs unchanged (resourceVersion, labels, annotations), none in the release"
+}
+
+apply_portable_samples() {
+  k apply -f "$REPO/samples/" >/dev/null
+  note "samples/ applied on OME's CRDs ($(k get isvc -A --no-headers | wc -l) InferenceServices)"
+}
+
+kubectl_ome_status_beside_ome() {
+  local out row
+  out=$("$(dirname "$PYTHON")/kubectl-ome" status -n ome-demo -o wide --kubeconfig "$KUBECONFIG")
+  row=$(grep '^llama-3b-auto ' <<<"$out" | tr -s ' ')
+  [[ $row =~ ^llama-3b-auto\ llama-3-2-3b-instruct-demo\ sglang-llama-3-2-compact\ True\ RuntimeSelected\ selected\ ClusterServingRuntime\ sglang-llama-3-2-compact ]] \
+    || { echo "row: $row"; echo "$out"; return 1; }
+  note "$(cut -c1-150 <<<"$row")"
+}
+
+uninstall_beside_ome() {
+  "$HELM" uninstall "$RELEASE" --namespace "$NAMESPACE" --wait >/dev/null
+  [[ $(crd_state) == "$(cat "$SCRATCH/ome-crds")" ]] || { echo "helm uninstall changed OME's CRDs"; return 1; }
+  note "release gone; OME's CRDs as they were"
+}
+
+beside_ome() {
+  check "OME's CRDs first (kubectl create -f tests/data/ome-crds/)" omes_crds_first
+  check "helm install --wait beside OME: no CRD emitted, replaced, relabelled or adopted" helm_install_beside_ome
+  if ((failed)); then diagnose; return 1; fi
+  check "kubectl apply -f samples/ on OME's CRDs" apply_portable_samples
+  check "every sample InferenceService gets its SPEC §5 condition on OME's CRDs" samples_outcomes 18
+  check "kubectl ome status -o wide on OME's CRDs" kubectl_ome_status_beside_ome
+  check "helm uninstall beside OME leaves OME's CRDs as they were" uninstall_beside_ome
+}
+
 diagnose() {
   echo "== diagnostics"
   echo "-- operator log"
@@ -326,6 +386,8 @@ run() {
   check "the upgraded operator denies an unparseable size (strictSizes)" strict_sizes_denial
   ((failed == 0)) || diagnose
   check "uninstall as documented (cleanup, helm uninstall, CRDs kept)" uninstall_documented
+  # Independent of the checks above: the release is gone, and OME's CRDs replace ours.
+  beside_ome
   ((failed == 0))
 }
 

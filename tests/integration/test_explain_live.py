@@ -53,12 +53,12 @@ def samples_applied(control_plane: ControlPlane) -> Iterator[None]:
 
 
 CASES = [
-    ("--model", "llama-3-2-3b-instruct", "ome-demo"),
-    ("--model", "qwen3-32b", "ome-demo"),
+    ("--model", "llama-3-2-3b-instruct-demo", "ome-demo"),
+    ("--model", "qwen3-32b-demo", "ome-demo"),
     ("--isvc", "llama-3b-h100", "ome-demo"),
     ("--isvc", "llama-3b-on-1b-runtime", "ome-demo"),
     ("--model", "support-assistant-3b", "team-a"),
-    ("--model", "llama-3-3-70b-instruct", "ome-demo"),
+    ("--model", "llama-3-3-70b-instruct-demo", "ome-demo"),
     # OME v1.3 (SPEC §6 v4): chains resolved from the server's objects as from the files.
     ("--isvc", "demo-inherited", "demo-v13"),
     ("--isvc", "demo-mode-mismatch", "demo-v13"),
@@ -132,7 +132,7 @@ def test_lookup_errors_and_unreachable_clusters_fail_cleanly(
     config["clusters"][0]["cluster"]["server"] = "https://127.0.0.1:1"
     unreachable = tmp_path / "unreachable"
     unreachable.write_text(yaml.safe_dump(config))
-    down = kubectl_ome("runtime", "explain", "--model", "qwen3-8b", kubeconfig=unreachable)
+    down = kubectl_ome("runtime", "explain", "--model", "qwen3-8b-demo", kubeconfig=unreachable)
     assert (down.returncode, down.stdout) == (1, "")
     assert down.stderr.startswith("error: cannot reach the cluster")
 
@@ -161,7 +161,9 @@ def test_a_user_without_read_access_gets_an_error_not_a_partial_table(
     config["users"][0]["user"] = {"token": token}
     kubeconfig = tmp_path / "reader"
     kubeconfig.write_text(yaml.safe_dump(config))
-    result = kubectl_ome("runtime", "explain", "--model", "qwen3-8b", "-n", "ome-demo", kubeconfig=kubeconfig)
+    result = kubectl_ome(
+        "runtime", "explain", "--model", "qwen3-8b-demo", "-n", "ome-demo", kubeconfig=kubeconfig
+    )
     assert (result.returncode, result.stdout) == (1, "")
     assert result.stderr.startswith("error: cannot list ome.io objects: 403 Forbidden")
     assert "servingruntimes" in result.stderr

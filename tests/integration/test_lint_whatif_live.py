@@ -91,7 +91,7 @@ WHAT_IF_CASES = {
         "--delete",
         "clusterservingruntime/vllm-qwen3-small",
     ],
-    "delete-a-named-runtime": ["--delete", "clusterservingruntime/srt-llama-3-2-1b-instruct"],
+    "delete-a-named-runtime": ["--delete", "clusterservingruntime/srt-llama-3-2-1b-instruct-demo"],
     "delete-team-a-runtime": ["--delete", "servingruntime/team-vllm-llama-3-2", "-n", "team-a"],
     # SPEC §11 v4: deleting a parent breaks its children's chains.
     "delete-the-profile": ["--delete", "servingruntime/demo-llama-profile", "-n", "demo-v13"],

@@ -136,14 +136,21 @@ def _outcome_objects(ns: str) -> list[dict[str, Any]]:
     ]
 
 
+# Needs spec.runtime.autoSync, which OME's CRDs before v1.3 reject (tests/integration/beside_ome/).
+NEEDS_V13 = {"pinned-unsupported"}
+
+
 def test_every_outcome_row_with_its_condition_and_event(
-    api_client: Any, namespace: str, running_operator: Any
+    api_client: Any, namespace: str, running_operator: Any, crd_profile: str
 ) -> None:
+    skipped = NEEDS_V13 if crd_profile == "ome" else set()
     for body in _outcome_objects(namespace):
-        create(api_client, body)
+        if body["metadata"]["name"] not in skipped:
+            create(api_client, body)
     runner: OperatorThread = running_operator()
 
-    for name, (status, reason, message, event_reason) in _outcome_rows(namespace).items():
+    rows = {name: row for name, row in _outcome_rows(namespace).items() if name not in skipped}
+    for name, (status, reason, message, event_reason) in rows.items():
         condition = _condition(api_client, namespace, name, reason)
         assert (condition["status"], condition["message"]) == (status, message), name
         assert condition["lastTransitionTime"]

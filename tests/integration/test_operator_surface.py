@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import urllib.request
@@ -83,21 +84,32 @@ def _cleanup(control_plane: ControlPlane, *args: str) -> subprocess.CompletedPro
     )
 
 
+def _write_status(api_client: Any, namespace: str, name: str, manager: str, **changes: Any) -> None:
+    """Another writer's status update (as OME's controller makes them), under its own field manager."""
+    from kubernetes import client
+
+    body = get(api_client, "InferenceService", name, namespace)
+    status = body.setdefault("status", {})
+    for key, value in changes.items():
+        status[key] = value(status.get(key)) if callable(value) else value
+    client.CustomObjectsApi(api_client).replace_namespaced_custom_object_status(
+        "ome.io", "v1beta1", namespace, "inferenceservices", name, body, field_manager=manager
+    )
+
+
+def _plus(condition: dict[str, Any]) -> Any:
+    return lambda conditions: [*(conditions or []), condition]
+
+
 def test_cleanup_removes_only_our_condition(
     api_client: Any, control_plane: ControlPlane, namespace: str, running_operator: Any
 ) -> None:
     _scenario(api_client, namespace)
+    # Another controller's condition and status field first, then the operator's RuntimeReady beside them.
+    _write_status(api_client, namespace, "chat", "ome", conditions=[READY], url="http://chat")
     runner = running_operator()
     eventually(lambda: runtime_ready(api_client, "chat", namespace), what="RuntimeReady")
     runner.stop()
-    from kubernetes import client
-
-    body = get(api_client, "InferenceService", "chat", namespace)
-    body["status"]["conditions"].append({"type": "Ready", "status": "True", "reason": "Up"})
-    body["status"]["url"] = "http://chat"
-    client.CustomObjectsApi(api_client).replace_namespaced_custom_object_status(
-        "ome.io", "v1beta1", namespace, "inferenceservices", "chat", body
-    )
 
     dry = _cleanup(control_plane, "--dry-run")
     assert dry.returncode == 0, dry.stderr
@@ -109,7 +121,52 @@ def test_cleanup_removes_only_our_condition(
     assert f"removed RuntimeReady from inferenceservice {namespace}/chat" in done.stdout
     status = get(api_client, "InferenceService", "chat", namespace)["status"]
     assert runtime_ready(api_client, "chat", namespace) is None
-    assert [c["type"] for c in status["conditions"]] == ["Ready"]
+    assert status["conditions"] == [READY]
     assert status["url"] == "http://chat"
     again = _cleanup(control_plane)
     assert f"removed RuntimeReady from inferenceservice {namespace}/chat" not in again.stdout
+
+
+READY = {"type": "Ready", "status": "True", "reason": "Up"}
+OMES = {"type": "RuntimeReady", "status": "True", "reason": "RuntimeResolved"}
+
+
+def test_cleanup_keeps_a_condition_another_writer_owns_and_says_so(
+    api_client: Any, control_plane: ControlPlane, namespace: str, running_operator: Any
+) -> None:
+    """OME v1.3's controller writes RuntimeReady itself (SPEC §0): the managedFields tell whose it is."""
+    _scenario(api_client, namespace)
+    # "omes": only OME's controller wrote its RuntimeReady (in a namespace the operator does not watch).
+    elsewhere = f"{namespace}-ome"
+    control_plane.kubectl("create", "namespace", elsewhere)
+    create(api_client, objects.model("llama", namespace=elsewhere, size="3.21B"))
+    create(api_client, objects.inference_service("omes", namespace=elsewhere, model_name="llama"))
+    _write_status(api_client, elsewhere, "omes", "ome-manager", conditions=[OMES])
+    # "chat": ours at first, then another writer rewrote the (atomic) list: it owns every entry now.
+    runner = running_operator(namespaces=[namespace])
+    eventually(lambda: runtime_ready(api_client, "chat", namespace), what="RuntimeReady")
+    runner.stop()
+    _write_status(api_client, namespace, "chat", "ome-manager", conditions=_plus(READY))
+
+    done = _cleanup(control_plane)
+    assert done.returncode == 0, done.stderr
+    for where in (f"{namespace}/chat", f"{elsewhere}/omes"):
+        assert (
+            f"skipped inferenceservice {where}: its RuntimeReady was not written by ome-selector "
+            "(status.conditions last written by ome-manager); kept\n"
+        ) in done.stdout
+    assert f"removed RuntimeReady from inferenceservice {namespace}/" not in done.stdout
+    # The count covers the whole cluster, which other tests share.
+    assert re.search(
+        r"^changed \d+ InferenceService\(s\), skipped \d+ whose RuntimeReady another writer owns "
+        r"\(--any-writer removes it too\)\n\Z",
+        done.stdout,
+        re.MULTILINE,
+    ), done.stdout
+    assert get(api_client, "InferenceService", "omes", elsewhere)["status"]["conditions"] == [OMES]
+    assert runtime_ready(api_client, "chat", namespace) is not None
+
+    forced = _cleanup(control_plane, "--any-writer")
+    assert forced.returncode == 0, forced.stderr
+    assert f"removed RuntimeReady from inferenceservice {namespace}/chat" in forced.stdout
+    assert get(api_client, "InferenceService", "chat", namespace)["status"]["conditions"] == [READY]

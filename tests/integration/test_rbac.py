@@ -642,9 +642,11 @@ def test_the_operator_account_may_change_only_the_ca_bundle_of_its_own_configura
     allowed = replace(set_bundle)
     assert allowed.returncode == 0, allowed.stderr
     assert {w["clientConfig"]["caBundle"] for w in stored()["webhooks"]} == {bundle}
-    only = "the ome-selector operator may change only the caBundle of its webhooks"
+    # Arming (SPEC §7: installed Ignore, set to the configured policy by a serving replica) is allowed.
+    armed = replace(lambda body: body["webhooks"][0].update(failurePolicy="Fail"))
+    assert armed.returncode == 0, armed.stderr
+    only = "the ome-selector operator may change only the caBundle and failurePolicy of its webhooks"
     changes: list[tuple[Callable[[dict[str, Any]], None], str]] = [
-        (lambda body: body["webhooks"][0].update(failurePolicy="Ignore"), only),
         (lambda body: body["webhooks"][0]["clientConfig"].update(url="https://attacker.invalid/"), only),
         (lambda body: body["webhooks"][1]["rules"][0].update(resources=["*"]), only),
         (lambda body: body["webhooks"][0].update(namespaceSelector={}), only),

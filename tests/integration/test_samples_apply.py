@@ -1,5 +1,8 @@
 """samples/ applies cleanly on a real API server, and explain reads the server's objects as it reads files.
 
+Both CRD profiles run these tests (OME's own CRDs under tests/integration/beside_ome/): samples/ applies on
+either; samples/ome-v1.3/ needs fields that OME's CRDs before v1.3 do not have, and is rejected there.
+
 The samples use fixed, partly cluster-wide names, so apart from their two namespaces nothing is persisted: the
 rest is applied with ``--dry-run=server`` (full admission, defaulting and strict field validation, no
 storage), which keeps this test independent of the others sharing the control plane.
@@ -20,6 +23,7 @@ from harness.controlplane import ControlPlane
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = REPO_ROOT / "samples"
+V13_SAMPLES = SAMPLES / "ome-v1.3"
 KUBECTL_OME = Path(sys.executable).parent / "kubectl-ome"
 
 
@@ -62,6 +66,25 @@ def test_every_sample_is_accepted_in_file_order(applied: list[dict[str, Any]]) -
     assert [_identity(obj) for obj in applied] == [_identity(obj) for obj in _sample_objects()]
 
 
+def test_v13_samples_apply_only_where_the_crds_have_the_fields(
+    control_plane: ControlPlane, applied: list[dict[str, Any]], crd_profile: str
+) -> None:
+    """samples/README.md says which samples need v1.3 fields: those in samples/ome-v1.3/, and only those."""
+    result = control_plane.kubectl(
+        "apply", "--dry-run=server", "--validate=strict", "-f", str(V13_SAMPLES), check=False
+    )
+    if crd_profile == "ours":
+        assert result.returncode == 0, result.stderr
+        assert "Warning" not in result.stderr, result.stderr
+        return
+    # OME's CRDs at cfa05c69: strict field validation rejects spec.runtime.autoSync.
+    assert result.returncode != 0
+    assert 'unknown field "spec.runtime.autoSync"' in result.stderr, result.stderr
+    (file,) = V13_SAMPLES.glob("*.yaml")
+    documents = [doc for doc in yaml.safe_load_all(file.read_text()) if doc]
+    assert result.stderr.count(f'error when creating "{file}"') == len(documents), result.stderr
+
+
 def test_nothing_is_pruned_and_defaults_are_filled_in(applied: list[dict[str, Any]]) -> None:
     returned = {_identity(obj): obj for obj in applied}
     entry = returned["ClusterServingRuntime", None, "vllm-llama-3-2"]["spec"]["supportedModelFormats"][0]
@@ -79,11 +102,11 @@ def test_nothing_is_pruned_and_defaults_are_filled_in(applied: list[dict[str, An
 @pytest.mark.parametrize(
     "args",
     [
-        ["--model", "llama-3-2-3b-instruct"],
+        ["--model", "llama-3-2-3b-instruct-demo"],
         ["--isvc", "llama-3b-h100", "-n", "ome-demo"],
         ["--isvc", "qwen3-32b-auto", "-n", "ome-demo"],
         ["--isvc", "support-assistant", "-n", "team-a"],
-        ["--model", "qwen3-4b", "-n", "team-a"],
+        ["--model", "qwen3-4b-demo", "-n", "team-a"],
     ],
 )
 def test_explain_reads_the_servers_objects_as_it_reads_the_files(

@@ -17,7 +17,6 @@ import pytest
 import yaml
 
 from harness import chart
-from harness.crds import crd_documents
 from ome_selector.api.resources import Kind
 from ome_selector.cli.ome_selector import _parser
 from ome_selector.operator.metrics import Metrics
@@ -154,9 +153,9 @@ def test_default_install_has_the_expected_objects(render: Any) -> None:
         + ["Role", "RoleBinding"] * 2  # the webhook certificate Secret, the leader election Lease
         + ["Secret", "Service", "Service", "Deployment", "ValidatingWebhookConfiguration"]
         + ["PodDisruptionBudget", "NetworkPolicy"]
-        + ["CustomResourceDefinition"] * 5
-        + ["ServiceAccount", "Role", "RoleBinding", "Job"]  # the startup check hook
-        # the caBundle only; the startup check's dry runs only
+        # the startup check hook (its ClusterRole reads the webhook configuration); no CRDs by default
+        + ["ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "Job"]
+        # the caBundle and failurePolicy only; the startup check's dry runs only
         + ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"] * 2
     )
 
@@ -445,9 +444,19 @@ def test_cluster_wide_rbac_is_least_privilege(render: Any) -> None:
         ("ops", "coordination.k8s.io", "leases", "update", configuration),
     }
     assert rendered.rules() == expected
-    binding = rendered.one("ClusterRoleBinding")
+    binding = rendered.one("ClusterRoleBinding", "prod-ome-selector")
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "prod-ome-selector", "namespace": "ops"}
+    ]
+    # The startup check hook reads only the release's webhook configuration.
+    hook = rendered.one("ClusterRole", "prod-ome-selector-startupcheck")
+    assert hook["rules"] == [
+        {
+            "apiGroups": ["admissionregistration.k8s.io"],
+            "resources": ["validatingwebhookconfigurations"],
+            "resourceNames": ["prod-ome-selector"],
+            "verbs": ["get"],
+        }
     ]
 
 
@@ -575,7 +584,8 @@ def test_webhook_configuration_matches_the_code_and_spec(render: Any) -> None:
         assert webhook["sideEffects"] == "None"
         assert webhook["admissionReviewVersions"] == ["v1"]
         assert webhook["timeoutSeconds"] == 10
-        assert webhook["failurePolicy"] == ("Fail" if kind is Kind.INFERENCE_SERVICE else "Ignore")
+        # Installed unarmed: a serving replica sets the configured policies (SPEC §7, webhook.yaml).
+        assert webhook["failurePolicy"] == "Ignore"
         assert ("namespaceSelector" in webhook) == kind.namespaced
         if kind is Kind.INFERENCE_SERVICE:
             assert webhook["matchConditions"] == [
@@ -594,10 +604,15 @@ def test_webhook_policies_timeout_and_namespaces_are_values(render: Any) -> None
         "watchNamespaces": ["team-a"],
         "webhook": {"failurePolicy": "Ignore", "sizesFailurePolicy": "Fail", "timeoutSeconds": 5},
     }
-    webhooks = {w["name"]: w for w in render(values).one("ValidatingWebhookConfiguration")["webhooks"]}
+    rendered = render(values)
+    webhooks = {w["name"]: w for w in rendered.one("ValidatingWebhookConfiguration")["webhooks"]}
     isvc = webhooks[webhook_name(Kind.INFERENCE_SERVICE)]
-    assert isvc["failurePolicy"] == "Ignore"
-    assert webhooks[webhook_name(Kind.SERVING_RUNTIME)]["failurePolicy"] == "Fail"
+    # The policies reach the operator, which arms the configuration with them once it serves.
+    assert {w["failurePolicy"] for w in webhooks.values()} == {"Ignore"}
+    assert {"--webhook-failure-policy=Ignore", "--webhook-sizes-failure-policy=Fail"} <= set(rendered.args)
+    job = rendered.one("Job")["spec"]["template"]["spec"]["containers"][0]
+    assert "--failure-policy=Ignore" in job["args"]
+    assert {"--webhook-failure-policy=Fail", "--webhook-sizes-failure-policy=Ignore"} <= set(render().args)
     assert {w["timeoutSeconds"] for w in webhooks.values()} == {5}
     assert isvc["namespaceSelector"] == {
         "matchExpressions": [
@@ -683,15 +698,19 @@ def test_service_monitor_and_prometheus_rule(render: Any) -> None:
 # --- CRDs and the plain install ----------------------------------------------------------------------------
 
 
-def test_crds_are_manifests_crds_kept_on_uninstall_and_optional(render: Any) -> None:
-    rendered = {doc["metadata"]["name"]: doc for doc in render().all("CustomResourceDefinition")}
-    for source in crd_documents():
-        crd = rendered[source["metadata"]["name"]]
-        assert crd["spec"] == source["spec"]
-        assert crd["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}
-        # The label the lookup guard (and the SPEC's "never adopt OME's CRDs") relies on.
-        assert crd["metadata"]["labels"]["app.kubernetes.io/part-of"] == "ome-selector"
-    assert not render({"crds": {"install": False}}).all("CustomResourceDefinition")
+def test_no_crds_by_default_and_never_in_a_render_that_cannot_see_the_cluster(render: Any) -> None:
+    """SPEC §1: static renders (Argo CD, Flux, `helm template | kubectl apply`) must never replace OME's CRDs.
+    With crds.install=true the chart needs `lookup`, which `helm template` cannot do: it fails instead.
+    tests/integration/test_chart.py renders them against a cluster."""
+    assert not render().all("CustomResourceDefinition")
+    with pytest.raises(subprocess.CalledProcessError) as failed:
+        render({"crds": {"install": True}})
+    assert (
+        "crds.install=true needs the cluster, to check that no CRD of OME's is replaced, and "
+        "`helm template` (or a GitOps render) cannot read it. For a static render keep crds.install=false "
+        "and create the CRDs once with `kubectl create -f manifests/crds/` (create never replaces an "
+        "existing CRD); beside OME, install none."
+    ) in failed.value.stderr
 
 
 def test_chart_crd_copies_and_install_manifest_are_in_sync(helm: Path) -> None:
@@ -716,11 +735,9 @@ def test_install_manifest_is_the_default_render_plus_its_namespace() -> None:
             "labels": {"app.kubernetes.io/name": "ome-selector", "app.kubernetes.io/part-of": "ome-selector"},
         },
     }
-    assert {doc["kind"] for doc in docs} >= {
-        "Deployment",
-        "CustomResourceDefinition",
-        "ValidatingWebhookConfiguration",
-    }
+    kinds = {doc["kind"] for doc in docs}
+    assert kinds >= {"Deployment", "ValidatingWebhookConfiguration"}
+    assert "CustomResourceDefinition" not in kinds  # never OME's replaced by `kubectl apply` (SPEC §1)
 
 
 def test_every_value_is_in_the_readme_configuration_table() -> None:

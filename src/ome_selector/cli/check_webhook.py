@@ -8,6 +8,11 @@ webhook answers through the API server.
 
 The probe is a server-side dry run (nothing is stored) of an InferenceService with ``spec.engine`` naming a
 model that does not exist: only a reachable webhook can deny it with our webhook's name in the message.
+
+The chart installs its configuration with ``failurePolicy: Ignore`` and a serving replica arms it (SPEC §7:
+:class:`~ome_selector.webhook.registration.CaBundleRegistration`). With ``--configuration`` the check first
+waits until the InferenceService webhook carries the configured policy, so that an admitted probe means what
+it says: under ``Fail`` an unreachable webhook would have failed the request, so the namespace is not judged.
 """
 
 from __future__ import annotations
@@ -36,23 +41,37 @@ def _probe(namespace: str) -> dict[str, object]:
     }
 
 
-async def check_webhook(access: ClusterAccess, namespace: str, timeout: float, interval: float = 1.0) -> int:
-    """0 once our webhook answered; 1 when it never did within ``timeout`` or access is denied."""
+async def check_webhook(
+    access: ClusterAccess,
+    namespace: str,
+    timeout: float,
+    interval: float = 1.0,
+    *,
+    configuration: str | None = None,
+    failure_policy: str = "Fail",
+) -> int:
+    """0 once our webhook answered (and ``configuration``'s InferenceService webhook is armed with
+    ``failure_policy``); 1 when it never did within ``timeout`` or access is denied."""
     expected = f'admission webhook "{webhook_name(Kind.INFERENCE_SERVICE)}" denied the request'
     deadline = time.monotonic() + timeout
     last = "no answer yet"
     async with await access.api_client() as api_client:
         api = client.CustomObjectsApi(api_client)
+        registrations = client.AdmissionregistrationV1Api(api_client)
         while True:
+            unarmed: str | None = None
             try:
-                await api.create_namespaced_custom_object(
-                    API_GROUP,
-                    API_VERSION,
-                    namespace,
-                    Kind.INFERENCE_SERVICE.plural,
-                    _probe(namespace),
-                    dry_run="All",
-                )
+                if configuration is not None:
+                    unarmed = await _unarmed(registrations, configuration, failure_policy)
+                if unarmed is None:
+                    await api.create_namespaced_custom_object(
+                        API_GROUP,
+                        API_VERSION,
+                        namespace,
+                        Kind.INFERENCE_SERVICE.plural,
+                        _probe(namespace),
+                        dry_run="All",
+                    )
             except ApiException as error:
                 body = _message(error.body)
                 if expected in body:
@@ -67,9 +86,11 @@ async def check_webhook(access: ClusterAccess, namespace: str, timeout: float, i
             except (TimeoutError, OSError) as error:
                 last = str(error)
             else:
-                # Admitted: the webhook does not judge this namespace (its namespaceSelector leaves it out).
-                print(f"the webhook does not judge namespace {namespace}; nothing to wait for")
-                return 0
+                if unarmed is None:
+                    # Admitted: the webhook does not judge this namespace (its namespaceSelector omits it).
+                    print(f"the webhook does not judge namespace {namespace}; nothing to wait for")
+                    return 0
+                last = unarmed
             if time.monotonic() >= deadline:
                 print(
                     f"check-webhook: the webhook did not answer within {timeout:.0f} s: {last}",
@@ -77,6 +98,25 @@ async def check_webhook(access: ClusterAccess, namespace: str, timeout: float, i
                 )
                 return 1
             await asyncio.sleep(interval)
+
+
+async def _unarmed(api: client.AdmissionregistrationV1Api, name: str, policy: str) -> str | None:
+    """Why ``name``'s InferenceService webhook is not armed with ``policy`` yet, or None when it is."""
+    try:
+        configuration = await api.read_validating_webhook_configuration(name)
+    except ApiException as error:
+        if error.status in (401, 403):
+            raise
+        return f"ValidatingWebhookConfiguration {name}: {error.status} {error.reason}"
+    for webhook in configuration.webhooks or []:
+        if webhook.name == webhook_name(Kind.INFERENCE_SERVICE):
+            if webhook.failure_policy == policy:
+                return None
+            return (
+                f"{webhook.name} of {name} has failurePolicy {webhook.failure_policy}, not {policy} yet: "
+                "no replica has armed it (none serves)"
+            )
+    return f"ValidatingWebhookConfiguration {name} has no webhook {webhook_name(Kind.INFERENCE_SERVICE)}"
 
 
 def _message(body: object) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from aiohttp import ClientError
 
+from ome_selector.api.resources import Kind
 from ome_selector.cli.sources import DEFAULT_NAMESPACE, RawObject, SourceError
 from ome_selector.kube.connection import (
     KUBECONFIG_ERRORS,
@@ -24,20 +25,23 @@ from ome_selector.kube.connection import (
     UnknownContextError,
     kubeconfig_namespace,
 )
-from ome_selector.kube.objects import ApiError, Objects
+from ome_selector.kube.objects import ALL_KINDS, ApiError, Objects
 
 
 @dataclass(frozen=True)
 class ClusterSource:
     """Objects read from the cluster; the namespace is `-n`, else the context's, else ``default``.
 
-    With ``all_namespaces`` the namespaced kinds are listed in every namespace (`-A`), not only that one.
+    With ``all_namespaces`` the namespaced kinds are listed in every namespace (`-A`), not only that one;
+    ``kinds`` and ``label_selector`` narrow the listing (`kubectl ome status`: InferenceServices, `-l`).
     """
 
     requested_namespace: str | None = None
     kubeconfig: Path | None = None
     context: str | None = None
     all_namespaces: bool = False
+    kinds: tuple[Kind, ...] = ALL_KINDS
+    label_selector: str | None = None
 
     @cached_property
     def namespace(self) -> str:
@@ -62,7 +66,9 @@ class ClusterSource:
         async with api_client:
             try:
                 snapshot = await Objects(api_client).list_objects(
-                    namespaces=None if self.all_namespaces else [namespace]
+                    namespaces=None if self.all_namespaces else [namespace],
+                    kinds=self.kinds,
+                    label_selector=self.label_selector,
                 )
             except ApiError as error:
                 raise SourceError(

@@ -3,7 +3,8 @@
 ``kubectl ome runtime explain`` shows, for one model or InferenceService, every runtime's verdict, the
 ranking and the runtime auto-selection picks (SPEC §6). With ``-f`` it reads only the named files, never the
 kubeconfig, so a catalog can be checked in CI before it is applied; `lint` and `what-if` (SPEC §11, in
-:mod:`.lint` and :mod:`.whatif`) check a whole catalog and a change to it. The decisions all come from the
+:mod:`.lint` and :mod:`.whatif`) check a whole catalog and a change to it; `status` (:mod:`.status`) lists
+every InferenceService's runtime and RuntimeReady, on OME's CRDs too. The decisions all come from the
 selection core; this module only wires an object source to it and prints the result.
 """
 
@@ -29,6 +30,7 @@ from ome_selector.cli.lint import add_lint_parser
 from ome_selector.cli.model_inspect import add_model_command, run_model_command
 from ome_selector.cli.render import OUTPUT_FORMATS, render
 from ome_selector.cli.sources import DEFAULT_NAMESPACE, FileSource, ObjectSource, SourceError, load_catalog
+from ome_selector.cli.status import add_status_parser
 from ome_selector.cli.whatif import add_what_if_parser
 from ome_selector.selection import messages
 from ome_selector.selection.explain import EffectiveRuntime, Explanation, effective_runtime, explain
@@ -79,7 +81,7 @@ examples:
   kubectl ome runtime explain --isvc llama-3b-auto -n ome-demo
 
   # Check a catalog before applying it
-  kubectl ome runtime explain -f samples/ --model llama-3-2-3b-instruct
+  kubectl ome runtime explain -f samples/ --model llama-3-2-3b-instruct-demo
 
   # The same for an InferenceService, with the rank and range columns
   kubectl ome runtime explain -f samples/ --isvc llama-3b-auto -n ome-demo -o wide
@@ -159,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_lint_parser(runtime_commands)
     add_what_if_parser(runtime_commands)
     add_model_command(commands, _Parser)
+    add_status_parser(commands)
     return parser
 
 
@@ -243,7 +246,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     if args.command == "model":
         return run_model_command(args)
     handler = getattr(args, "handler", None)
-    if handler is not None:  # lint and what-if
+    if handler is not None:  # lint, what-if and status
         status: int = handler(args)
         return status
     try:

@@ -101,7 +101,7 @@ def _parser() -> argparse.ArgumentParser:
     cleanup = commands.add_parser(
         "cleanup",
         help="remove the local webhook registration left by a stopped (or killed) `run`, and the "
-        "RuntimeReady condition from every InferenceService",
+        "RuntimeReady conditions this product wrote (the other writers' are kept and listed as skipped)",
     )
     cleanup.add_argument("--dry-run", action="store_true", help="only list what would change")
     whose = cleanup.add_mutually_exclusive_group()
@@ -121,6 +121,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="remove only the local webhook registration; keep the RuntimeReady conditions",
     )
+    cleanup.add_argument(
+        "--any-writer",
+        action="store_true",
+        help="remove RuntimeReady also where another field manager last wrote status.conditions (never "
+        "beside OME v1.3 or later, whose controller writes its own RuntimeReady)",
+    )
 
     check = commands.add_parser(
         "check-webhook", help="wait until the API server reaches the InferenceService webhook (a chart hook)"
@@ -128,6 +134,18 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("-n", "--namespace", default="default", help="namespace of the dry-run probe")
     check.add_argument(
         "--timeout", type=_positive_seconds, default=120.0, help="seconds to wait (default 120)"
+    )
+    check.add_argument(
+        "--configuration",
+        metavar="NAME",
+        help="first wait until this ValidatingWebhookConfiguration's InferenceService webhook is armed "
+        "(a serving replica sets its failurePolicy to --failure-policy)",
+    )
+    check.add_argument(
+        "--failure-policy",
+        choices=["Fail", "Ignore"],
+        default="Fail",
+        help="the failurePolicy an armed configuration carries (default Fail)",
     )
 
     drain = commands.add_parser(
@@ -252,7 +270,15 @@ def _main(argv: Sequence[str] | None) -> int:
         from ome_selector.kube.connection import ClusterAccess  # noqa: PLC0415
 
         access = ClusterAccess(args.kubeconfig, args.context)
-        return asyncio.run(check_webhook(access, args.namespace, args.timeout))
+        return asyncio.run(
+            check_webhook(
+                access,
+                args.namespace,
+                args.timeout,
+                configuration=args.configuration,
+                failure_policy=args.failure_policy,
+            )
+        )
     from ome_selector.kube.connection import kubeconfig_context  # noqa: PLC0415 - keeps `run` start-up lean
     from ome_selector.operator.cleanup import run_cleanup  # noqa: PLC0415
     from ome_selector.webhook.registration import default_instance  # noqa: PLC0415
@@ -267,6 +293,7 @@ def _main(argv: Sequence[str] | None) -> int:
             dry_run=args.dry_run,
             instance=instance,
             webhook_only=args.webhook_only,
+            any_writer=args.any_writer,
         )
     )
 

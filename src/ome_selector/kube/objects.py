@@ -223,10 +223,20 @@ class Objects:
         self._core: Any = client.CoreV1Api(api_client)
 
     async def list_objects(
-        self, *, namespaces: Sequence[str] | None = None, kinds: Iterable[Kind] = ALL_KINDS
+        self,
+        *,
+        namespaces: Sequence[str] | None = None,
+        kinds: Iterable[Kind] = ALL_KINDS,
+        label_selector: str | None = None,
     ) -> Snapshot:
-        """Every object of `kinds`: namespaced kinds in `namespaces` (all when None), cluster kinds all."""
-        return await self._list(namespaces, kinds, self._page, PAGE_SIZE)
+        """Every object of `kinds`: namespaced kinds in `namespaces` (all when None), cluster kinds all; only
+        those that match `label_selector` when given."""
+        selector = {} if label_selector is None else {"label_selector": label_selector}
+
+        async def read_page(kind: Kind, namespace: str | None, arguments: dict[str, Any]) -> dict[str, Any]:
+            return await self._page(kind, namespace, arguments | selector)
+
+        return await self._list(namespaces, kinds, read_page, PAGE_SIZE)
 
     def list_pages(
         self, *, namespaces: Sequence[str] | None = None, kinds: Iterable[Kind] = ALL_KINDS

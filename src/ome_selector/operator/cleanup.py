@@ -3,8 +3,11 @@
 - the local ValidatingWebhookConfigurations (SPEC §8, label ``ome-selector.ome.io/local=true``) of one
   instance — this host's and kubeconfig context's by default, the one a ``kill -9`` of ``ome-selector run``
   left behind — or of every instance; the chart's static configuration is never touched;
-- unless ``--webhook-only``, the RuntimeReady condition of every InferenceService (uninstalling). Every other
-  condition and status field stays; each write is guarded by resourceVersion and retried on conflict.
+- unless ``--webhook-only``, the RuntimeReady condition of every InferenceService that this product wrote
+  (uninstalling, SPEC §8): its field manager ``ome-selector`` owns ``status.conditions`` in the object's
+  managedFields. A condition another writer owns (OME v1.3's controller writes its own RuntimeReady) is kept
+  and reported as skipped, unless ``--any-writer``. Every other condition and status field stays; each write
+  is guarded by resourceVersion and retried on conflict (ownership checked again on the fresh object).
 
 Run it after stopping the operator: a running one keeps its registration only until it stops (it would not
 register again), and writes the condition back.
@@ -21,11 +24,12 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from ome_selector.api.resources import Kind
 from ome_selector.kube.connection import ClusterAccess
 from ome_selector.kube.objects import ApiError, ConflictError, GoneError, Objects
-from ome_selector.operator.conditions import current_condition, without_condition
+from ome_selector.operator.conditions import condition_writers, current_condition, without_condition
 from ome_selector.operator.writer import COMPONENT
 from ome_selector.webhook.registration import remove_local_registrations
 
 MAX_ATTEMPTS = 5
+SKIPPED_TAIL = "whose RuntimeReady another writer owns (--any-writer removes it too)"
 
 
 async def run_cleanup(
@@ -35,8 +39,10 @@ async def run_cleanup(
     dry_run: bool,
     instance: str | None,
     webhook_only: bool = False,
+    any_writer: bool = False,
 ) -> int:
-    """``instance``: whose local registrations to remove (None: every instance's)."""
+    """``instance``: whose local registrations to remove (None: every instance's); ``any_writer``: remove the
+    condition whoever wrote it."""
     api_client = await ClusterAccess(kubeconfig, context).api_client()
     async with api_client:
         try:
@@ -58,29 +64,59 @@ async def run_cleanup(
         except ApiError as error:
             print(f"ome-selector cleanup: cannot list InferenceServices: {error.reason}", file=sys.stderr)
             return 1
-        changed = failed = 0
+        changed = skipped = failed = 0
         for body in snapshot.bodies:
             if current_condition(body.get("status")) is None:
                 continue
             namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
+            others = _other_writers(body, any_writer)
+            if others is not None:
+                print(f"skipped inferenceservice {namespace}/{name}: {_not_ours(others)}")
+                skipped += 1
+                continue
             if dry_run:
                 print(f"would remove RuntimeReady from inferenceservice {namespace}/{name}")
                 changed += 1
                 continue
             try:
-                if await _remove(objects, body):
-                    print(f"removed RuntimeReady from inferenceservice {namespace}/{name}")
-                    changed += 1
+                outcome = await _remove(objects, body, any_writer)
             except (ApiError, ConflictError) as error:
                 print(f"ome-selector cleanup: {namespace}/{name}: {error}", file=sys.stderr)
                 failed += 1
+                continue
+            if isinstance(outcome, tuple):
+                print(f"skipped inferenceservice {namespace}/{name}: {_not_ours(outcome)}")
+                skipped += 1
+            elif outcome:
+                print(f"removed RuntimeReady from inferenceservice {namespace}/{name}")
+                changed += 1
         verb = "would change" if dry_run else "changed"
-        print(f"{verb} {changed} InferenceService(s)" + (f", {failed} failed" if failed else ""))
+        summary = f"{verb} {changed} InferenceService(s)"
+        if skipped:
+            summary += f", skipped {skipped} {SKIPPED_TAIL}"
+        print(summary + (f", {failed} failed" if failed else ""))
         return 1 if failed else 0
 
 
-async def _remove(objects: Objects, body: dict[str, Any]) -> bool:
-    """Remove the condition from one InferenceService; False when there is nothing (left) to remove."""
+def _other_writers(body: dict[str, Any], any_writer: bool) -> tuple[str, ...] | None:
+    """None when the condition is this product's to remove (or ``any_writer``), else the managers that own
+    it (possibly none: then nobody's managedFields claim it)."""
+    if any_writer:
+        return None
+    writers = condition_writers(body.get("metadata"))
+    return None if COMPONENT in writers else writers
+
+
+def _not_ours(writers: tuple[str, ...]) -> str:
+    owner = "no field manager owns it"
+    if writers:
+        owner = f"status.conditions last written by {', '.join(writers)}"
+    return f"its RuntimeReady was not written by {COMPONENT} ({owner}); kept"
+
+
+async def _remove(objects: Objects, body: dict[str, Any], any_writer: bool) -> bool | tuple[str, ...]:
+    """Remove the condition from one InferenceService; False when there is nothing (left) to remove, the
+    other writers when someone else took the condition over meanwhile."""
     namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
     current: dict[str, Any] | None = body
     for _ in range(MAX_ATTEMPTS):
@@ -90,6 +126,9 @@ async def _remove(objects: Objects, body: dict[str, Any]) -> bool:
         status = status if isinstance(status, dict) else None
         if current_condition(status) is None:
             return False
+        others = _other_writers(current, any_writer)
+        if others is not None:
+            return others
         patch = {
             "metadata": {"resourceVersion": str(current["metadata"]["resourceVersion"])},
             "status": {"conditions": without_condition((status or {}).get("conditions"))},

@@ -95,3 +95,30 @@ def with_condition(conditions: Sequence[Any] | None, condition: Mapping[str, Any
 
 def without_condition(conditions: Sequence[Any] | None) -> list[Any]:
     return [c for c in conditions or [] if not (isinstance(c, Mapping) and c.get("type") == CONDITION_TYPE)]
+
+
+_CONDITION_KEY = f'k:{{"type":"{CONDITION_TYPE}"}}'
+
+
+def condition_writers(metadata: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """The field managers that own the RuntimeReady condition of an InferenceService, from its managedFields
+    (sorted, each once).
+
+    OME's CRDs and ours leave ``status.conditions`` an atomic list, so the manager whose write last changed
+    the list owns all of it (``f:status`` → ``f:conditions``); a CRD that makes it a list-map keyed by
+    ``type`` names the owner of each entry (``k:{"type":"RuntimeReady"}``). Malformed entries are ignored.
+    """
+    fields = (metadata or {}).get("managedFields")
+    owners: set[str] = set()
+    for entry in fields if isinstance(fields, list) else ():
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("manager"), str):
+            continue
+        owned = entry.get("fieldsV1")
+        status = owned.get("f:status") if isinstance(owned, Mapping) else None
+        conditions = status.get("f:conditions") if isinstance(status, Mapping) else None
+        if not isinstance(conditions, Mapping):
+            continue
+        keyed = [key for key in conditions if isinstance(key, str) and key.startswith("k:")]
+        if not keyed or _CONDITION_KEY in keyed:
+            owners.add(entry["manager"])
+    return tuple(sorted(owners))

@@ -13,6 +13,7 @@ Two rules hold for every builder (SPEC §7 v3, §8 "bounded resources"):
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterable
 
@@ -63,6 +64,7 @@ __all__ = [
     "runtime_specified_unsupported",
     "runtime_unresolved",
     "score_reason",
+    "selected_runtime",
     "serving_runtime_not_found",
     "shown",
     "size_outside_reason",
@@ -302,6 +304,16 @@ def score_reason(score: int) -> str:
 
 def runtime_selected(kind: str, name: str, score: int) -> str:
     return truncate(f"selected {kind} {shown(name, MESSAGE_LIMIT)} (score {score})")
+
+
+_SELECTED = re.compile(r"selected (ServingRuntime|ClusterServingRuntime) ([a-z0-9][a-z0-9.-]*) \(score \d+\)")
+
+
+def selected_runtime(message: str) -> tuple[str, str] | None:
+    """The kind and name of the runtime a :func:`runtime_selected` message names, or None for any other text
+    (e.g. a message another writer stored, or a name that is not a runtime name)."""
+    found = _SELECTED.fullmatch(message)
+    return (found.group(1), found.group(2)) if found else None
 
 
 def runtime_specified(kind: str, name: str) -> str:

@@ -13,12 +13,17 @@ removed on stop — so the operator writes the object itself:
   a restart finds its own; the label ``ome-selector.ome.io/local=true`` lets ``ome-selector cleanup`` find
   them (:func:`remove_local_registrations`);
 - :class:`CaBundleRegistration` keeps the ``caBundle`` of a static, chart-installed configuration trusting
-  the CA the server uses, and leaves the object alone otherwise. Replicas share that object and may serve
-  certificates of two CAs during a rollover, so a replica changes the bundle only when it lacks the CA of its
-  own certificate (the first in its bundle), and then writes its whole bundle (which carries the previous CA
-  too, :mod:`.incluster`): a replica still on the previous pair never takes the new CA out. Once a
-  replica's bundle no longer carries the previous CA (the rollover's grace is over), it takes out of the
-  caBundle every CA older than its own that its bundle lacks, so an old CA is not trusted forever.
+  the CA the server uses and, once the server answers (the catalog indexed), **arms** it: the chart installs
+  every webhook with ``failurePolicy: Ignore``, and a serving replica sets the configured policies (``Fail``
+  for InferenceServices by default). So a failed or interrupted install or upgrade, whose pods never serve,
+  leaves no fail-closed webhook that nothing answers (SPEC §7, §8); a ``helm upgrade`` that resets the
+  policies is re-armed by the next check of a serving replica. It leaves the object alone otherwise.
+  Replicas share that object and may serve certificates of two CAs during a rollover, so a replica changes
+  the bundle only when it lacks the CA of its own certificate (the first in its bundle), and then writes its
+  whole bundle (which carries the previous CA too, :mod:`.incluster`): a replica still on the previous pair
+  never takes the new CA out. Once a replica's bundle no longer carries the previous CA (the rollover's grace
+  is over), it takes out of the caBundle every CA older than its own that its bundle lacks, so an old CA is
+  not trusted forever.
 
 The webhook paths are Kopf's handler ids (:data:`HANDLER_IDS`); a chart's service clientConfig uses them too.
 """
@@ -51,8 +56,10 @@ __all__ = [
     "build_configuration",
     "build_webhook",
     "default_instance",
+    "failure_policy",
     "local_configuration_name",
     "remove_local_registrations",
+    "static_policies",
     "webhook_name",
 ]
 
@@ -90,6 +97,16 @@ def webhook_name(kind: Kind) -> str:
     return f"{kind.plural}.{WEBHOOK_DOMAIN}"
 
 
+def failure_policy(kind: Kind, config: WebhookConfig) -> str:
+    """The configured failurePolicy of ``kind``'s webhook (SPEC §7)."""
+    return config.failure_policy if kind is Kind.INFERENCE_SERVICE else config.sizes_failure_policy
+
+
+def static_policies(config: WebhookConfig) -> dict[str, str]:
+    """Each webhook's configured failurePolicy, by name: what a serving replica arms the chart's with."""
+    return {webhook_name(kind): failure_policy(kind, config) for kind in HANDLER_IDS}
+
+
 def build_webhook(kind: Kind, client_config: Mapping[str, Any], config: WebhookConfig) -> dict[str, Any]:
     """One ``webhooks[]`` entry: CREATE and UPDATE of ``kind`` (never its status), with the configured
     policy."""
@@ -99,7 +116,7 @@ def build_webhook(kind: Kind, client_config: Mapping[str, Any], config: WebhookC
         clientconfig["url"] = f"{str(url).rstrip('/')}/{HANDLER_IDS[kind]}"
     if client_config.get("caBundle"):
         clientconfig["caBundle"] = client_config["caBundle"]
-    policy = config.failure_policy if kind is Kind.INFERENCE_SERVICE else config.sizes_failure_policy
+    policy = failure_policy(kind, config)
     webhook: dict[str, Any] = {
         "name": webhook_name(kind),
         "clientConfig": clientconfig,
@@ -232,18 +249,23 @@ async def remove_local_registrations(
 
 
 class CaBundleRegistration:
-    """Keeps ``caBundle`` of every webhook in a static (chart-installed) configuration current."""
+    """Keeps ``caBundle`` of every webhook in a static (chart-installed) configuration current, and arms its
+    failurePolicies once the server answers."""
 
-    def __init__(self, api_client: client.ApiClient, name: str) -> None:
+    def __init__(
+        self, api_client: client.ApiClient, name: str, policies: Mapping[str, str] | None = None
+    ) -> None:
+        """``policies``: the failurePolicy each webhook (by name) gets when armed; none: never armed."""
         self._client = api_client
         self._api = client.AdmissionregistrationV1Api(api_client)
         self.name = name
+        self.policies = dict(policies or {})
 
-    async def apply(self, client_config: Mapping[str, Any]) -> bool:
-        """Set the bundle where it does not trust our CA; True when the object was changed. A missing object
-        is logged."""
+    async def apply(self, client_config: Mapping[str, Any], *, armed: bool = False) -> bool:
+        """Set the bundle where it does not trust our CA and, when ``armed``, the configured failurePolicies;
+        True when the object was changed. A missing object is logged."""
         bundle = client_config.get("caBundle")
-        if not bundle:
+        if not bundle and not (armed and self.policies):
             return False
         mine = _certificates(bundle)
         ours = mine[:1]
@@ -255,22 +277,30 @@ class CaBundleRegistration:
                 return False
             raise
         body = self._client.sanitize_for_serialization(current)
-        changed = False
+        bundled = armed_now = False
         for webhook in body.get("webhooks") or []:
             clientconfig = webhook.setdefault("clientConfig", {})
             current = clientconfig.get("caBundle")
             present = _certificates(current)
             trusted = bool(ours) and set(ours) <= set(present)
-            if not trusted and current != bundle:
+            if bundle and not trusted and current != bundle:
                 clientconfig["caBundle"] = bundle
-                changed = True
+                bundled = True
             elif trusted and (kept := _without_older(present, mine)) != present:
                 clientconfig["caBundle"] = _bundle_of(kept)
-                changed = True
-        if changed:
-            await self._api.replace_validating_webhook_configuration(self.name, cast(Any, body))
+                bundled = True
+            policy = self.policies.get(str(webhook.get("name")))
+            if armed and policy is not None and webhook.get("failurePolicy") != policy:
+                webhook["failurePolicy"] = policy
+                armed_now = True
+        if not (bundled or armed_now):
+            return False
+        await self._api.replace_validating_webhook_configuration(self.name, cast(Any, body))
+        if bundled:
             logger.info("set caBundle of ValidatingWebhookConfiguration %s", self.name)
-        return changed
+        if armed_now:
+            logger.info("armed ValidatingWebhookConfiguration %s: failurePolicy as configured", self.name)
+        return True
 
     async def remove(self) -> None:
         """The configuration belongs to the chart: nothing to undo."""

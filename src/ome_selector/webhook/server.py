@@ -57,6 +57,7 @@ from ome_selector.webhook.registration import (
     CaBundleRegistration,
     LocalRegistration,
     default_instance,
+    static_policies,
 )
 from ome_selector.webhook.review import MalformedReviewError, Review, for_kopf
 from ome_selector.webhook.tls import TlsFiles, certificate_expiry, generate_serving_files, load_cert_dir
@@ -67,6 +68,8 @@ logger = logging.getLogger(__name__)
 
 #: How often a missing or unreadable certificate Secret is tried again.
 CERT_RETRY_SECONDS = 5.0
+#: How often a replica that has not indexed the catalog yet checks whether it may arm the configuration.
+ARM_POLL_SECONDS = 0.5
 
 
 class WebhookServer:
@@ -203,7 +206,9 @@ class WebhookServer:
             if config.ca_injected and config.configuration_name is not None:
                 registration = InjectedCaBundle(config.configuration_name)
             elif config.configuration_name is not None:
-                registration = CaBundleRegistration(api_client, config.configuration_name)
+                registration = CaBundleRegistration(
+                    api_client, config.configuration_name, static_policies(config)
+                )
             else:
                 registration = LocalRegistration(api_client, self._local_config(), instance=self.instance)
             keeper: asyncio.Task[None] | None = None
@@ -213,7 +218,7 @@ class WebhookServer:
                         self._on_certificate(certificate_expiry(files.cert_file))
                     if isinstance(registration, CaBundleRegistration):
                         self._client_config = client_config
-                        await _apply_logged(registration, client_config)
+                        await _apply_logged(registration, client_config, armed=self._handlers.ready)
                         if keeper is None:
                             keeper = asyncio.create_task(self._keep_ca_bundle(registration))
                     else:
@@ -237,11 +242,16 @@ class WebhookServer:
                 await api_client.close()
 
     async def _keep_ca_bundle(self, registration: CaBundleRegistration) -> None:
-        """Static mode: re-apply the bundle now and then (a chart upgrade may have reset it)."""
+        """Static mode: arm the configuration as soon as this replica answers (the catalog indexed), then
+        re-apply bundle and policies now and then (a chart upgrade resets both)."""
+        while not self._handlers.ready:
+            await asyncio.sleep(ARM_POLL_SECONDS)
+        if self._client_config is not None:
+            await _apply_logged(registration, self._client_config, armed=True)
         while True:
             await asyncio.sleep(self.config.file_check_interval)
             if self._client_config is not None:
-                await _apply_logged(registration, self._client_config)
+                await _apply_logged(registration, self._client_config, armed=not self.draining)
 
     async def _secret_certificates(self, stack: contextlib.ExitStack) -> None:
         """In-cluster mode: the pair kept in ``cert_secret``, written to ``cert_dir`` and re-checked."""
@@ -369,9 +379,11 @@ def _quiet_kopf_webhook_logs() -> None:
         kopf_objects.addFilter(_OurWebhookOutcomes())
 
 
-async def _apply_logged(registration: CaBundleRegistration, client_config: kopf.WebhookClientConfig) -> None:
+async def _apply_logged(
+    registration: CaBundleRegistration, client_config: kopf.WebhookClientConfig, *, armed: bool
+) -> None:
     try:
-        await registration.apply(client_config)
+        await registration.apply(client_config, armed=armed)
     except (ApiException, OSError) as error:
         logger.warning("could not update caBundle of %s: %s", registration.name, error)
 

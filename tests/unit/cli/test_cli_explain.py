@@ -113,16 +113,18 @@ def cluster_ref(kind: str, name: str) -> dict[str, Any]:
     return {"kind": kind, "name": name, "namespace": None}
 
 
-# The cluster runtimes of samples/ judged for llama-3-2-3b-instruct (3.21B), in table order: ranked first
+# The cluster runtimes of samples/ judged for llama-3-2-3b-instruct-demo (3.21B), in table order: ranked first
 # (score, then closeness of range: [2B, 4B] is 2B away, [1B, 8B] 7B), then the rest by name.
 LLAMA_3B_RUNTIMES = [
     ranked("sglang-llama-3-2-compact", 1, score=4, priority=2),
     ranked("vllm-llama-3-2", 2, score=4, priority=2),
     ranked("vllm-llama-3-2-h100", 3, score=2, priority=1),
     rejected("sglang-qwen3-medium", LLAMA_VS_QWEN),
-    rejected("srt-llama-3-2-1b-instruct", "model size 3.21B is outside supported range [500M, 2B]", 2, 1),
     rejected(
-        "srt-llama-3-2-3b-instruct",
+        "srt-llama-3-2-1b-instruct-demo", "model size 3.21B is outside supported range [500M, 2B]", 2, 1
+    ),
+    rejected(
+        "srt-llama-3-2-3b-instruct-demo",
         "autoSelect is not enabled for the matching format safetensors",
         2,
         1,
@@ -137,14 +139,14 @@ LLAMA_3B_RUNTIMES = [
 def test_done_when_the_3b_model_from_samples_as_json(kubectl_ome: Any) -> None:
     """The issue's "done when": SPEC §6 shape, the 1B runtime rejected for the size."""
     result = kubectl_ome(
-        "runtime", "explain", "-f", "samples/", "--model", "llama-3-2-3b-instruct", "-o", "json"
+        "runtime", "explain", "-f", "samples/", "--model", "llama-3-2-3b-instruct-demo", "-o", "json"
     )
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     assert json.loads(result.stdout) == {
         "model": {
             "kind": "ClusterBaseModel",
-            "name": "llama-3-2-3b-instruct",
+            "name": "llama-3-2-3b-instruct-demo",
             "namespace": None,
             "modelParameterSize": "3.21B",
         },
@@ -155,7 +157,7 @@ def test_done_when_the_3b_model_from_samples_as_json(kubectl_ome: Any) -> None:
 
 def test_json_keys_are_in_the_spec_order(kubectl_ome: Any) -> None:
     result = kubectl_ome(
-        "runtime", "explain", "-f", "samples", "--model", "llama-3-2-3b-instruct", "-o", "json"
+        "runtime", "explain", "-f", "samples", "--model", "llama-3-2-3b-instruct-demo", "-o", "json"
     )
     document = json.loads(result.stdout)
     assert list(document) == ["model", "selected", "runtimes"]
@@ -177,10 +179,10 @@ def test_json_keys_are_in_the_spec_order(kubectl_ome: Any) -> None:
 
 def test_yaml_is_the_same_document(kubectl_ome: Any) -> None:
     as_json = kubectl_ome(
-        "runtime", "explain", "-f", "samples/", "--model", "llama-3-2-3b-instruct", "-o", "json"
+        "runtime", "explain", "-f", "samples/", "--model", "llama-3-2-3b-instruct-demo", "-o", "json"
     )
     as_yaml = kubectl_ome(
-        "runtime", "explain", "-f", "samples/", "--model", "llama-3-2-3b-instruct", "-o", "yaml"
+        "runtime", "explain", "-f", "samples/", "--model", "llama-3-2-3b-instruct-demo", "-o", "yaml"
     )
     assert as_yaml.returncode == 0, as_yaml.stderr
     assert yaml.safe_load(as_yaml.stdout) == json.loads(as_json.stdout)
@@ -193,7 +195,7 @@ def golden(name: str) -> str:
 
 
 def test_table(kubectl_ome: Any) -> None:
-    result = kubectl_ome("runtime", "explain", "-f", "samples/", "--model", "llama-3-2-3b-instruct")
+    result = kubectl_ome("runtime", "explain", "-f", "samples/", "--model", "llama-3-2-3b-instruct-demo")
     assert result.returncode == 0, result.stderr
     assert result.stdout == golden("samples-llama-3-2-3b-instruct.table.txt")
 
@@ -240,7 +242,7 @@ def test_size_just_above_an_upper_bound(kubectl_ome: Any) -> None:
 
 
 def test_model_without_a_size_passes_every_range_and_ties_break_by_name(kubectl_ome: Any) -> None:
-    document = _document(kubectl_ome, "--model", "qwen3-4b")
+    document = _document(kubectl_ome, "--model", "qwen3-4b-demo")
     assert document["model"]["modelParameterSize"] is None
     assert document["runtimes"][:2] == [
         ranked("sglang-qwen3-medium", 1, score=2, priority=1),
@@ -279,9 +281,10 @@ def test_isvc_naming_a_runtime_says_so_on_stderr(kubectl_ome: Any) -> None:
     assert result.returncode == 0
     assert result.stderr == (
         "Note: spec.runtime is explicit; automatic selection below is hypothetical.\n"
-        "Note: InferenceService ome-demo/llama-3b-on-1b-runtime names runtime srt-llama-3-2-1b-instruct: "
+        "Note: InferenceService ome-demo/llama-3b-on-1b-runtime names runtime "
+        "srt-llama-3-2-1b-instruct-demo: "
         "RuntimeSpecified: using specified ClusterServingRuntime "
-        "srt-llama-3-2-1b-instruct; it does not declare support for model llama-3-2-3b-instruct: "
+        "srt-llama-3-2-1b-instruct-demo; it does not declare support for model llama-3-2-3b-instruct-demo: "
         "model size 3.21B "
         "is outside supported range [500M, 2B]\n"
     )
@@ -305,23 +308,24 @@ def test_disabled_model_is_shown(kubectl_ome: Any) -> None:
     )
     assert result.returncode == 0
     assert result.stderr == (
-        "Warning: model llama-3-1-8b-instruct is disabled; its InferenceServices report ModelDisabled\n"
+        "Warning: model llama-3-1-8b-instruct-demo is disabled; its InferenceServices report ModelDisabled\n"
     )
     assert result.stdout.startswith("RUNTIME ")
 
 
 def test_pending_model_is_shown(kubectl_ome: Any) -> None:
     result = kubectl_ome(
-        "runtime", "explain", "-f", "samples/", "--model", "llama-3-3-70b-instruct", "-o", "json"
+        "runtime", "explain", "-f", "samples/", "--model", "llama-3-3-70b-instruct-demo", "-o", "json"
     )
     assert result.returncode == 0
     assert (
-        "model llama-3-3-70b-instruct has no modelFormat yet; runtime selection waits for it" in result.stderr
+        "model llama-3-3-70b-instruct-demo has no modelFormat yet; runtime selection waits for it"
+        in result.stderr
     )
     document = json.loads(result.stdout)
     assert document["selected"] is None
     assert {r["reason"] for r in document["runtimes"]} == {
-        "model llama-3-3-70b-instruct has no modelFormat yet"
+        "model llama-3-3-70b-instruct-demo has no modelFormat yet"
     }
 
 
@@ -333,7 +337,7 @@ def test_no_runtimes_at_all(kubectl_ome: Any, output: str) -> None:
         "-f",
         "samples/10-cluster-base-models.yaml",
         "--model",
-        "qwen3-8b",
+        "qwen3-8b-demo",
         "-n",
         "x",
         "-o",
@@ -348,7 +352,7 @@ def test_no_runtimes_at_all(kubectl_ome: Any, output: str) -> None:
     assert document == {
         "model": {
             "kind": "ClusterBaseModel",
-            "name": "qwen3-8b",
+            "name": "qwen3-8b-demo",
             "namespace": None,
             "modelParameterSize": "8.19B",
         },
@@ -425,14 +429,16 @@ def test_usage_errors_exit_1(kubectl_ome: Any, args: list[str], message: str) ->
 
 
 def test_file_errors_exit_1(kubectl_ome: Any) -> None:
-    result = kubectl_ome("runtime", "explain", "-f", "samples/", "-f", "no/such/dir", "--model", "qwen3-8b")
+    result = kubectl_ome(
+        "runtime", "explain", "-f", "samples/", "-f", "no/such/dir", "--model", "qwen3-8b-demo"
+    )
     assert (result.returncode, result.stdout, result.stderr) == (
         1,
         "",
         'error: the path "no/such/dir" does not exist\n',
     )
     bad = "tests/data/cli/malformed/priority-zero.yaml"
-    result = kubectl_ome("runtime", "explain", "-f", "samples/", "-f", bad, "--model", "qwen3-8b")
+    result = kubectl_ome("runtime", "explain", "-f", "samples/", "-f", bad, "--model", "qwen3-8b-demo")
     assert (result.returncode, result.stdout) == (1, "")
     assert result.stderr == (
         f"error: {bad}: ClusterServingRuntime bad-priority: spec.supportedModelFormats[0].priority: "
@@ -441,7 +447,7 @@ def test_file_errors_exit_1(kubectl_ome: Any) -> None:
 
 
 def test_samples_named_twice_in_different_ways_are_read_once(kubectl_ome: Any) -> None:
-    once = kubectl_ome("runtime", "explain", "-f", "samples/", "--model", "qwen3-8b", "-o", "json")
+    once = kubectl_ome("runtime", "explain", "-f", "samples/", "--model", "qwen3-8b-demo", "-o", "json")
     again = kubectl_ome(
         "runtime",
         "explain",
@@ -452,7 +458,7 @@ def test_samples_named_twice_in_different_ways_are_read_once(kubectl_ome: Any) -
         "-f",
         "samples/21-cluster-serving-runtimes.yaml",
         "--model",
-        "qwen3-8b",
+        "qwen3-8b-demo",
         "-o",
         "json",
     )
@@ -463,7 +469,7 @@ def test_samples_named_twice_in_different_ways_are_read_once(kubectl_ome: Any) -
 def test_duplicate_across_files_names_both(kubectl_ome: Any, tmp_path: Path) -> None:
     copy = tmp_path / "copy.yaml"
     copy.write_text((REPO_ROOT / "samples" / "11-base-models.yaml").read_text())
-    result = kubectl_ome("runtime", "explain", "-f", "samples/", "-f", str(copy), "--model", "qwen3-8b")
+    result = kubectl_ome("runtime", "explain", "-f", "samples/", "-f", str(copy), "--model", "qwen3-8b-demo")
     assert (result.returncode, result.stdout) == (1, "")
     assert result.stderr == (
         "error: BaseModel team-a/support-assistant-3b is defined twice: "
@@ -477,14 +483,14 @@ def test_stdin(kubectl_ome: Any) -> None:
         for name in ("10-cluster-base-models.yaml", "21-cluster-serving-runtimes.yaml")
     )
     result = kubectl_ome(
-        "runtime", "explain", "-f", "-", "--model", "qwen3-8b", "-o", "json", input=manifests
+        "runtime", "explain", "-f", "-", "--model", "qwen3-8b-demo", "-o", "json", input=manifests
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["selected"]["name"] == "sglang-qwen3-medium"
 
 
 def test_without_f_an_unreadable_kubeconfig_is_an_error_not_a_table(kubectl_ome: Any) -> None:
-    result = kubectl_ome("runtime", "explain", "--model", "qwen3-8b")
+    result = kubectl_ome("runtime", "explain", "--model", "qwen3-8b-demo")
     assert (result.returncode, result.stdout) == (1, "")
     assert result.stderr.startswith("error: cannot read the kubeconfig: ")
 
@@ -500,7 +506,7 @@ def test_help_is_prefixed_kubectl_ome(kubectl_ome: Any) -> None:
         "[-o table|wide|json|yaml]\n       [--with-effective] [--runtime-lookup v1.3|legacy] "
         "[--kubeconfig PATH] [--context NAME] [-h]\n"
     )
-    assert "kubectl ome runtime explain -f samples/ --model llama-3-2-3b-instruct" in explain.stdout
+    assert "kubectl ome runtime explain -f samples/ --model llama-3-2-3b-instruct-demo" in explain.stdout
 
 
 def test_offline_mode_opens_no_kubeconfig_and_imports_no_client(hostile_env: dict[str, str]) -> None:
@@ -510,7 +516,8 @@ def test_offline_mode_opens_no_kubeconfig_and_imports_no_client(hostile_env: dic
         opened = []
         sys.addaudithook(lambda event, args: opened.append(str(args[0])) if event == "open" else None)
         from ome_selector.cli.kubectl_ome import run
-        status = run(["runtime", "explain", "-f", "samples/", "--model", "llama-3-2-3b-instruct", "-o=json"])
+        model = "llama-3-2-3b-instruct-demo"
+        status = run(["runtime", "explain", "-f", "samples/", "--model", model, "-o=json"])
         # Inheritance chains too are resolved from the files alone (SPEC §6 v4).
         args = ["--isvc", "demo-inherited", "-n", "demo-v13", "--with-effective"]
         status += run(["runtime", "explain", "-f", "samples/", *args, "-o=json"])

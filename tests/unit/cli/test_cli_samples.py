@@ -48,18 +48,18 @@ EXPECTED: dict[tuple[str, str], tuple[OutcomeKind, str, str, str]] = {
     ),
     ("ome-demo", "llama-3b-named"): (
         OutcomeKind.RUNTIME_SPECIFIED, "True", "RuntimeSpecified",
-        "using specified ClusterServingRuntime srt-llama-3-2-3b-instruct",
+        "using specified ClusterServingRuntime srt-llama-3-2-3b-instruct-demo",
     ),
     ("ome-demo", "llama-3b-on-1b-runtime"): (
         OutcomeKind.RUNTIME_SPECIFIED_UNSUPPORTED, "True", "RuntimeSpecified",
-        "using specified ClusterServingRuntime srt-llama-3-2-1b-instruct; "
-        "it does not declare support for model llama-3-2-3b-instruct: "
+        "using specified ClusterServingRuntime srt-llama-3-2-1b-instruct-demo; "
+        "it does not declare support for model llama-3-2-3b-instruct-demo: "
         "model size 3.21B is outside supported range [500M, 2B]",
     ),
     ("ome-demo", "llama-3b-on-1b-runtime-pinned"): (
         OutcomeKind.RUNTIME_SPECIFIED_UNSUPPORTED, "True", "RuntimeSpecified",
-        "using specified ClusterServingRuntime srt-llama-3-2-1b-instruct; "
-        "it does not declare support for model llama-3-2-3b-instruct: "
+        "using specified ClusterServingRuntime srt-llama-3-2-1b-instruct-demo; "
+        "it does not declare support for model llama-3-2-3b-instruct-demo: "
         "model size 3.21B is outside supported range [500M, 2B]",
     ),
     ("ome-demo", "llama-3b-legacy-runtime"): (
@@ -85,11 +85,12 @@ EXPECTED: dict[tuple[str, str], tuple[OutcomeKind, str, str, str]] = {
         # the two Qwen3 runtimes failed only on size. The text is cut at 1,024 characters and points at
         # explain for the five that do not fit.
         OutcomeKind.NO_RUNTIME, "False", "RuntimeNotFound",
-        "no runtime supports model qwen3-32b (checked 9 runtimes: 0 namespace-scoped, 9 cluster-scoped): "
+        "no runtime supports model qwen3-32b-demo "
+        "(checked 9 runtimes: 0 namespace-scoped, 9 cluster-scoped): "
         "sglang-qwen3-medium (model size 32.76B is outside supported range [8B, 16B]); "
         "vllm-qwen3-small (model size 32.76B is outside supported range (-inf, 8B]); "
         f"sglang-llama-3-2-compact ({QWEN_VS_LLAMA}); "
-        f"srt-llama-3-2-1b-instruct ({QWEN_VS_LLAMA}); "
+        f"srt-llama-3-2-1b-instruct-demo ({QWEN_VS_LLAMA}); "
         "… 5 more (kubectl ome runtime explain --isvc qwen3-32b-auto -n ome-demo)",
     ),
     ("ome-demo", "mistral-7b"): (
@@ -98,11 +99,11 @@ EXPECTED: dict[tuple[str, str], tuple[OutcomeKind, str, str, str]] = {
         "no BaseModel in namespace ome-demo and no ClusterBaseModel",
     ),
     ("ome-demo", "llama-8b-retired"): (
-        OutcomeKind.MODEL_DISABLED, "False", "ModelDisabled", "model llama-3-1-8b-instruct is disabled",
+        OutcomeKind.MODEL_DISABLED, "False", "ModelDisabled", "model llama-3-1-8b-instruct-demo is disabled",
     ),
     ("ome-demo", "llama-70b-pending"): (
         OutcomeKind.MODEL_METADATA_PENDING, "Unknown", "ModelMetadataPending",
-        "model llama-3-3-70b-instruct has no modelFormat yet; runtime selection waits for it",
+        "model llama-3-3-70b-instruct-demo has no modelFormat yet; runtime selection waits for it",
     ),
     ("team-a", "support-assistant"): (
         OutcomeKind.RUNTIME_SELECTED, "True", "RuntimeSelected",
@@ -132,9 +133,11 @@ def catalog() -> Catalog:
 
 
 def _documents() -> list[tuple[str, dict[str, Any]]]:
+    """(path under samples/, document) of every sample, samples/ome-v1.3/ included."""
     documents = []
-    for path in sorted(SAMPLES.glob("*.yaml")):
-        documents += [(path.name, doc) for doc in yaml.safe_load_all(path.read_text()) if doc is not None]
+    for path in sorted(SAMPLES.rglob("*.yaml")):
+        name = str(path.relative_to(SAMPLES))
+        documents += [(name, doc) for doc in yaml.safe_load_all(path.read_text()) if doc is not None]
     return documents
 
 
@@ -214,7 +217,11 @@ def test_the_two_ome_catalog_runtimes_are_unchanged() -> None:
         yaml.safe_load((ome / f"llama-3-2-{size}-instruct-rt.yaml").read_text()) for size in ("1b", "3b")
     ]
     ours = [doc for file, doc in _documents() if file == "20-ome-catalog-runtimes.yaml"]
-    assert ours == upstream
+    # Renamed (-demo): applied beside OME's catalog, the samples never merge into its objects.
+    assert [doc["metadata"] for doc in ours] == [
+        {"name": f"{doc['metadata']['name']}-demo"} for doc in upstream
+    ]
+    assert [{**doc, "metadata": {}} for doc in ours] == [{**doc, "metadata": {}} for doc in upstream]
     assert [doc["spec"]["modelSizeRange"] for doc in ours] == [
         {"min": "500M", "max": "2B"},
         {"min": "2B", "max": "4B"},
@@ -222,8 +229,29 @@ def test_the_two_ome_catalog_runtimes_are_unchanged() -> None:
     assert all(entry["autoSelect"] is False for doc in ours for entry in doc["spec"]["supportedModelFormats"])
 
 
+def test_no_sample_shares_a_name_with_omes_catalog() -> None:
+    """Applied on a cluster that runs OME, a sample of the same kind and name would be merged into OME's own
+    object (its spec.disabled, its ranges): every sample has a name of its own."""
+    catalog = REPO_ROOT / "tests" / "data" / "ome-catalog"
+    published = {
+        (doc["kind"], doc["metadata"].get("namespace"), doc["metadata"]["name"])
+        for path in catalog.rglob("*.yaml")
+        for doc in yaml.safe_load_all(path.read_text())
+        if isinstance(doc, dict) and "metadata" in doc
+    }
+    assert len(published) > 400  # the catalog's 205 models and 201 runtimes: the test reads them
+    kinds = {kind for kind, _, _ in published}
+    ours = {
+        (doc["kind"], doc["metadata"].get("namespace"), doc["metadata"]["name"]) for _, doc in _documents()
+    }
+    assert kinds <= {kind for kind, _, _ in ours}
+    assert ours.isdisjoint(published), sorted(ours & published)
+    # Nor by name alone, whatever the kind: a sample never shadows a catalog object in explain or lint output.
+    assert {name for *_, name in ours}.isdisjoint({name for *_, name in published})
+
+
 def test_the_size_range_page_model() -> None:
-    model = next(doc for _, doc in _documents() if doc["metadata"]["name"] == "llama-3-2-3b-instruct")
+    model = next(doc for _, doc in _documents() if doc["metadata"]["name"] == "llama-3-2-3b-instruct-demo")
     assert model["kind"] == "ClusterBaseModel"
     spec = model["spec"]
     assert spec["modelParameterSize"] == "3.21B"

@@ -37,13 +37,13 @@ SAMPLES_FINDINGS = [
         "RANK001",
         "warning",
         [
-            "ClusterBaseModel/qwen3-4b",
+            "ClusterBaseModel/qwen3-4b-demo",
             "ClusterServingRuntime/sglang-qwen3-medium",
             "ClusterServingRuntime/vllm-qwen3-small",
         ],
     ),
-    ("SERV001", "warning", ["ClusterBaseModel/llama-3-1-8b-instruct"]),
-    ("SERV001", "warning", ["ClusterBaseModel/qwen3-32b"]),
+    ("SERV001", "warning", ["ClusterBaseModel/llama-3-1-8b-instruct-demo"]),
+    ("SERV001", "warning", ["ClusterBaseModel/qwen3-32b-demo"]),
     (
         "SIZE003",
         "warning",
@@ -131,8 +131,8 @@ def test_one_namespace(kubectl_ome: Run) -> None:
     dead = [objects for code, _, objects in summarize(result.out) if code == "DEAD001"]
     assert dead == [
         ["ClusterServingRuntime/sglang-llama-3-2-compact"],
-        ["ClusterServingRuntime/srt-llama-3-2-1b-instruct"],
-        ["ClusterServingRuntime/srt-llama-3-2-3b-instruct"],
+        ["ClusterServingRuntime/srt-llama-3-2-1b-instruct-demo"],
+        ["ClusterServingRuntime/srt-llama-3-2-3b-instruct-demo"],
         ["ClusterServingRuntime/vllm-llama-3-2"],
         ["ClusterServingRuntime/vllm-llama-3-2-h100"],
         ["ClusterServingRuntime/vllm-llama-3-2-legacy"],

@@ -89,12 +89,12 @@ def test_deleting_a_named_runtime(kubectl_ome: Run) -> None:
         "runtime",
         "what-if",
         "--delete",
-        "clusterservingruntime/srt-llama-3-2-1b-instruct",
+        "clusterservingruntime/srt-llama-3-2-1b-instruct-demo",
         *AGAINST,
         "-o",
         "json",
     )
-    named = verdict("True", "RuntimeSpecified", "ClusterServingRuntime/srt-llama-3-2-1b-instruct")
+    named = verdict("True", "RuntimeSpecified", "ClusterServingRuntime/srt-llama-3-2-1b-instruct-demo")
     assert json.loads(result.out)["changes"] == [
         change("llama-3b-on-1b-runtime", named, NOT_FOUND),
         change("llama-3b-on-1b-runtime-pinned", named, NOT_FOUND),
@@ -123,7 +123,7 @@ def test_one_namespace(kubectl_ome: Run) -> None:
 def test_applying_an_inference_service_and_stdin(kubectl_ome: Run) -> None:
     isvc = (
         "apiVersion: ome.io/v1beta1\nkind: InferenceService\n"
-        "metadata: {name: new-qwen, namespace: ome-demo}\nspec: {model: {name: qwen3-8b}}\n"
+        "metadata: {name: new-qwen, namespace: ome-demo}\nspec: {model: {name: qwen3-8b-demo}}\n"
     )
     result = kubectl_ome("runtime", "what-if", "-f", "-", *AGAINST, "-o", "json", stdin=isvc)
     assert json.loads(result.out) == {

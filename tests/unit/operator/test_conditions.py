@@ -8,6 +8,7 @@ import pytest
 
 from ome_selector.operator.conditions import (
     build_condition,
+    condition_writers,
     current_condition,
     differs,
     only_counts_differ,
@@ -139,3 +140,38 @@ def test_a_counts_only_message_with_another_status_or_reason_is_a_real_change() 
     assert not only_counts_differ(stored, "True", "RuntimeNotFound", recounted)
     assert not only_counts_differ(stored, "False", "ModelNotFound", recounted)
     assert not only_counts_differ(None, "False", "RuntimeNotFound", recounted)  # restored: its event again
+
+
+def _managed(manager: str, fields: Any, subresource: str = "status") -> dict[str, Any]:
+    return {"manager": manager, "operation": "Update", "subresource": subresource, "fieldsV1": fields}
+
+
+ATOMIC: dict[str, Any] = {"f:status": {"f:conditions": {}, ".": {}}}
+
+
+@pytest.mark.parametrize(
+    ("managed_fields", "writers"),
+    [
+        # atomic list (OME's CRDs and ours): the last writer of the list owns every entry
+        ([_managed("ome-selector", ATOMIC)], ("ome-selector",)),
+        ([_managed("manager", ATOMIC), _managed("ome-selector", {"f:status": {"f:url": {}}})], ("manager",)),
+        ([_managed("kubectl", {"f:spec": {"f:model": {}}}, subresource="")], ()),
+        # a list-map keyed by type: only the owner of the RuntimeReady entry
+        (
+            [
+                _managed("ome-selector", {"f:status": {"f:conditions": {'k:{"type":"RuntimeReady"}': {}}}}),
+                _managed("manager", {"f:status": {"f:conditions": {'k:{"type":"Ready"}': {}}}}),
+            ],
+            ("ome-selector",),
+        ),
+        ([_managed("b", ATOMIC), _managed("a", ATOMIC), _managed("a", ATOMIC)], ("a", "b")),
+        # malformed entries are ignored
+        ([{"fieldsV1": ATOMIC}, "x", _managed("m", {"f:status": "x"}), _managed("n", None)], ()),
+        (None, ()),
+        ("managedFields", ()),
+    ],
+)
+def test_condition_writers_come_from_the_managed_fields(
+    managed_fields: Any, writers: tuple[str, ...]
+) -> None:
+    assert condition_writers({"managedFields": managed_fields}) == writers

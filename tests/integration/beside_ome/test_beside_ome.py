@@ -1,0 +1,177 @@
+"""Beside OME (SPEC §0): a representative subset of the suite, run on OME's own CRDs (see conftest.py),
+and the chart installed on top of them.
+
+The imported tests run here a second time, with this directory's `control_plane` (OME's CRDs): conditions and
+events (every §5 row the CRDs can hold), the webhook's denials, explain live against offline (two cases,
+conftest.py deselects the others),
+`kubectl ome status`, cleanup beside another writer of RuntimeReady, and the samples. A subset: OME's CRDs
+cost the control plane seconds to install, and the other tests read nothing the CRDs change.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from harness import chart, objects
+from harness.controlplane import ControlPlane
+from harness.crds import CRD_NAMES, OME_CRD_DIR, ome_crd_documents
+from harness.kube import create
+from tests.integration.test_explain_live import samples_applied, test_live_equals_offline
+from tests.integration.test_operator import test_every_outcome_row_with_its_condition_and_event
+from tests.integration.test_operator_surface import (
+    test_cleanup_keeps_a_condition_another_writer_owns_and_says_so,
+)
+from tests.integration.test_samples_apply import (
+    applied,
+    test_every_sample_is_accepted_in_file_order,
+    test_v13_samples_apply_only_where_the_crds_have_the_fields,
+)
+from tests.integration.test_status_live import test_status_lists_every_inference_service_on_either_crds
+from tests.integration.test_webhook import kubectl, test_denials_carry_the_exact_messages, webhook
+
+__all__ = [
+    "applied",
+    "kubectl",
+    "samples_applied",
+    "test_cleanup_keeps_a_condition_another_writer_owns_and_says_so",
+    "test_denials_carry_the_exact_messages",
+    "test_every_outcome_row_with_its_condition_and_event",
+    "test_every_sample_is_accepted_in_file_order",
+    "test_live_equals_offline",
+    "test_status_lists_every_inference_service_on_either_crds",
+    "test_v13_samples_apply_only_where_the_crds_have_the_fields",
+    "webhook",
+]
+
+CHART_TIMEOUT_S = 120
+
+
+def _crd_state(control_plane: ControlPlane) -> dict[str, dict[str, Any]]:
+    """What an install could change on a CRD: its resourceVersion, labels, annotations, its managers."""
+    listed = json.loads(control_plane.kubectl("get", "crd", *CRD_NAMES, "-o", "json").stdout)["items"]
+    return {
+        crd["metadata"]["name"]: {
+            "resourceVersion": crd["metadata"]["resourceVersion"],
+            "labels": crd["metadata"].get("labels"),
+            "annotations": crd["metadata"].get("annotations"),
+            "managers": sorted({entry["manager"] for entry in crd["metadata"].get("managedFields", [])}),
+            "spec": crd["spec"]["versions"][0]["schema"] == _published[crd["metadata"]["name"]],
+        }
+        for crd in listed
+    }
+
+
+_published = {doc["metadata"]["name"]: doc["spec"]["versions"][0]["schema"] for doc in ome_crd_documents()}
+
+
+def _helm(control_plane: ControlPlane, *args: str) -> subprocess.CompletedProcess[str]:
+    return chart.helm_against(control_plane.kubeconfig, *args, timeout=CHART_TIMEOUT_S)
+
+
+@pytest.fixture
+def release(control_plane: ControlPlane) -> Iterator[list[str]]:
+    """(name, namespace) pairs of releases a test installs; uninstalled afterwards."""
+    installed: list[str] = []
+    yield installed
+    for name in installed:
+        _helm(control_plane, "uninstall", name, "--namespace", name, "--wait=false")
+
+
+def test_the_control_plane_has_omes_crds(control_plane: ControlPlane) -> None:
+    assert all(state["spec"] for state in _crd_state(control_plane).values())
+    assert (OME_CRD_DIR / "LICENSE").is_file()
+    assert "cfa05c6967648a1bd62e2d96221f06aa1dec95fe" in (OME_CRD_DIR / "README.md").read_text()
+
+
+def test_helm_install_beside_omes_crds_emits_replaces_relabels_and_adopts_none(
+    control_plane: ControlPlane, release: list[str]
+) -> None:
+    before = _crd_state(control_plane)
+    release.append("beside")
+    installed = _helm(
+        control_plane,
+        "install",
+        "beside",
+        str(chart.CHART_DIR),
+        "--namespace=beside",
+        "--create-namespace",
+        "--set=webhook.startupCheck.enabled=false",  # no kubelet here: its Job would never run
+    )
+    assert installed.returncode == 0, installed.stderr
+    # NOTES say what works with the CRDs installed: OME's have no RuntimeReady column.
+    assert "  kubectl ome status -A -o wide  " in installed.stdout
+    assert (
+        "# OME's InferenceService CRD is installed: `kubectl get inferenceservices` has no RuntimeReady"
+        in (installed.stdout)
+    )
+    assert "kubectl get inferenceservices -A -o wide" not in installed.stdout
+    manifest = _helm(control_plane, "get", "manifest", "beside", "--namespace=beside").stdout
+    kinds = {doc["kind"] for doc in yaml.safe_load_all(manifest) if doc}
+    assert "Deployment" in kinds
+    assert "CustomResourceDefinition" not in kinds
+    # A second release that asks for CRDs fails, naming the first CRD of OME's it met, and changes nothing.
+    release.append("standalone")
+    refused = _helm(
+        control_plane,
+        "install",
+        "standalone",
+        str(chart.CHART_DIR),
+        "--namespace=standalone",
+        "--create-namespace",
+        "--set=crds.install=true",
+        "--set=webhook.startupCheck.enabled=false",
+    )
+    assert refused.returncode != 0
+    assert (
+        "CustomResourceDefinition basemodels.ome.io already exists and was not installed by ome-selector"
+    ) in refused.stderr
+    upgraded = _helm(
+        control_plane,
+        "upgrade",
+        "beside",
+        str(chart.CHART_DIR),
+        "--namespace=beside",
+        "--set=webhook.startupCheck.enabled=false",
+        "--set=reportOnly=true",
+    )
+    assert upgraded.returncode == 0, upgraded.stderr
+    uninstalled = _helm(control_plane, "uninstall", "beside", "--namespace=beside")
+    assert uninstalled.returncode == 0, uninstalled.stderr
+    assert _crd_state(control_plane) == before
+
+
+def test_a_failed_install_leaves_no_fail_closed_webhook(
+    control_plane: ControlPlane, api_client: Any, namespace: str, release: list[str]
+) -> None:
+    """No pod ever runs here (no scheduler, no kubelet): `helm install --wait` fails, as an install whose
+    image cannot be pulled does. The configuration it leaves is unarmed, so InferenceService writes — OME's
+    own controller's too — pass."""
+    release.append("failed")
+    failed = _helm(
+        control_plane,
+        "install",
+        "failed",
+        str(chart.CHART_DIR),
+        "--namespace=failed",
+        "--create-namespace",
+        "--wait",
+        "--timeout=10s",
+    )
+    assert failed.returncode != 0
+    configuration = json.loads(
+        control_plane.kubectl(
+            "get", "validatingwebhookconfiguration", "failed-ome-selector", "-o", "json"
+        ).stdout
+    )
+    assert {webhook["failurePolicy"] for webhook in configuration["webhooks"]} == {"Ignore"}
+    engine = {"minReplicas": 1}  # what the InferenceService webhook judges
+    create(
+        api_client, objects.inference_service("written", namespace=namespace, model_name="x", engine=engine)
+    )
+    create(api_client, objects.runtime("written-rt", namespace=namespace))
