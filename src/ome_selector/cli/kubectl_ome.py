@@ -23,6 +23,7 @@ from ome_selector.cli.arguments import (
     add_output_argument,
     add_subcommand,
 )
+from ome_selector.cli.completion import COMPLETE, add_completion_command, handled
 from ome_selector.cli.exits import quietly
 from ome_selector.cli.lint import add_lint_parser
 from ome_selector.cli.model_inspect import add_model_command, run_model_command
@@ -136,6 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_lint_parser(runtime_commands)
     add_what_if_parser(runtime_commands)
     add_model_command(commands, _Parser)
+    add_completion_command(commands)
     return parser
 
 
@@ -203,6 +205,8 @@ def explain_command(args: argparse.Namespace, source: ObjectSource) -> tuple[Exp
 
 def run(argv: Sequence[str] | None = None) -> int:
     """Run `kubectl ome` with ``argv`` (default: the process arguments) and return the exit status."""
+    if handled("kubectl-ome", build_parser, list(sys.argv[1:] if argv is None else argv)):
+        return EXIT_OK
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exit_:  # --help, --version and usage errors
@@ -229,6 +233,12 @@ def run(argv: Sequence[str] | None = None) -> int:
 def main() -> int:
     """Console-script entry point (``kubectl-ome``)."""
     return quietly(run, on_broken_pipe=EXIT_OK)
+
+
+def complete_main() -> int:
+    """Console-script entry point ``kubectl_complete-ome``: kubectl 1.26 and later run it with the words after
+    ``kubectl ome`` (the last one being typed) to complete them."""
+    return quietly(lambda: run([COMPLETE, *sys.argv[1:]]), on_broken_pipe=EXIT_OK)
 
 
 if __name__ == "__main__":
