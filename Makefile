@@ -83,7 +83,8 @@ chart-readme: venv ## write the chart README's values table and the schema's des
 
 chart-lint: venv ## as chart-testing lints: helm lint --strict per ci/*-values.yaml, yamllint, Chart.yaml schema; docs current
 	@bindir=$$(hack/ensure-binaries.sh) && for values in charts/ome-selector/ci/*-values.yaml; do \
-	  "$$bindir/helm" lint --strict charts/ome-selector --values "$$values" || exit 1; done
+	  "$$bindir/helm" lint --strict --kube-version "$$(sed -n 's/^K8S_VERSION="$${K8S_VERSION:-\(.*\)}"/\1/p' hack/ensure-binaries.sh)" \
+	  charts/ome-selector --values "$$values" || exit 1; done
 	$(BIN)/yamllint --strict -c hack/chart/lintconf.yaml charts/ome-selector/Chart.yaml charts/ome-selector/values.yaml \
 	  charts/ome-selector/ci
 	$(BIN)/yamale -s hack/chart/chart_schema.yaml charts/ome-selector/Chart.yaml

@@ -74,6 +74,7 @@ def _template_against_cluster(control_plane: ControlPlane, *sets: str) -> subpro
             "default",
             "--dry-run=server",
             f"--kubeconfig={control_plane.kubeconfig}",
+            f"--kube-version={chart.KUBE_VERSION}",
             *(f"--set={s}" for s in sets),
         ],
         capture_output=True,

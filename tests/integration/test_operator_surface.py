@@ -180,7 +180,7 @@ def test_cleanup_in_the_cluster_stops_the_operator_first_and_deletes_its_lease(
         f"ome-selector cleanup: cannot stop deployment {namespace}/op: 1 pod(s) still there after 1 s\n"
     )
     assert runtime_ready(api_client, "chat", namespace) is not None
-    assert apps.read_namespaced_deployment_scale("op", namespace).spec.replicas == 0
+    assert apps.read_namespaced_deployment("op", namespace).spec.replicas == 0
 
     dry = _cleanup(control_plane, *hook, "--dry-run")
     assert dry.returncode == 0, dry.stderr
@@ -207,7 +207,7 @@ def test_cleanup_in_the_cluster_stops_the_operator_first_and_deletes_its_lease(
         text=True,
     ) as process:
         eventually(
-            lambda: apps.read_namespaced_deployment_scale("op", namespace).spec.replicas == 0 or None,
+            lambda: apps.read_namespaced_deployment("op", namespace).spec.replicas == 0 or None,
             what="the Deployment scaled to 0",
         )
         assert process.poll() is None  # waiting for the pod

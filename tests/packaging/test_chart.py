@@ -123,7 +123,15 @@ def _helm(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:
     ],
 )
 def test_helm_lint_strict_is_clean(helm: Path, sets: list[str]) -> None:
-    result = _helm(helm, "lint", "--strict", str(chart.CHART_DIR), *(f"--set={s}" for s in sets))
+    result = _helm(
+        helm,
+        "lint",
+        "--strict",
+        "--kube-version",
+        chart.KUBE_VERSION,
+        str(chart.CHART_DIR),
+        *(f"--set={s}" for s in sets),
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "[WARNING]" not in result.stdout, result.stdout
     assert "[ERROR]" not in result.stdout, result.stdout
@@ -281,7 +289,7 @@ def test_deployment_arguments_are_understood_by_ome_selector_run(render: Any) ->
 
 def test_startup_check_hook_probes_the_webhook_with_a_dry_run_only(render: Any) -> None:
     rendered = render(release="prod", namespace="ops")
-    job = rendered.one("Job")
+    job = rendered.one("Job", "prod-ome-selector-startupcheck")
     hook = job["metadata"]["annotations"]
     assert hook["helm.sh/hook"] == "post-install,post-upgrade"
     assert "hook-succeeded" in hook["helm.sh/hook-delete-policy"]
@@ -296,9 +304,15 @@ def test_startup_check_hook_probes_the_webhook_with_a_dry_run_only(render: Any) 
     assert job["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
     # A namespaced install probes a namespace the webhook judges.
     namespaced = render({"watchNamespaces": ["team-a"]}, release="prod", namespace="ops")
-    assert "--namespace=team-a" in namespaced.one("Job")["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert (
+        "--namespace=team-a"
+        in namespaced.one("Job", "prod-ome-selector-startupcheck")["spec"]["template"]["spec"]["containers"][
+            0
+        ]["args"]
+    )
     assert namespaced.one("Role", "prod-ome-selector-startupcheck")["metadata"]["namespace"] == "team-a"
-    assert not render({"webhook": {"startupCheck": {"enabled": False}}}).all("Job")
+    jobs = render({"webhook": {"startupCheck": {"enabled": False}}}).all("Job")
+    assert [job["metadata"]["name"] for job in jobs] == ["ome-selector-cleanup"]
 
 
 def test_pod_disruption_budget_keeps_a_webhook_endpoint(render: Any) -> None:
@@ -410,7 +424,7 @@ def test_cluster_wide_rbac_is_least_privilege(render: Any) -> None:
         ("ops", "coordination.k8s.io", "leases", "update", configuration),
     }
     assert rendered.rules() == expected
-    binding = rendered.one("ClusterRoleBinding")
+    binding = rendered.one("ClusterRoleBinding", "prod-ome-selector")
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "prod-ome-selector", "namespace": "ops"}
     ]
@@ -600,19 +614,6 @@ def test_cert_manager_mode(render: Any) -> None:
         "privateKey": {"algorithm": "ECDSA", "size": 256, "rotationPolicy": "Never"},
         "issuerRef": {"kind": "Issuer", "name": "prod-ome-selector-selfsigned"},
     }
-    # Helm applies the objects in its kind order and cert-manager retries, but the documents also come in
-    # chain order, for plain `kubectl apply` of a render.
-    order = [
-        (doc["kind"], doc["metadata"]["name"])
-        for doc in rendered.docs
-        if doc["kind"] in {"Issuer", "Certificate"}
-    ]
-    assert order == [
-        ("Issuer", "prod-ome-selector-selfsigned"),
-        ("Certificate", "prod-ome-selector-webhook-ca"),
-        ("Issuer", "prod-ome-selector-webhook-ca"),
-        ("Certificate", "prod-ome-selector-webhook"),
-    ]
     annotations = rendered.one("ValidatingWebhookConfiguration")["metadata"]["annotations"]
     assert annotations == {"cert-manager.io/inject-ca-from": f"ops/{certificate['metadata']['name']}"}
     assert not rendered.all("Secret")

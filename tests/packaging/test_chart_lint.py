@@ -54,7 +54,16 @@ def test_there_is_a_ci_values_file_per_mode() -> None:
 
 @pytest.mark.parametrize("values", CI_VALUES, ids=[path.name for path in CI_VALUES])
 def test_helm_lint_strict_with_each_ci_values_file(helm: Path, values: Path) -> None:
-    result = _run(str(helm), "lint", "--strict", str(chart.CHART_DIR), "--values", str(values))
+    result = _run(
+        str(helm),
+        "lint",
+        "--strict",
+        "--kube-version",
+        chart.KUBE_VERSION,
+        str(chart.CHART_DIR),
+        "--values",
+        str(values),
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "[WARNING]" not in result.stdout, result.stdout
     assert "[INFO]" not in result.stdout, result.stdout  # helm's INFO: e.g. a missing icon
@@ -100,6 +109,11 @@ def test_chart_metadata() -> None:
         "ClusterServingRuntime",
         "InferenceService",
     }
+
+
+def test_the_kubernetes_version_rendered_for_is_the_one_tested() -> None:
+    script = (chart.REPO_ROOT / "hack" / "ensure-binaries.sh").read_text()
+    assert f'K8S_VERSION="${{K8S_VERSION:-{chart.KUBE_VERSION}}}"' in script
 
 
 def test_helm_refuses_a_cluster_older_than_1_30(helm: Path) -> None:
@@ -185,3 +199,14 @@ def test_generator_reads_comments_and_finds_undocumented_keys() -> None:
         '| `items` |  | `[{"name": "x", "value": "y"}]` | '
         "A list of maps: their keys are not keys of values.yaml. |",
     ]
+
+
+def test_the_plain_install_holds_no_uninstall_hook() -> None:
+    docs = [doc for doc in yaml.safe_load_all(chart.INSTALL_MANIFEST.read_text()) if doc]
+    hooks = [
+        (doc["kind"], doc["metadata"]["name"])
+        for doc in docs
+        if "pre-delete" in doc["metadata"].get("annotations", {}).get("helm.sh/hook", "")
+    ]
+    assert hooks == []  # `kubectl apply` would run the cleanup at once and stop the operator
+    assert not [doc for doc in docs if doc["metadata"]["name"].endswith("-cleanup")]
