@@ -136,7 +136,6 @@ PY
 
 helm_install() {
   local watcher
-  prepare_nodes
   capture_hook_pod startupcheck "$SCRATCH/startupcheck.json" &
   watcher=$!
   "$HELM" install --create-namespace "${install_args[@]}" >/dev/null
@@ -392,6 +391,7 @@ diagnose() {
 }
 
 run() {
+  check "the node is tainted and labelled for the hook Jobs, their PriorityClass exists" prepare_nodes
   check "helm install --wait (image $IMAGE)" helm_install
   if ((failed)); then diagnose; return 1; fi
   # Right after `helm install --wait`, as a user would: every webhook-checked object must be admitted.
@@ -415,6 +415,7 @@ run() {
 
 case "${1:-}" in
   install)
+    check "the node is tainted and labelled for the hook Jobs, their PriorityClass exists" prepare_nodes
     check "helm install --wait (image $IMAGE)" helm_install
     if ((failed)); then diagnose; exit 1; fi
     ;;
