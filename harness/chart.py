@@ -45,7 +45,7 @@ CHART_CRDS = CHART_DIR / "files" / "crds"
 CRD_SOURCE = CRD_DIR
 INSTALL_MANIFEST = REPO_ROOT / "manifests" / "install.yaml"
 RELEASE = NAMESPACE = "ome-selector"
-#: The Kubernetes version `helm template` and `helm lint` assume: the one the tests run (hack/ensure-binaries.sh).
+#: The Kubernetes version `helm template` and `helm lint` assume: the one tested (hack/ensure-binaries.sh).
 #: A helm built with `go install` (not Helm's release build, which stamps its client-go version) assumes 1.20
 #: without a cluster, which the chart's kubeVersion (>= 1.30) refuses.
 KUBE_VERSION = "1.36.3"

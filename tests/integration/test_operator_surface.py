@@ -66,17 +66,22 @@ def test_health_and_metrics_endpoints(api_client: Any, namespace: str, running_o
         assert needle in text, needle
 
 
+def _cleanup_command(control_plane: ControlPlane, *args: str) -> list[str]:
+    kubeconfig = str(control_plane.kubeconfig)
+    return [
+        sys.executable,
+        "-m",
+        "ome_selector.cli.ome_selector",
+        "--kubeconfig",
+        kubeconfig,
+        "cleanup",
+        *args,
+    ]
+
+
 def _cleanup(control_plane: ControlPlane, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ome_selector.cli.ome_selector",
-            "--kubeconfig",
-            str(control_plane.kubeconfig),
-            "cleanup",
-            *args,
-        ],
+        _cleanup_command(control_plane, *args),
         capture_output=True,
         text=True,
         check=False,
@@ -193,15 +198,7 @@ def test_cleanup_in_the_cluster_stops_the_operator_first_and_deletes_its_lease(
 
     apps.patch_namespaced_deployment_scale("op", namespace, {"spec": {"replicas": 2}})
     with subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "ome_selector.cli.ome_selector",
-            "--kubeconfig",
-            str(control_plane.kubeconfig),
-            "cleanup",
-            *hook,
-        ],
+        _cleanup_command(control_plane, *hook),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -6,12 +6,15 @@ wheel is built from (the top-level files and ``src/``), so whatever the build wr
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from harness import chart
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,3 +47,14 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.fail(f"pip wheel failed:\n{result.stdout}\n{result.stderr}")
     (built,) = out.glob("ome_selector-*.whl")
     return built
+
+
+@pytest.fixture(scope="session")
+def helm() -> Path:
+    """The helm binary; the chart's tests skip without one, except under CI."""
+    try:
+        return chart.find_helm()
+    except chart.HelmNotFoundError as error:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(str(error))

@@ -8,7 +8,6 @@ plain install (manifests/install.yaml) is what `make manifests` renders now.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -34,16 +33,6 @@ STANDARD_LABELS = {
 CERT_DIR = "/var/run/ome-selector/webhook-certs"
 #: Roles of the hook Jobs and the plugin reader: not the operator's (checked in tests of their own).
 HOOK_AND_READER_ROLES = ("-plugin-reader", "-startupcheck", "-cleanup", "-cleanup-conditions")
-
-
-@pytest.fixture(scope="module")
-def helm() -> Path:
-    try:
-        return chart.find_helm()
-    except chart.HelmNotFoundError as error:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(str(error))
 
 
 class Rendered:

@@ -28,18 +28,6 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(args, capture_output=True, text=True, timeout=120, check=False)
 
 
-@pytest.fixture(scope="module")
-def helm() -> Path:
-    try:
-        return chart.find_helm()
-    except chart.HelmNotFoundError as error:
-        import os
-
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(str(error))
-
-
 def test_there_is_a_ci_values_file_per_mode() -> None:
     assert {path.name for path in CI_VALUES} >= {
         "default-values.yaml",
