@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import urllib.request
+import uuid
 from functools import partial
 from typing import Any
 
@@ -148,6 +149,21 @@ def _deployment_and_pod(api_client: Any, namespace: str) -> None:
         {
             "metadata": {"name": "op-1", "labels": labels},
             "spec": {"containers": [{"name": "op", "image": "op"}]},
+        },
+    )
+    # A hook Job's pod with the same labels (the cleanup's own, say) is never waited for.
+    job_owner = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "name": "hook",
+        "uid": str(uuid.uuid4()),
+        "controller": True,
+    }
+    core.create_namespaced_pod(
+        namespace,
+        {
+            "metadata": {"name": "hook", "labels": labels, "ownerReferences": [job_owner]},
+            "spec": {"containers": [{"name": "hook", "image": "op"}]},
         },
     )
     coordination.create_namespaced_lease(

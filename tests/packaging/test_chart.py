@@ -767,6 +767,12 @@ def test_hook_pods_are_scheduled_by_their_values_and_kept_sidecar_free(render: A
             "requests": {"cpu": "10m", "memory": "64Mi"},
             "limits": {"memory": "128Mi"},
         }
+    # Not the operator's selector labels: its Services, budget and the cleanup's wait would count the pod.
+    selector = default.one("Deployment")["spec"]["selector"]["matchLabels"]
+    for job in default.all("Job"):
+        labels = job["spec"]["template"]["metadata"]["labels"]
+        assert not selector.items() <= labels.items(), job["metadata"]["name"]
+        assert labels["app.kubernetes.io/instance"] == "prod"
     scheduled = render({"hooks": HOOK_SCHEDULING, "imagePullSecrets": [{"name": "pull"}]}, release="prod")
     for job in ("prod-ome-selector-startupcheck", "prod-ome-selector-cleanup"):
         template = scheduled.one("Job", job)["spec"]["template"]

@@ -59,7 +59,9 @@ default: a sidecar would keep the Job from completing) and where it may run. Cal
 */}}
 {{- define "ome-selector.hookPodMetadata" -}}
 labels:
-  {{- include "ome-selector.labels" .root | nindent 2 }}
+  {{- /* Not the operator's selector labels: its Services, PodDisruptionBudget and the cleanup's wait would count
+  the hook's pod as a replica. */}}
+  {{- omit (include "ome-selector.labels" .root | fromYaml) "app.kubernetes.io/name" | toYaml | nindent 2 }}
   app.kubernetes.io/component: {{ .component }}
   {{- with .root.Values.hooks.podLabels }}
   {{- toYaml . | nindent 2 }}

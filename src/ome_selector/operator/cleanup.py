@@ -119,13 +119,20 @@ async def _stop_deployment(
     core = client.CoreV1Api(api_client)
     deadline = time.monotonic() + timeout
     while True:
-        pods = await core.list_namespaced_pod(namespace, label_selector=selector)
-        if not pods.items:
+        listed = await core.list_namespaced_pod(namespace, label_selector=selector)
+        # A Job's pod is never the operator's, even with matching labels: this hook's own, for one.
+        pods = [pod for pod in listed.items if not _owned_by_a_job(pod)]
+        if not pods:
             print(f"no pod of deployment {namespace}/{name} is left")
             return
         if time.monotonic() >= deadline:
-            raise TimeoutError(f"{len(pods.items)} pod(s) still there after {timeout:g} s")
+            raise TimeoutError(f"{len(pods)} pod(s) still there after {timeout:g} s")
         await asyncio.sleep(POLL_SECONDS)
+
+
+def _owned_by_a_job(pod: client.V1Pod) -> bool:
+    owners = pod.metadata.owner_references or []
+    return any(owner.kind == "Job" and owner.api_version == "batch/v1" for owner in owners)
 
 
 async def _delete_lease(api_client: client.ApiClient, namespace: str, name: str, *, dry_run: bool) -> int:
