@@ -30,10 +30,17 @@ RUN python -m venv /opt/ome-selector \
 FROM ${PYTHON_IMAGE}
 # The release version: ome_selector.__version__ (tests/packaging/test_version.py keeps the two equal).
 ARG VERSION=0.1.0
+# Where and from what the image was built: hack/release/build-image.sh passes the commit and its time (RFC 3339).
+ARG SOURCE=https://github.com/ome-selector/ome-selector
+ARG REVISION=unknown
+ARG CREATED=1970-01-01T00:00:00Z
 LABEL org.opencontainers.image.title="ome-selector" \
       org.opencontainers.image.description="Runtime selection for OME InferenceServices (operator and admission webhook)" \
       org.opencontainers.image.version="${VERSION}" \
-      org.opencontainers.image.licenses="Apache-2.0"
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.created="${CREATED}"
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PATH=/opt/ome-selector/bin:$PATH \

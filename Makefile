@@ -90,18 +90,36 @@ clean: cluster-down ## remove the virtual environment and local state
 # --- the deployable product (issue 8): chart, plain manifests, image, kind e2e ------------------------------
 IMAGE ?= ome-selector:dev
 
-.PHONY: manifests chart-lint image e2e-kind
+.PHONY: manifests chart-lint chart-readme image e2e-kind release-image sbom workflow-lint
 
 manifests: venv ## copy manifests/crds into the chart and render manifests/install.yaml from it (default values)
 	@bindir=$$(hack/ensure-binaries.sh) && OME_SELECTOR_BIN_DIR="$$bindir" $(PY) -m harness.chart
 
-chart-lint: ## helm lint --strict the chart, with its default values and the other modes
-	@bindir=$$(hack/ensure-binaries.sh) && for set in "" "--set webhook.certManager.enabled=true" \
-	  "--set watchNamespaces={a,b} --set reportOnly=true --set crds.install=false" "--set webhook.enabled=false"; do \
-	  "$$bindir/helm" lint --strict charts/ome-selector $$set || exit 1; done
+chart-readme: venv ## write the chart README's values table and the schema's descriptions and defaults from values.yaml
+	$(PY) -m harness.chart_docs
+
+chart-lint: venv ## as chart-testing lints: helm lint --strict per ci/*-values.yaml, yamllint, Chart.yaml schema; docs current
+	@bindir=$$(hack/ensure-binaries.sh) && for values in charts/ome-selector/ci/*-values.yaml; do \
+	  "$$bindir/helm" lint --strict --kube-version "$$(sed -n 's/^K8S_VERSION="$${K8S_VERSION:-\(.*\)}"/\1/p' hack/ensure-binaries.sh)" \
+	  charts/ome-selector --values "$$values" || exit 1; done
+	$(BIN)/yamllint --strict -c hack/chart/lintconf.yaml charts/ome-selector/Chart.yaml charts/ome-selector/values.yaml \
+	  charts/ome-selector/ci
+	$(BIN)/yamale -s hack/chart/chart_schema.yaml charts/ome-selector/Chart.yaml
+	$(PY) -m harness.chart_docs --check
 
 image: ## build the container image $(IMAGE) (needs a Docker engine)
 	docker build -t $(IMAGE) .
+
+# PLATFORMS=linux/amd64 (default: linux/amd64,linux/arm64); PUSH=1 pushes the manifest list to $(RELEASE_IMAGE).
+RELEASE_IMAGE ?= ghcr.io/ome-selector/ome-selector:$(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' src/ome_selector/__init__.py)
+release-image: ## multi-arch image with buildah (OCI labels source/revision/created), an OCI archive in dist/
+	IMAGE=$(RELEASE_IMAGE) hack/release/build-image.sh
+
+sbom: ## CycloneDX SBOM of the image's Python environment (requirements.lock) into dist/
+	hack/release/sbom.sh
+
+workflow-lint: ## actionlint on .github/workflows (installed from the Go module proxy into a temporary GOBIN)
+	hack/release/actionlint.sh
 
 e2e-kind: venv ## kind cluster, build and load $(IMAGE), helm install, the e2e scenario, delete (needs Docker and kind)
 	IMAGE=$(IMAGE) PYTHON=$(PY) hack/e2e-kind.sh

@@ -63,17 +63,90 @@ check() {
 
 # --- install ----------------------------------------------------------------------------------------------------
 
+# The hook Jobs run only where their scheduling values let them: the node is tainted (the operator tolerates
+# the taint too) and labelled, and the hooks get a PriorityClass, a node selector, an affinity and labels of
+# their own. A hook pod that ignored them would stay Pending and `helm install`/`helm uninstall` would time out.
+E2E_TAINT=ome-selector.ome.io/e2e
+HOOK_NODE_LABEL=ome-selector.ome.io/e2e-hooks
+HOOK_PRIORITY=ome-selector-e2e-hooks
+TOLERATION="[{\"key\":\"$E2E_TAINT\",\"operator\":\"Exists\",\"effect\":\"NoSchedule\"}]"
 image_args=(
   "$REPO/charts/ome-selector" --namespace "$NAMESPACE"
-  --set "image.repository=${IMAGE%:*}" --set "image.tag=${IMAGE##*:}" --set image.pullPolicy=Never
+  --set image.registry= --set "image.repository=${IMAGE%:*}" --set "image.tag=${IMAGE##*:}"
+  --set image.pullPolicy=Never
+  --set-json "tolerations=$TOLERATION" --set-json "hooks.tolerations=$TOLERATION"
+  --set-json "hooks.nodeSelector={\"$HOOK_NODE_LABEL\":\"true\"}"
+  --set-json 'hooks.affinity={"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"kubernetes.io/os","operator":"In","values":["linux"]}]}]}}}'
+  --set "hooks.priorityClassName=$HOOK_PRIORITY" --set hooks.podLabels.e2e=hook
   --wait --timeout 180s
 )
 # Standalone: the chart installs its CRDs (README "Standalone").
 install_args=("$RELEASE" "${image_args[@]}" --set crds.install=true)
 
+prepare_nodes() {
+  k label node --all "$HOOK_NODE_LABEL=true" --overwrite >/dev/null
+  k taint node --all "$E2E_TAINT=hooks:NoSchedule" --overwrite >/dev/null
+  k apply -f - >/dev/null <<YAML
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: $HOOK_PRIORITY}
+value: 1000
+description: the e2e suite's hook Jobs
+YAML
+}
+
+# capture_hook_pod COMPONENT FILE (in the background): the hook's pod as JSON, once it is bound to a node.
+capture_hook_pod() {
+  local i
+  for ((i = 0; i < 600; i++)); do
+    if k -n "$NAMESPACE" get pods -l "app.kubernetes.io/component=$1" -o json 2>/dev/null >"$2.part" \
+      && grep -q '"nodeName"' "$2.part"; then
+      mv "$2.part" "$2"
+      return 0
+    fi
+    sleep 0.3
+  done
+}
+
+# hook_pod_scheduled FILE COMPONENT: the captured pod carries the scheduling values and the no-sidecar defaults.
+hook_pod_scheduled() {
+  [[ -s $1 ]] || { echo "no $2 hook pod was seen"; return 1; }
+  "$PYTHON" - "$1" "$2" "$E2E_TAINT" "$HOOK_NODE_LABEL" "$HOOK_PRIORITY" <<'PY'
+import json, sys
+path, component, taint, node_label, priority = sys.argv[1:]
+pod = json.load(open(path))["items"][0]
+spec, meta = pod["spec"], pod["metadata"]
+problems = []
+if spec.get("nodeSelector") != {node_label: "true"}:
+    problems.append(f"nodeSelector {spec.get('nodeSelector')}")
+if not any(t.get("key") == taint for t in spec.get("tolerations", [])):
+    problems.append("no toleration of the taint")
+if spec.get("priorityClassName") != priority:
+    problems.append(f"priorityClassName {spec.get('priorityClassName')}")
+if "nodeAffinity" not in spec.get("affinity", {}):
+    problems.append("no nodeAffinity")
+labels, annotations = meta.get("labels", {}), meta.get("annotations", {})
+if labels.get("e2e") != "hook" or labels.get("sidecar.istio.io/inject") != "false":
+    problems.append(f"labels {labels}")
+if annotations.get("linkerd.io/inject") != "disabled":
+    problems.append(f"annotations {annotations}")
+if problems:
+    sys.exit(f"{component} hook pod: " + "; ".join(problems))
+print(f"> {component} hook pod {meta['name']} ran on {spec['nodeName']} past the taint: priority {priority}, "
+      "node selector, affinity, labels e2e=hook and sidecar.istio.io/inject=false, linkerd.io/inject=disabled")
+PY
+}
+
 helm_install() {
+  local watcher
+  capture_hook_pod startupcheck "$SCRATCH/startupcheck.json" &
+  watcher=$!
   "$HELM" install --create-namespace "${install_args[@]}" >/dev/null
+  # The hook pod lived for seconds before helm returned (helm waits for the Job): long since captured.
+  kill "$watcher" 2>/dev/null || true
+  wait "$watcher" 2>/dev/null || true
   note "$(k -n "$NAMESPACE" get pods -l "app.kubernetes.io/instance=$RELEASE" --no-headers)"
+  hook_pod_scheduled "$SCRATCH/startupcheck.json" startupcheck
 }
 
 ca_bundle() { k get validatingwebhookconfiguration "$RELEASE" -o jsonpath='{.webhooks[*].clientConfig.caBundle}'; }
@@ -287,20 +360,30 @@ EOF
   note "$(cut -c1-160 <<<"$out")"
 }
 
-# README "Uninstall": stop the operator, `ome-selector cleanup`, `helm uninstall`; the CRDs stay.
-uninstall_documented() {
-  local cli left listed
+# README "Uninstall": `helm uninstall` alone. Its pre-delete hook stops the operator, removes RuntimeReady and
+# deletes the Lease; nothing of ours is left but the CRDs (and the events, which the API server expires).
+uninstall_with_the_hook() {
+  local cli left listed watcher leftovers
   cli="$(dirname "$PYTHON")/ome-selector"
-  k -n "$NAMESPACE" scale "deployment/$RELEASE" --replicas=0
-  k -n "$NAMESPACE" wait --for=delete pod -l "app.kubernetes.io/instance=$RELEASE" --timeout 120s
-  listed=$("$cli" --kubeconfig "$KUBECONFIG" cleanup --dry-run)
-  [[ -n $listed ]] || { echo "cleanup --dry-run listed nothing"; return 1; }
-  "$cli" --kubeconfig "$KUBECONFIG" cleanup
+  # What the hook will do, as the CLI lists it from here (read-only).
+  listed=$("$cli" --kubeconfig "$KUBECONFIG" cleanup --conditions-only --dry-run)
+  grep -q "would remove RuntimeReady" <<<"$listed" || { echo "cleanup --dry-run listed nothing: $listed"; return 1; }
+  k -n "$NAMESPACE" get lease "$RELEASE" >/dev/null || { echo "no Lease $RELEASE before the uninstall"; return 1; }
+  capture_hook_pod cleanup "$SCRATCH/cleanup.json" &
+  watcher=$!
+  "$HELM" uninstall "$RELEASE" --namespace "$NAMESPACE" --wait --timeout 180s >/dev/null
+  kill "$watcher" 2>/dev/null || true
+  wait "$watcher" 2>/dev/null || true
+  hook_pod_scheduled "$SCRATCH/cleanup.json" cleanup
   left=$(k get isvc -A -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="RuntimeReady")].type}{end}')
-  [[ -z $left ]] || { echo "RuntimeReady conditions left after cleanup"; return 1; }
-  "$HELM" uninstall "$RELEASE" --namespace "$NAMESPACE" --wait
+  [[ -z $left ]] || { echo "RuntimeReady conditions left after helm uninstall"; return 1; }
+  leftovers=$(k -n "$NAMESPACE" get all,secrets,configmaps,serviceaccounts,roles,rolebindings,leases,jobs \
+    -o name | grep -v -x -e serviceaccount/default -e configmap/kube-root-ca.crt || true)
+  leftovers+=$(k get clusterroles,clusterrolebindings,validatingwebhookconfigurations -o name \
+    -l app.kubernetes.io/part-of=ome-selector)
+  [[ -z $leftovers ]] || { echo "left after helm uninstall: $leftovers"; return 1; }
   k get crd "${CRDS[@]}" >/dev/null || { echo "helm uninstall deleted CRDs"; return 1; }
-  note "RuntimeReady removed from $(k get isvc -A --no-headers | wc -l) InferenceServices; release gone; 5 CRDs kept"
+  note "RuntimeReady removed from $(k get isvc -A --no-headers | wc -l) InferenceServices by the pre-delete hook; Lease deleted; nothing left in $NAMESPACE or cluster-wide but the 5 CRDs"
 }
 
 # --- beside OME: its CRDs first, the chart on top (the configuration most users have) --------------------------
@@ -368,6 +451,7 @@ diagnose() {
 }
 
 run() {
+  check "the node is tainted and labelled for the hook Jobs, their PriorityClass exists" prepare_nodes
   check "helm install --wait (image $IMAGE)" helm_install
   if ((failed)); then diagnose; return 1; fi
   # Right after `helm install --wait`, as a user would: every webhook-checked object must be admitted.
@@ -385,7 +469,7 @@ run() {
   check "helm upgrade keeps the webhook CA" upgrade_keeps_ca
   check "the upgraded operator denies an unparseable size (strictSizes)" strict_sizes_denial
   ((failed == 0)) || diagnose
-  check "uninstall as documented (cleanup, helm uninstall, CRDs kept)" uninstall_documented
+  check "helm uninstall: the pre-delete hook cleans up, only the CRDs stay" uninstall_with_the_hook
   # Independent of the checks above: the release is gone, and OME's CRDs replace ours.
   beside_ome
   ((failed == 0))
@@ -393,6 +477,7 @@ run() {
 
 case "${1:-}" in
   install)
+    check "the node is tainted and labelled for the hook Jobs, their PriorityClass exists" prepare_nodes
     check "helm install --wait (image $IMAGE)" helm_install
     if ((failed)); then diagnose; exit 1; fi
     ;;

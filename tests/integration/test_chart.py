@@ -74,6 +74,7 @@ def _template_against_cluster(control_plane: ControlPlane, *sets: str) -> subpro
         str(chart.CHART_DIR),
         "--namespace=default",
         "--dry-run=server",
+        f"--kube-version={chart.KUBE_VERSION}",
         *(f"--set={s}" for s in sets),
     )
 

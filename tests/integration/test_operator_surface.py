@@ -6,6 +6,8 @@ import re
 import subprocess
 import sys
 import urllib.request
+import uuid
+from functools import partial
 from typing import Any
 
 from harness import objects
@@ -66,17 +68,22 @@ def test_health_and_metrics_endpoints(api_client: Any, namespace: str, running_o
         assert needle in text, needle
 
 
+def _cleanup_command(control_plane: ControlPlane, *args: str) -> list[str]:
+    kubeconfig = str(control_plane.kubeconfig)
+    return [
+        sys.executable,
+        "-m",
+        "ome_selector.cli.ome_selector",
+        "--kubeconfig",
+        kubeconfig,
+        "cleanup",
+        *args,
+    ]
+
+
 def _cleanup(control_plane: ControlPlane, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ome_selector.cli.ome_selector",
-            "--kubeconfig",
-            str(control_plane.kubeconfig),
-            "cleanup",
-            *args,
-        ],
+        _cleanup_command(control_plane, *args),
         capture_output=True,
         text=True,
         check=False,
@@ -170,3 +177,131 @@ def test_cleanup_keeps_a_condition_another_writer_owns_and_says_so(
     assert forced.returncode == 0, forced.stderr
     assert f"removed RuntimeReady from inferenceservice {namespace}/chat" in forced.stdout
     assert get(api_client, "InferenceService", "chat", namespace)["status"]["conditions"] == [READY]
+
+
+def _deployment_and_pod(api_client: Any, namespace: str) -> None:
+    from kubernetes import client
+
+    labels = {"app": "op"}
+    apps: Any = client.AppsV1Api(api_client)  # dict bodies: the typed models would only re-encode them
+    core: Any = client.CoreV1Api(api_client)
+    coordination: Any = client.CoordinationV1Api(api_client)
+    apps.create_namespaced_deployment(
+        namespace,
+        {
+            "metadata": {"name": "op"},
+            "spec": {
+                "replicas": 2,
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {"containers": [{"name": "op", "image": "op"}]},
+                },
+            },
+        },
+    )
+    # No controller-manager runs here: this pod stands for a replica that is still terminating.
+    core.create_namespaced_pod(
+        namespace,
+        {
+            "metadata": {"name": "op-1", "labels": labels},
+            "spec": {"containers": [{"name": "op", "image": "op"}]},
+        },
+    )
+    # A hook Job's pod with the same labels (the cleanup's own, say) is never waited for.
+    job_owner = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "name": "hook",
+        "uid": str(uuid.uuid4()),
+        "controller": True,
+    }
+    core.create_namespaced_pod(
+        namespace,
+        {
+            "metadata": {"name": "hook", "labels": labels, "ownerReferences": [job_owner]},
+            "spec": {"containers": [{"name": "hook", "image": "op"}]},
+        },
+    )
+    coordination.create_namespaced_lease(
+        namespace, {"metadata": {"name": "op"}, "spec": {"holderIdentity": "op-1"}}
+    )
+
+
+def test_cleanup_in_the_cluster_stops_the_operator_first_and_deletes_its_lease(
+    api_client: Any, control_plane: ControlPlane, namespace: str, running_operator: Any
+) -> None:
+    from kubernetes import client
+
+    core: Any = client.CoreV1Api(api_client)
+    apps: Any = client.AppsV1Api(api_client)
+    other = f"{namespace[:50]}-other"
+    core.create_namespace({"metadata": {"name": other}})
+    _scenario(api_client, namespace)
+    _scenario(api_client, other)
+    runner = running_operator()
+    for where in (namespace, other):
+        eventually(partial(runtime_ready, api_client, "chat", where), what="RuntimeReady")
+    runner.stop()
+    _deployment_and_pod(api_client, namespace)
+    hook = [
+        "--conditions-only",
+        f"--stop-deployment={namespace}/op",
+        f"--delete-lease={namespace}/op",
+        f"--namespace={namespace}",
+    ]
+
+    # The pod never goes: the cleanup gives up and changes nothing (the operator could still write).
+    stuck = _cleanup(control_plane, *hook, "--timeout=1")
+    assert stuck.returncode == 1
+    assert stuck.stderr == (
+        f"ome-selector cleanup: cannot stop deployment {namespace}/op: 1 pod(s) still there after 1 s\n"
+    )
+    assert runtime_ready(api_client, "chat", namespace) is not None
+    assert apps.read_namespaced_deployment("op", namespace).spec.replicas == 0
+
+    dry = _cleanup(control_plane, *hook, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert dry.stdout.splitlines() == [
+        f"would scale deployment {namespace}/op to 0",
+        f"would remove RuntimeReady from inferenceservice {namespace}/chat",
+        "would change 1 InferenceService(s)",
+        f"would delete lease {namespace}/op",
+    ]
+
+    apps.patch_namespaced_deployment_scale("op", namespace, {"spec": {"replicas": 2}})
+    with subprocess.Popen(
+        _cleanup_command(control_plane, *hook),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as process:
+        eventually(
+            lambda: apps.read_namespaced_deployment("op", namespace).spec.replicas == 0 or None,
+            what="the Deployment scaled to 0",
+        )
+        assert process.poll() is None  # waiting for the pod
+        assert runtime_ready(api_client, "chat", namespace) is not None
+        core.delete_namespaced_pod("op-1", namespace, grace_period_seconds=0)
+        out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    assert out.splitlines() == [
+        f"scaled deployment {namespace}/op to 0",
+        f"no pod of deployment {namespace}/op is left",
+        f"removed RuntimeReady from inferenceservice {namespace}/chat",
+        "changed 1 InferenceService(s)",
+        f"deleted lease {namespace}/op",
+    ]
+    assert runtime_ready(api_client, "chat", namespace) is None
+    assert runtime_ready(api_client, "chat", other) is not None  # not a namespace it was given
+    coordination: Any = client.CoordinationV1Api(api_client)
+    leases = coordination.list_namespaced_lease(namespace).items
+    assert [lease.metadata.name for lease in leases] == []
+    # Run again (a retried hook): nothing left to do, and a missing Deployment or Lease is no error.
+    apps.delete_namespaced_deployment("op", namespace)
+    again = _cleanup(control_plane, *hook)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.splitlines() == [
+        f"deployment {namespace}/op is absent",
+        "changed 0 InferenceService(s)",
+    ]

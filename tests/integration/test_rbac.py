@@ -133,7 +133,7 @@ def granted(docs: list[dict[str, Any]], release: str) -> dict[tuple[str, str, st
     rules: dict[tuple[str, str, str], list[str]] = {}
     for doc in docs:
         if doc["kind"] not in {"ClusterRole", "Role"} or doc["metadata"]["name"].endswith(
-            ("-plugin-reader", "-startupcheck")
+            ("-plugin-reader", "-startupcheck", "-cleanup", "-cleanup-conditions")
         ):
             continue
         assert doc["metadata"]["name"].startswith(release), doc["metadata"]["name"]
@@ -182,6 +182,8 @@ class Installed:
                 # The hook's Job needs a pod; the e2e suite runs it in a real cluster.
                 "startupCheck": {"enabled": False},
             },
+            # Its own test below runs the uninstall hook's command with the hook's token.
+            "cleanup": {"enabled": False},
             **values,
         }
         self.docs = render(values, release=self.release, namespace=namespace)
@@ -747,3 +749,57 @@ def test_the_startup_check_account_may_only_dry_run(env: Env) -> None:
     )
     _denied_by_policy(real, policy, "the ome-selector startup check may only make dry-run requests")
     assert control_plane.kubectl("get", "inferenceservices", "-n", namespace, "-o", "name").stdout == ""
+
+
+def test_the_uninstall_hook_cleans_up_with_its_own_token(env: Env) -> None:
+    """The pre-delete Job's command, with the hook's ServiceAccount token only: it stops the Deployment,
+    removes RuntimeReady and deletes the Lease; nothing else is within its reach."""
+    control_plane, namespace, api_client = env.control_plane, env.namespace, env.api_client
+    installed = env.install({"watchNamespaces": [namespace], "cleanup": {"enabled": True}})
+    fullname = installed.one("Deployment")["metadata"]["name"]
+    job = installed.one("Job", "-cleanup")["spec"]["template"]["spec"]
+    account = job["serviceAccountName"]
+    # The operator's Deployment (no controller-manager here: no pods) and Lease, and a condition to remove.
+    deployment = installed.one("Deployment")
+    control_plane.kubectl("apply", "-f", "-", input=yaml.safe_dump(deployment))
+    control_plane.kubectl("create", "-f", "-", input=yaml.safe_dump(
+        {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+         "metadata": {"name": fullname, "namespace": namespace}, "spec": {"holderIdentity": "x"}}
+    ))  # fmt: skip
+    create(api_client, objects.inference_service("chat", namespace=namespace, model_name="llama"))
+    body = get(api_client, "InferenceService", "chat", namespace)
+    condition = {"type": "RuntimeReady", "status": "True", "reason": "RuntimeSelected", "message": "m"}
+    body["status"] = {"conditions": [{**condition, "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+    from kubernetes import client
+
+    client.CustomObjectsApi(api_client).replace_namespaced_custom_object_status(
+        "ome.io", "v1beta1", namespace, "inferenceservices", "chat", body
+    )
+    kubeconfig = token_kubeconfig(control_plane, namespace, account, env.tmp_path / "cleanup.kubeconfig")
+    (container,) = job["containers"]
+    result = subprocess.run(
+        [sys.executable, "-m", "ome_selector.cli.ome_selector", f"--kubeconfig={kubeconfig}",
+         *container["args"]],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        f"scaled deployment {namespace}/{fullname} to 0",
+        f"no pod of deployment {namespace}/{fullname} is left",
+        f"removed RuntimeReady from inferenceservice {namespace}/chat",
+        "changed 1 InferenceService(s)",
+        f"deleted lease {namespace}/{fullname}",
+    ]
+    status = get(api_client, "InferenceService", "chat", namespace).get("status") or {}
+    assert [c for c in status.get("conditions") or [] if c["type"] == "RuntimeReady"] == []
+    _cannot(
+        control_plane,
+        account,
+        namespace,
+        namespace,
+        ("delete", "deployments.apps"),
+        ("create", "leases.coordination.k8s.io"),
+        ("get", "secrets"),
+        ("patch", "inferenceservices.ome.io"),
+    )
+    _cannot(control_plane, account, namespace, "default", ("list", "inferenceservices.ome.io"))

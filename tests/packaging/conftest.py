@@ -51,7 +51,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def helm() -> Path:
-    """helm from `make binaries`; skipped without, except under CI."""
+    """The helm binary; the chart's tests skip without one, except under CI."""
     try:
         return chart.find_helm()
     except chart.HelmNotFoundError as error:

@@ -41,8 +41,77 @@ app.kubernetes.io/part-of: ome-selector
 {{- end -}}
 {{- end -}}
 
+{{/* registry/repository, then @digest when set (it wins over the tag), else :tag (default: appVersion). */}}
 {{- define "ome-selector.image" -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- $image := .Values.image -}}
+{{- $name := ternary (printf "%s/%s" $image.registry $image.repository) $image.repository (ne $image.registry "") -}}
+{{- if $image.digest -}}
+{{- printf "%s@%s" $name $image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $name (default .Chart.AppVersion $image.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The pod of a hook Job (startup check, uninstall cleanup): its labels and annotations (no sidecar injection by
+default: a sidecar would keep the Job from completing) and where it may run. Call with (dict "root" $ "component"
+"startupcheck"); the pod spec fields are indented for a pod template's spec.
+*/}}
+{{- define "ome-selector.hookPodMetadata" -}}
+labels:
+  {{- /* Not the operator's selector labels: its Services, PodDisruptionBudget and the cleanup's wait would count
+  the hook's pod as a replica. */}}
+  {{- omit (include "ome-selector.labels" .root | fromYaml) "app.kubernetes.io/name" | toYaml | nindent 2 }}
+  app.kubernetes.io/component: {{ .component }}
+  {{- with .root.Values.hooks.podLabels }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- with .root.Values.hooks.podAnnotations }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{- define "ome-selector.hookPodScheduling" -}}
+{{- $values := .Values -}}
+{{- with $values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with (default $values.priorityClassName $values.hooks.priorityClassName) }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with (default $values.nodeSelector $values.hooks.nodeSelector) }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with (default $values.tolerations $values.hooks.tolerations) }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $values.hooks.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* HTTPS_PROXY, HTTP_PROXY and NO_PROXY of the operator; with a proxy, NO_PROXY always holds the API server's
+Service address ($(KUBERNETES_SERVICE_HOST), expanded by the kubelet) and the cluster's own names. */}}
+{{- define "ome-selector.proxyEnv" -}}
+{{- with .Values.proxy }}
+{{- if .httpsProxy }}
+- name: HTTPS_PROXY
+  value: {{ .httpsProxy | quote }}
+{{- end }}
+{{- if .httpProxy }}
+- name: HTTP_PROXY
+  value: {{ .httpProxy | quote }}
+{{- end }}
+{{- if or .httpsProxy .httpProxy }}
+- name: NO_PROXY
+  value: {{ join "," (compact (list "$(KUBERNETES_SERVICE_HOST)" ".svc" ".cluster.local" "localhost" "127.0.0.1" .noProxy)) | quote }}
+{{- end }}
+{{- end }}
 {{- end -}}
 
 {{/* The webhook: its configuration, Service, certificate Secret and Certificate share these names. */}}
@@ -56,6 +125,11 @@ app.kubernetes.io/part-of: ome-selector
 
 {{- define "ome-selector.webhookSecretName" -}}
 {{- printf "%s-webhook-tls" (include "ome-selector.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* cert-manager mode: the chart's CA Certificate, its Secret and its Issuer share this name. */}}
+{{- define "ome-selector.caName" -}}
+{{- printf "%s-webhook-ca" (include "ome-selector.fullname" .) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
 {{- define "ome-selector.metricsServiceName" -}}

@@ -25,6 +25,7 @@ from ome_selector.cli.arguments import (
     add_runtime_lookup_argument,
     add_subcommand,
 )
+from ome_selector.cli.completion import COMPLETE, add_completion_command, handled
 from ome_selector.cli.exits import quietly
 from ome_selector.cli.lint import add_lint_parser
 from ome_selector.cli.model_inspect import add_model_command, run_model_command
@@ -162,6 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_what_if_parser(runtime_commands)
     add_model_command(commands, _Parser)
     add_status_parser(commands)
+    add_completion_command(commands)
     return parser
 
 
@@ -237,6 +239,8 @@ def explain_command(
 
 def run(argv: Sequence[str] | None = None) -> int:
     """Run `kubectl ome` with ``argv`` (default: the process arguments) and return the exit status."""
+    if handled("kubectl-ome", build_parser, list(sys.argv[1:] if argv is None else argv)):
+        return EXIT_OK
     try:
         args = build_parser().parse_args(argv)
         if getattr(args, "with_effective", False) and args.isvc is None:
@@ -265,6 +269,12 @@ def run(argv: Sequence[str] | None = None) -> int:
 def main() -> int:
     """Console-script entry point (``kubectl-ome``)."""
     return quietly(run, on_broken_pipe=EXIT_OK)
+
+
+def complete_main() -> int:
+    """Console-script entry point ``kubectl_complete-ome``: kubectl 1.26 and later run it with the words after
+    ``kubectl ome`` (the last one being typed) to complete them."""
+    return quietly(lambda: run([COMPLETE, *sys.argv[1:]]), on_broken_pipe=EXIT_OK)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ome_selector import __version__
+from ome_selector.cli.completion import add_completion_command, handled
 from ome_selector.cli.exits import quietly
 
 if TYPE_CHECKING:
@@ -106,6 +107,12 @@ def _parser() -> argparse.ArgumentParser:
     cleanup.add_argument("--dry-run", action="store_true", help="only list what would change")
     whose = cleanup.add_mutually_exclusive_group()
     whose.add_argument(
+        "--conditions-only",
+        action="store_true",
+        help="keep away from local webhook registrations (the chart's pre-delete hook: none exist in a "
+        "cluster, and it may not list them)",
+    )
+    whose.add_argument(
         "--instance",
         metavar="NAME",
         help="remove the local registration of this instance (default: the one `run` uses on this host with "
@@ -126,6 +133,33 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="remove RuntimeReady also where another field manager last wrote status.conditions (never "
         "beside OME v1.3 or later, whose controller writes its own RuntimeReady)",
+    )
+    hook = cleanup.add_argument_group("uninstalling a release (the chart's pre-delete hook)")
+    hook.add_argument(
+        "--stop-deployment",
+        type=_namespaced_name,
+        metavar="NAMESPACE/NAME",
+        help="first scale the operator's Deployment to 0 and wait until its pods are gone",
+    )
+    hook.add_argument(
+        "--delete-lease",
+        type=_namespaced_name,
+        metavar="NAMESPACE/NAME",
+        help="last delete the operator's leader-election Lease",
+    )
+    hook.add_argument(
+        "-n",
+        "--namespace",
+        action="append",
+        dest="namespaces",
+        metavar="NAMESPACE",
+        help="only the InferenceServices of this namespace (repeatable; default: every namespace)",
+    )
+    hook.add_argument(
+        "--timeout",
+        type=_positive_seconds,
+        default=120.0,
+        help="seconds to wait for the stopped Deployment's pods (default 120)",
     )
 
     check = commands.add_parser(
@@ -159,11 +193,19 @@ def _parser() -> argparse.ArgumentParser:
     drain.add_argument(
         "--pid", type=_pid, default=1, help="the operator's process (default 1: the container's first)"
     )
+    add_completion_command(commands)
     return parser
 
 
 #: ``--log-level`` (chart ``logLevel``).
 LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def _namespaced_name(text: str) -> tuple[str, str]:
+    namespace, _, name = text.partition("/")
+    if not namespace or not name or "/" in name:
+        raise argparse.ArgumentTypeError(f"expected NAMESPACE/NAME, got {text!r}")
+    return namespace, name
 
 
 def _pid(text: str) -> int:
@@ -260,6 +302,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
+    if handled("ome-selector", _parser, list(sys.argv[1:] if argv is None else argv)):
+        return 0
     args = _parser().parse_args(argv)
     if args.command == "run":
         return _run(args)
@@ -280,11 +324,18 @@ def _main(argv: Sequence[str] | None) -> int:
             )
         )
     from ome_selector.kube.connection import kubeconfig_context  # noqa: PLC0415 - keeps `run` start-up lean
-    from ome_selector.operator.cleanup import run_cleanup  # noqa: PLC0415
+    from ome_selector.operator.cleanup import InCluster, run_cleanup  # noqa: PLC0415
     from ome_selector.webhook.registration import default_instance  # noqa: PLC0415
 
+    if args.webhook_only and (args.conditions_only or args.stop_deployment or args.delete_lease):
+        print(
+            "ome-selector cleanup: error: --webhook-only removes only local registrations; it takes none of "
+            "--conditions-only, --stop-deployment, --delete-lease",
+            file=sys.stderr,
+        )
+        return 2
     instance = None
-    if not args.all_instances:
+    if not args.all_instances and not args.conditions_only:
         instance = args.instance or default_instance(kubeconfig_context(args.kubeconfig, args.context))
     return asyncio.run(
         run_cleanup(
@@ -294,6 +345,13 @@ def _main(argv: Sequence[str] | None) -> int:
             instance=instance,
             webhook_only=args.webhook_only,
             any_writer=args.any_writer,
+            conditions_only=args.conditions_only,
+            in_cluster=InCluster(
+                stop_deployment=args.stop_deployment,
+                delete_lease=args.delete_lease,
+                namespaces=args.namespaces,
+                timeout=args.timeout,
+            ),
         )
     )
 

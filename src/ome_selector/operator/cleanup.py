@@ -10,15 +10,23 @@
   is guarded by resourceVersion and retried on conflict (ownership checked again on the fresh object).
 
 Run it after stopping the operator: a running one keeps its registration only until it stops (it would not
-register again), and writes the condition back.
+register again), and writes the condition back. The chart's pre-delete hook (SPEC §0, uninstall) runs it in
+the cluster with ``--stop-deployment`` (scale the operator to 0 and wait until its pods are gone),
+``--conditions-only`` (there is no local registration in a cluster), ``--namespace`` for a namespaced install
+and ``--delete-lease`` (the leader-election Lease, which no Helm release owns).
 """
 
 from __future__ import annotations
 
+import asyncio
 import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from ome_selector.api.resources import Kind
@@ -30,6 +38,22 @@ from ome_selector.webhook.registration import remove_local_registrations
 
 MAX_ATTEMPTS = 5
 SKIPPED_TAIL = "whose RuntimeReady another writer owns (--any-writer removes it too)"
+#: How often the wait for a stopped Deployment's pods looks again.
+POLL_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class InCluster:
+    """What the chart's pre-delete hook adds to the cleanup: every field optional."""
+
+    #: (namespace, name) of the operator's Deployment: scaled to 0, then its pods awaited gone, first.
+    stop_deployment: tuple[str, str] | None = None
+    #: (namespace, name) of the leader-election Lease, deleted last.
+    delete_lease: tuple[str, str] | None = None
+    #: Only the InferenceServices of these namespaces (a namespaced install); None: every namespace.
+    namespaces: Sequence[str] | None = None
+    #: How long to wait for the stopped Deployment's pods.
+    timeout: float = 120.0
 
 
 async def run_cleanup(
@@ -39,63 +63,145 @@ async def run_cleanup(
     dry_run: bool,
     instance: str | None,
     webhook_only: bool = False,
+    conditions_only: bool = False,
+    in_cluster: InCluster = InCluster(),
     any_writer: bool = False,
 ) -> int:
     """``instance``: whose local registrations to remove (None: every instance's); ``any_writer``: remove the
     condition whoever wrote it."""
     api_client = await ClusterAccess(kubeconfig, context).api_client()
     async with api_client:
-        try:
-            removed = await remove_local_registrations(api_client, instance=instance, dry_run=dry_run)
-        except ApiException as error:
-            print(
-                f"ome-selector cleanup: cannot remove local webhook registrations: {error.reason}",
-                file=sys.stderr,
-            )
-            return 1
-        for name in removed:
-            verb = "would remove" if dry_run else "removed"
-            print(f"{verb} validatingwebhookconfiguration {name}")
+        if in_cluster.stop_deployment is not None:
+            namespace, name = in_cluster.stop_deployment
+            try:
+                if dry_run:
+                    print(f"would scale deployment {namespace}/{name} to 0")
+                else:
+                    await _stop_deployment(api_client, namespace, name, timeout=in_cluster.timeout)
+            except (ApiException, TimeoutError) as error:
+                reason = error.reason if isinstance(error, ApiException) else str(error)
+                print(
+                    f"ome-selector cleanup: cannot stop deployment {namespace}/{name}: {reason}",
+                    file=sys.stderr,
+                )
+                return 1
+        if not conditions_only:
+            try:
+                removed = await remove_local_registrations(api_client, instance=instance, dry_run=dry_run)
+            except ApiException as error:
+                print(
+                    f"ome-selector cleanup: cannot remove local webhook registrations: {error.reason}",
+                    file=sys.stderr,
+                )
+                return 1
+            for name in removed:
+                verb = "would remove" if dry_run else "removed"
+                print(f"{verb} validatingwebhookconfiguration {name}")
         if webhook_only:
             return 0
-        objects = Objects(api_client)
+        status = await _remove_conditions(
+            api_client, dry_run=dry_run, namespaces=in_cluster.namespaces, any_writer=any_writer
+        )
+        if in_cluster.delete_lease is not None and status == 0:
+            status = await _delete_lease(api_client, *in_cluster.delete_lease, dry_run=dry_run)
+        return status
+
+
+async def _stop_deployment(
+    api_client: client.ApiClient, namespace: str, name: str, *, timeout: float
+) -> None:
+    """Scale the Deployment to 0 and wait until none of its pods is left (a terminating leader may still
+    write during its preStop drain); a missing Deployment is already stopped."""
+    apps = client.AppsV1Api(api_client)
+    try:
+        await apps.patch_namespaced_deployment_scale(name, namespace, {"spec": {"replicas": 0}})
+        deployment = await apps.read_namespaced_deployment(name, namespace)
+    except ApiException as error:
+        if error.status == 404:
+            print(f"deployment {namespace}/{name} is absent")
+            return
+        raise
+    labels = deployment.spec.selector.match_labels or {}
+    selector = ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
+    print(f"scaled deployment {namespace}/{name} to 0")
+    core = client.CoreV1Api(api_client)
+    deadline = time.monotonic() + timeout
+    while True:
+        listed = await core.list_namespaced_pod(namespace, label_selector=selector)
+        # A Job's pod is never the operator's, even with matching labels: this hook's own, for one.
+        pods = [pod for pod in listed.items if not _owned_by_a_job(pod)]
+        if not pods:
+            print(f"no pod of deployment {namespace}/{name} is left")
+            return
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"{len(pods)} pod(s) still there after {timeout:g} s")
+        await asyncio.sleep(POLL_SECONDS)
+
+
+def _owned_by_a_job(pod: client.V1Pod) -> bool:
+    owners = pod.metadata.owner_references or []
+    return any(owner.kind == "Job" and owner.api_version == "batch/v1" for owner in owners)
+
+
+async def _delete_lease(api_client: client.ApiClient, namespace: str, name: str, *, dry_run: bool) -> int:
+    coordination = client.CoordinationV1Api(api_client)
+    try:
+        if dry_run:
+            await coordination.read_namespaced_lease(name, namespace)
+        else:
+            await coordination.delete_namespaced_lease(name, namespace)
+    except ApiException as error:
+        if error.status == 404:
+            return 0
+        print(
+            f"ome-selector cleanup: cannot delete lease {namespace}/{name}: {error.reason}", file=sys.stderr
+        )
+        return 1
+    print(f"{'would delete' if dry_run else 'deleted'} lease {namespace}/{name}")
+    return 0
+
+
+async def _remove_conditions(
+    api_client: client.ApiClient, *, dry_run: bool, namespaces: Sequence[str] | None, any_writer: bool
+) -> int:
+    objects = Objects(api_client)
+    try:
+        snapshot = await objects.list_objects(namespaces=namespaces, kinds=[Kind.INFERENCE_SERVICE])
+    except ApiError as error:
+        print(f"ome-selector cleanup: cannot list InferenceServices: {error.reason}", file=sys.stderr)
+        return 1
+    changed = skipped = failed = 0
+    for body in snapshot.bodies:
+        if current_condition(body.get("status")) is None:
+            continue
+        namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
+        others = _other_writers(body, any_writer)
+        if others is not None:
+            print(f"skipped inferenceservice {namespace}/{name}: {_not_ours(others)}")
+            skipped += 1
+            continue
+        if dry_run:
+            print(f"would remove RuntimeReady from inferenceservice {namespace}/{name}")
+            changed += 1
+            continue
         try:
-            snapshot = await objects.list_objects(kinds=[Kind.INFERENCE_SERVICE])
-        except ApiError as error:
-            print(f"ome-selector cleanup: cannot list InferenceServices: {error.reason}", file=sys.stderr)
-            return 1
-        changed = skipped = failed = 0
-        for body in snapshot.bodies:
-            if current_condition(body.get("status")) is None:
-                continue
-            namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
-            others = _other_writers(body, any_writer)
-            if others is not None:
-                print(f"skipped inferenceservice {namespace}/{name}: {_not_ours(others)}")
-                skipped += 1
-                continue
-            if dry_run:
-                print(f"would remove RuntimeReady from inferenceservice {namespace}/{name}")
-                changed += 1
-                continue
-            try:
-                outcome = await _remove(objects, body, any_writer)
-            except (ApiError, ConflictError) as error:
-                print(f"ome-selector cleanup: {namespace}/{name}: {error}", file=sys.stderr)
-                failed += 1
-                continue
-            if isinstance(outcome, tuple):
-                print(f"skipped inferenceservice {namespace}/{name}: {_not_ours(outcome)}")
-                skipped += 1
-            elif outcome:
-                print(f"removed RuntimeReady from inferenceservice {namespace}/{name}")
-                changed += 1
-        verb = "would change" if dry_run else "changed"
-        summary = f"{verb} {changed} InferenceService(s)"
-        if skipped:
-            summary += f", skipped {skipped} {SKIPPED_TAIL}"
-        print(summary + (f", {failed} failed" if failed else ""))
-        return 1 if failed else 0
+            outcome = await _remove(objects, body, any_writer)
+        except (ApiError, ConflictError) as error:
+            print(f"ome-selector cleanup: {namespace}/{name}: {error}", file=sys.stderr)
+            failed += 1
+            continue
+        if isinstance(outcome, tuple):
+            print(f"skipped inferenceservice {namespace}/{name}: {_not_ours(outcome)}")
+            skipped += 1
+        elif outcome:
+            print(f"removed RuntimeReady from inferenceservice {namespace}/{name}")
+            changed += 1
+    verb = "would change" if dry_run else "changed"
+    summary = f"{verb} {changed} InferenceService(s)"
+    if skipped:
+        summary += f", skipped {skipped} {SKIPPED_TAIL}"
+    print(summary + (f", {failed} failed" if failed else ""))
+    return 1 if failed else 0
 
 
 def _other_writers(body: dict[str, Any], any_writer: bool) -> tuple[str, ...] | None:

@@ -1,0 +1,106 @@
+"""Shell completion of `ome-selector` and `kubectl-ome`, and `kubectl_complete-ome` (cobra's format)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from ome_selector.cli.completion import SHELLS, complete, script
+from ome_selector.cli.kubectl_ome import build_parser
+from ome_selector.cli.ome_selector import _parser
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+def _names(words: list[str], parser_name: str = "kubectl-ome") -> tuple[list[str], int]:
+    parser = build_parser() if parser_name == "kubectl-ome" else _parser()
+    candidates, directive = complete(parser, words)
+    return [candidate.split("\t")[0] for candidate in candidates], directive
+
+
+@pytest.mark.parametrize(
+    ("parser", "words", "expected", "directive"),
+    [
+        ("kubectl-ome", [""], ["completion", "model", "runtime"], 4),
+        ("kubectl-ome", ["r"], ["runtime"], 4),
+        ("kubectl-ome", ["runtime", ""], ["explain", "lint", "what-if"], 4),
+        ("kubectl-ome", ["runtime", "explain", "--out"], ["--output"], 4),
+        ("kubectl-ome", ["runtime", "explain", "--output", ""], ["table", "wide", "json", "yaml"], 4),
+        ("kubectl-ome", ["runtime", "explain", "-o", "w"], ["wide"], 4),
+        ("kubectl-ome", ["completion", ""], ["bash", "zsh", "fish"], 4),  # a positional's choices
+        ("kubectl-ome", ["completion", "bash", ""], [], 0),
+        ("ome-selector", [""], ["check-webhook", "cleanup", "completion", "drain", "run"], 4),
+        ("ome-selector", ["run", "--log-format", ""], ["json", "plain"], 4),
+        ("ome-selector", ["--kubeconfig", ""], [], 0),  # a Path: the shell completes file names
+        ("ome-selector", ["cleanup", "--stop"], ["--stop-deployment"], 4),
+        ("ome-selector", ["cleanup", "--timeout=5", "--dry"], ["--dry-run"], 4),
+    ],
+)
+def test_candidates_and_directive(parser: str, words: list[str], expected: list[str], directive: int) -> None:
+    names, found = _names(words, parser)
+    assert names == expected
+    assert found == directive
+
+
+def test_descriptions_are_the_help_texts() -> None:
+    candidates, _ = complete(build_parser(), ["runtime", "l"])
+    assert candidates == ["lint\tcheck a catalog for overlapping, tied, dead and malformed runtimes"]
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", *args], capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def test_kubectl_complete_ome_answers_in_cobras_format() -> None:
+    # kubectl (>= 1.26) runs `kubectl_complete-ome WORD... PARTIAL` and reads candidates, then `:<directive>`.
+    result = _run(
+        "import sys; from ome_selector.cli.kubectl_ome import complete_main; "
+        "sys.argv = ['kubectl_complete-ome', 'runtime', 'w']; raise SystemExit(complete_main())"
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "what-if\tshow which InferenceServices a catalog change would move\n:4\n"
+    scripts = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["kubectl_complete-ome"] == "ome_selector.cli.kubectl_ome:complete_main"
+
+
+@pytest.mark.parametrize("prog", ["ome-selector", "kubectl-ome"])
+@pytest.mark.parametrize("shell", SHELLS)
+def test_completion_command_prints_the_script(prog: str, shell: str) -> None:
+    module = "ome_selector" if prog == "ome-selector" else "kubectl_ome"
+    result = _run(
+        f"from ome_selector.cli.{module} import main; import sys; "
+        f"sys.argv[1:] = ['completion', '{shell}']; raise SystemExit(main())"
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == script(prog, shell)
+    assert f"{prog} __complete" in result.stdout
+
+
+def test_bash_script_completes_through_the_cli(tmp_path: Path) -> None:
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("no bash")
+    # The script calls `kubectl-ome __complete ...`: a stand-in on PATH runs this interpreter's module.
+    (tmp_path / "kubectl-ome").write_text(
+        f'#!/bin/sh\nexec {sys.executable} -m ome_selector.cli.kubectl_ome "$@"\n'
+    )
+    (tmp_path / "kubectl-ome").chmod(0o755)
+    program = (
+        script("kubectl-ome", "bash")
+        + "COMP_WORDS=(kubectl-ome runtime ex); COMP_CWORD=2; _kubectl_ome\n"
+        + 'printf "%s\\n" "${COMPREPLY[@]}"\n'
+    )
+    env = {**os.environ, "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"}
+    result = subprocess.run(
+        [bash, "-c", program], capture_output=True, text=True, timeout=60, check=False, env=env
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "explain\n"
