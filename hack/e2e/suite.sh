@@ -394,8 +394,14 @@ crd_state() {
 
 omes_crds_first() {
   k delete crd "${CRDS[@]}" --wait=true >/dev/null
+  local deadline
   k create -f "$REPO/tests/data/ome-crds/" >/dev/null
-  k wait --for=condition=Established crd "${CRDS[@]}" --timeout 120s >/dev/null
+  # Right after the create a CRD has no status.conditions yet, which `kubectl wait` reports as an error.
+  deadline=$(($(date +%s) + 120))
+  until k wait --for=condition=Established crd "${CRDS[@]}" --timeout 10s >/dev/null 2>&1; do
+    (($(date +%s) < deadline)) || { echo "OME's CRDs not Established after 120 s"; return 1; }
+    sleep 1
+  done
   crd_state >"$SCRATCH/ome-crds"
   note "OME's CRDs (commit cfa05c69) installed in place of ours"
 }
