@@ -635,7 +635,7 @@ def test_webhook_policies_timeout_and_namespaces_are_values(render: Any) -> None
     # The policies reach the operator, which arms the configuration with them once it serves.
     assert {w["failurePolicy"] for w in webhooks.values()} == {"Ignore"}
     assert {"--webhook-failure-policy=Ignore", "--webhook-sizes-failure-policy=Fail"} <= set(rendered.args)
-    job = rendered.one("Job")["spec"]["template"]["spec"]["containers"][0]
+    job = rendered.one("Job", "ome-selector-startupcheck")["spec"]["template"]["spec"]["containers"][0]
     assert "--failure-policy=Ignore" in job["args"]
     assert {"--webhook-failure-policy=Fail", "--webhook-sizes-failure-policy=Ignore"} <= set(render().args)
     assert {w["timeoutSeconds"] for w in webhooks.values()} == {5}

@@ -104,8 +104,8 @@ def test_the_note_for_a_named_runtime_and_the_verdict_under_it(kubectl_ome: Run)
         "Note: InferenceService demo-v13/demo-mode-mismatch names runtime demo-llama-served: "
         "RuntimeSpecified: "
         "using specified ServingRuntime demo-llama-served; it does not declare support for model "
-        "llama-3-2-3b-instruct: runtime engine deployment mode RawDeployment does not match requested engine "
-        "deployment mode OMENative\n"
+        "llama-3-2-3b-instruct-demo: runtime engine deployment mode RawDeployment does not match requested "
+        "engine deployment mode OMENative\n"
     )
 
 

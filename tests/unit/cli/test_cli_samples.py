@@ -117,8 +117,8 @@ EXPECTED: dict[tuple[str, str], tuple[OutcomeKind, str, str, str]] = {
     ("demo-v13", "demo-mode-mismatch"): (
         OutcomeKind.RUNTIME_SPECIFIED_UNSUPPORTED, "True", "RuntimeSpecified",
         "using specified ServingRuntime demo-llama-served; it does not declare support for model "
-        "llama-3-2-3b-instruct: runtime engine deployment mode RawDeployment does not match requested engine "
-        "deployment mode OMENative",
+        "llama-3-2-3b-instruct-demo: runtime engine deployment mode RawDeployment does not match requested "
+        "engine deployment mode OMENative",
     ),
     ("demo-v13", "demo-disabled-by-profile"): (
         OutcomeKind.RUNTIME_DISABLED, "False", "RuntimeDisabled",

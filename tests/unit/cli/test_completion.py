@@ -27,7 +27,7 @@ def _names(words: list[str], parser_name: str = "kubectl-ome") -> tuple[list[str
 @pytest.mark.parametrize(
     ("parser", "words", "expected", "directive"),
     [
-        ("kubectl-ome", [""], ["completion", "model", "runtime"], 4),
+        ("kubectl-ome", [""], ["completion", "model", "runtime", "status"], 4),
         ("kubectl-ome", ["r"], ["runtime"], 4),
         ("kubectl-ome", ["runtime", ""], ["explain", "lint", "what-if"], 4),
         ("kubectl-ome", ["runtime", "explain", "--out"], ["--output"], 4),
