@@ -39,7 +39,7 @@ def offline(*args: str) -> subprocess.CompletedProcess[str]:
 def samples_applied(control_plane: ControlPlane) -> Iterator[None]:
     """The samples in the cluster; cluster-scoped ones are removed afterwards (other tests count runtimes)."""
     control_plane.kubectl("apply", "-f", str(SAMPLES / "00-namespaces.yaml"))
-    control_plane.kubectl("apply", "-f", str(SAMPLES))
+    control_plane.kubectl("apply", "-R", "-f", str(SAMPLES))  # samples/ome-v1.3/ too, as -f reads them
     yield
     for path in sorted(SAMPLES.glob("*.yaml")):
         for document in yaml.safe_load_all(path.read_text()):

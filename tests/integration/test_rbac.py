@@ -772,8 +772,9 @@ def test_the_uninstall_hook_cleans_up_with_its_own_token(env: Env) -> None:
     body["status"] = {"conditions": [{**condition, "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
     from kubernetes import client
 
+    # Written as the operator writes it (its field manager): the cleanup removes only that (SPEC §8).
     client.CustomObjectsApi(api_client).replace_namespaced_custom_object_status(
-        "ome.io", "v1beta1", namespace, "inferenceservices", "chat", body
+        "ome.io", "v1beta1", namespace, "inferenceservices", "chat", body, field_manager="ome-selector"
     )
     kubeconfig = token_kubeconfig(control_plane, namespace, account, env.tmp_path / "cleanup.kubeconfig")
     (container,) = job["containers"]
