@@ -36,10 +36,11 @@ def offline(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
-def samples_applied(control_plane: ControlPlane) -> Iterator[None]:
-    """The samples in the cluster; cluster-scoped ones are removed afterwards (other tests count runtimes)."""
+def samples_applied(control_plane: ControlPlane, crd_profile: str) -> Iterator[None]:
+    """The samples in the cluster; cluster-scoped ones are removed afterwards (other tests count runtimes).
+    samples/ome-v1.3/ (spec.runtime.autoSync) only on CRDs that hold it; no case here depends on it."""
     control_plane.kubectl("apply", "-f", str(SAMPLES / "00-namespaces.yaml"))
-    control_plane.kubectl("apply", "-R", "-f", str(SAMPLES))  # samples/ome-v1.3/ too, as -f reads them
+    control_plane.kubectl("apply", *(["-R"] if crd_profile == "ours" else []), "-f", str(SAMPLES))
     yield
     for path in sorted(SAMPLES.glob("*.yaml")):
         for document in yaml.safe_load_all(path.read_text()):

@@ -22,7 +22,7 @@ from harness import chart, objects
 from harness.controlplane import ControlPlane
 from harness.crds import CRD_NAMES, OME_CRD_DIR, ome_crd_documents
 from harness.kube import create
-from tests.integration.test_explain_live import samples_applied, test_live_equals_offline
+from tests.integration import test_explain_live
 from tests.integration.test_operator import test_every_outcome_row_with_its_condition_and_event
 from tests.integration.test_operator_surface import (
     test_cleanup_keeps_a_condition_another_writer_owns_and_says_so,
@@ -175,3 +175,10 @@ def test_a_failed_install_leaves_no_fail_closed_webhook(
         api_client, objects.inference_service("written", namespace=namespace, model_name="x", engine=engine)
     )
     create(api_client, objects.runtime("written-rt", namespace=namespace))
+
+
+# Collected last (pytest takes a module's tests in the order its names were bound): the module-scoped samples
+# stay until the module ends, and their ClusterServingRuntimes would serve the outcome test's model "huge",
+# which no runtime may serve there.
+samples_applied = test_explain_live.samples_applied
+test_live_equals_offline = test_explain_live.test_live_equals_offline
