@@ -87,7 +87,7 @@ cluster-down: venv ## stop the background control plane
 clean: cluster-down ## remove the virtual environment and local state
 	rm -rf $(VENV) $(CLUSTER_DIR) .mypy_cache .ruff_cache .pytest_cache .hypothesis
 
-# --- the deployable product (issue 8): chart, plain manifests, image, kind e2e ------------------------------
+# --- the deployable product: chart, plain manifests, image, kind e2e ------------------------------
 IMAGE ?= ome-selector:dev
 
 .PHONY: manifests chart-lint chart-readme image e2e-kind release-image sbom workflow-lint
@@ -124,7 +124,7 @@ workflow-lint: ## actionlint on .github/workflows (installed from the Go module 
 e2e-kind: venv ## kind cluster, build and load $(IMAGE), helm install, the e2e scenario, delete (needs Docker and kind)
 	IMAGE=$(IMAGE) PYTHON=$(PY) hack/e2e-kind.sh
 
-# --- make e2e (issue 13): the image, the chart and the operator pod in a real single-node cluster on this machine ---
+# --- make e2e: the image, the chart and the operator pod in a real single-node cluster on this machine ---
 
 .PHONY: e2e e2e-up e2e-down
 

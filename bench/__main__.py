@@ -10,7 +10,7 @@ For each catalog (see :mod:`bench.catalogs`) it times:
 - the first decision after a runtime changed (the runtime stored again, as a watch event does, then the
   decision: nothing kept any more), and the store alone.
 
-Then it prints the selection-core rows of issue 17's table with their goals. Figures are medians of batches
+Then it prints the selection-core rows with their goals. Figures are medians of batches
 (see :mod:`bench.timing`); nothing here asserts a time. ``--out FILE`` also writes every figure as JSON, so
 runs can be compared.
 """
@@ -124,7 +124,7 @@ def measure(title: str, bench: BenchCatalog) -> dict[str, Timing]:
 
 @dataclass(frozen=True, slots=True)
 class IssueRow:
-    """One selection-core row of issue 17's table."""
+    """One selection-core row of the performance table."""
 
     what: str
     was: str
@@ -179,7 +179,7 @@ def _verdict(met: bool) -> str:
 
 def print_issue_rows(rows: list[IssueRow]) -> None:
     print(
-        "\nIssue 17, selection core (medians by the wall clock and by CPU time; 'after a change' = store one "
+        "\nSelection core (medians by the wall clock and by CPU time; 'after a change' = store one "
         "runtime + the decision, wall clock):"
     )
     print(f"  {'what':<38} {'was':>11} {'goal':>10} {'now':>10} {'CPU':>10} {'after a change':>15}  verdict")

@@ -1,4 +1,4 @@
-"""Admission latency through the real kube-apiserver (issues 7, 17), next to a no-op webhook in the same run.
+"""Admission latency through the real kube-apiserver , next to a no-op webhook in the same run.
 
 On a local control plane with 1,000 ClusterServingRuntimes (a fifth of them naming the model's format), two
 operators run as ``ome-selector run --webhook-bind-address …`` (separate processes, as in a cluster): one
@@ -18,7 +18,7 @@ round trip. Two requests:
   its floor is the same listing made after such a change.
 
 Figures are client-side p50 and p99 of the whole API call, and each webhook's own mean time per review (its
-``ome_selector_admission_duration_seconds``); then issue 17's two admission rows with their goals. Nothing
+``ome_selector_admission_duration_seconds``); then the two admission rows with their goals. Nothing
 here asserts a time. ``--out FILE`` also writes every figure as JSON, so runs can be compared.
 
     python -m bench.admission [--runtimes 1000] [--requests 300] [--out FILE]
@@ -60,7 +60,7 @@ SERVER_SECONDS = "ome_selector_admission_duration_seconds"
 
 @dataclass(frozen=True)
 class Goal:
-    """One admission row of issue 17: ome-selector minus the no-op webhook, in the same run."""
+    """One admission row: ome-selector minus the no-op webhook, in the same run."""
 
     row: str
     shape: str
@@ -250,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
             rows[f"{target}: {shape}"]["webhook_mean_ms"] = inside * 1e3
         print(f"  {target + ': ' + shape:<46} {p50 * 1e3:7.2f} ms {p99 * 1e3:7.2f} ms {mean:>14}")
 
-    print("\nissue 17, same run (ome-selector minus the no-op webhook):")
+    print("\nsame run (ome-selector minus the no-op webhook):")
     goals = []
     for goal in GOALS:
         ours, noop_ = samples[("ome-selector", goal.shape)], samples[("no-op webhook", goal.shape)]

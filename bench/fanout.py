@@ -1,4 +1,4 @@
-"""Fan-out benchmark on the local control plane (issue 6): a model size change reaching N InferenceServices.
+"""Fan-out benchmark on the local control plane: a model size change reaching N InferenceServices.
 
 For N in (100, 1000): N InferenceServices reference one ClusterBaseModel; the operator (`ome-selector run`, a
 separate process) has evaluated them all; then the model gains `modelParameterSize: 3.21B`, which turns every
@@ -253,7 +253,7 @@ def memory(plane: ControlPlane, isvcs: int, runtimes: int, models: int) -> dict[
     return {"objects": len(bodies), "create_seconds": created, "rss_mib": settled / 1024}
 
 
-#: Issue 17's goals for the two figures this benchmark prints.
+#: The goals for the two figures this benchmark prints.
 GOAL_RATIO = 1.15
 GOAL_RSS_MIB = 150.0
 

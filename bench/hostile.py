@@ -1,4 +1,4 @@
-"""Hostile input at the webhook port (issue 12, SPEC §7 robustness and §8 bounded resources).
+"""Hostile input at the webhook port (SPEC §7 robustness and §8 bounded resources).
 
 On a local control plane, ``ome-selector run --webhook-bind-address 127.0.0.1:0`` (a separate process, as in a
 cluster) gets 20,000 fuzzed admission requests posted straight to its webhook port, not through the apiserver

@@ -1,4 +1,4 @@
-"""Learning a 70B-class model's metadata from its safetensors headers alone (issue 15).
+"""Learning a 70B-class model's metadata from its safetensors headers alone (SPEC §10).
 
 The model: Meta-Llama-3-70B's real tensor shapes (723 tensors, 70,553,706,496 parameters, bf16) in 30
 shards, written as sparse files: every header is real and every file is as long as its weights (141 GB in

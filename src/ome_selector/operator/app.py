@@ -81,7 +81,7 @@ class OperatorConfig:
     context: str | None = None
     health_address: tuple[str, int] | None = ("0.0.0.0", 8080)
     instance: str = field(default_factory=lambda: os.environ.get("POD_NAME") or socket.gethostname())
-    webhook: WebhookConfig | None = None  # None: no admission webhook (issue 7, ome_selector.webhook)
+    webhook: WebhookConfig | None = None  # None: no admission webhook (ome_selector.webhook, SPEC §7)
     leader_election: LeaderElectionConfig | None = None  # None: this one process writes (local mode)
     model_metadata: LearningConfig | None = None  # None: learn no model metadata (SPEC §10, opt-in)
     runtime_lookup: RuntimeLookup = RuntimeLookup.V1_3  # SPEC §1: how a named runtime is found
@@ -114,7 +114,7 @@ class Operator:
         #: How many resyncs ran since start (tests wait for one).
         self.resyncs = 0
         self._register()
-        # The admission webhook (issue 7), when configured: its handlers on this registry, and its server.
+        # The admission webhook (SPEC §7), when configured: its handlers on this registry, and its server.
         self.admission: AdmissionHandlers | None = None
         self.webhook: WebhookServer | None = None
         if config.webhook is not None:

@@ -1,4 +1,4 @@
-"""Events recorded beside the status writes, not behind them (issue 17).
+"""Events recorded beside the status writes, not behind them (SPEC §8).
 
 A status write and its event used to run one after the other in the same worker, so each evaluation paid two
 API round trips and the next status write waited for the event. Now a worker hands the event to this pipeline

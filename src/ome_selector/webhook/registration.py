@@ -1,7 +1,7 @@
 """The ValidatingWebhookConfiguration: built here, written with kubernetes_asyncio (not Kopf's ``managed``).
 
 Kopf's managed mode writes ``timeoutSeconds: 30`` and no ``namespaceSelector``, and on exit leaves the
-configuration object behind (emptied). SPEC §7 and issue 7 want failurePolicy, timeout and namespace selection
+configuration object behind (emptied). SPEC §7 wants failurePolicy, timeout and namespace selection
 configurable, ``Fail`` for InferenceServices and ``Ignore`` for the size warnings, and a local configuration
 removed on stop — so the operator writes the object itself:
 

@@ -1,4 +1,4 @@
-"""The catalog's match-key index and its memo of auto-selection results change no outcome (issue 17).
+"""The catalog's match-key index and its memo of auto-selection results change no outcome.
 
 One long-lived catalog takes random upserts and removes of runtimes (three scopes, entries that match or miss
 on format, architecture, version, size, accelerator classes, auto-select) and of models (metadata appearing,

@@ -1,4 +1,4 @@
-"""The samples catalog does what samples/README.md says (issue 4): one InferenceService per SPEC §5 outcome,
+"""The samples catalog does what samples/README.md says: one InferenceService per SPEC §5 outcome,
 objects that also apply on OME's own CRDs, and nothing an admission webhook would deny.
 """
 

@@ -1,4 +1,4 @@
-"""Each fast path of the selection core (issue 17) equals the plain computation it replaces.
+"""Each fast path of the selection core equals the plain computation it replaces.
 
 - the entries a no-runtime message can hold, kept in place of all of them, give the same message;
 - the nearest misses of a format, checked lazily from the match-key candidates and one pass, come in the

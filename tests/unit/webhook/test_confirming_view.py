@@ -1,4 +1,4 @@
-"""The view a confirming read decides from (issue 17): the live catalog amended with what was read.
+"""The view a confirming read decides from (SPEC §7): the live catalog amended with what was read.
 
 A confirming read does not rebuild a catalog of every runtime: it keeps the live catalog and amends it with
 the model it read and the runtimes that differ (new, changed, gone or unreadable). Whatever the live catalog
