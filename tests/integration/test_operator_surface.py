@@ -228,6 +228,56 @@ def _deployment_and_pod(api_client: Any, namespace: str) -> None:
     )
 
 
+class _ArmedConfiguration:
+    """A chart-like ValidatingWebhookConfiguration with both webhooks armed (failurePolicy Fail); its rules
+    name a resource nothing writes, so it blocks no other test."""
+
+    def __init__(self, api_client: Any, name: str) -> None:
+        from kubernetes import client
+
+        self.api: Any = client.AdmissionregistrationV1Api(api_client)
+        self.name = name
+
+    def arm(self) -> None:
+        body = self.api.read_validating_webhook_configuration(self.name)
+        for webhook in body.webhooks:
+            webhook.failure_policy = "Fail"
+        self.api.replace_validating_webhook_configuration(self.name, body)
+
+    def delete(self) -> None:
+        self.api.delete_validating_webhook_configuration(self.name)
+
+
+def _armed_configuration(api_client: Any, name: str) -> _ArmedConfiguration:
+    configuration = _ArmedConfiguration(api_client, name)
+    webhook = {
+        "clientConfig": {"service": {"namespace": "nowhere", "name": "nothing", "path": "/validate"}},
+        "rules": [
+            {
+                "apiGroups": ["ome.io"],
+                "apiVersions": ["v1beta1"],
+                "operations": ["CREATE"],
+                "resources": ["nothingwritesthese"],
+            }
+        ],
+        "failurePolicy": "Fail",
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+    }
+    configuration.api.create_validating_webhook_configuration(
+        {
+            "metadata": {"name": name},
+            "webhooks": [{**webhook, "name": f"{kind}.armed.test"} for kind in ("first", "second")],
+        }
+    )
+    return configuration
+
+
+def _failure_policies(configuration: _ArmedConfiguration) -> list[str]:
+    current = configuration.api.read_validating_webhook_configuration(configuration.name)
+    return [webhook.failure_policy for webhook in current.webhooks]
+
+
 def test_cleanup_in_the_cluster_stops_the_operator_first_and_deletes_its_lease(
     api_client: Any, control_plane: ControlPlane, namespace: str, running_operator: Any
 ) -> None:
@@ -244,16 +294,24 @@ def test_cleanup_in_the_cluster_stops_the_operator_first_and_deletes_its_lease(
         eventually(partial(runtime_ready, api_client, "chat", where), what="RuntimeReady")
     runner.stop()
     _deployment_and_pod(api_client, namespace)
+    webhooks = _armed_configuration(api_client, f"{namespace[:40]}-armed")
     hook = [
         "--conditions-only",
+        f"--disarm-webhook={namespace[:40]}-armed",
         f"--stop-deployment={namespace}/op",
         f"--delete-lease={namespace}/op",
         f"--namespace={namespace}",
     ]
 
     # The pod never goes: the cleanup gives up and changes nothing (the operator could still write).
+    stuck = _cleanup(control_plane, *hook, "--dry-run", "--timeout=1")
+    assert stuck.returncode == 0, stuck.stderr
+    assert _failure_policies(webhooks) == ["Fail", "Fail"]  # a dry run changes nothing
     stuck = _cleanup(control_plane, *hook, "--timeout=1")
     assert stuck.returncode == 1
+    # Disarmed first: an operator that will not stop leaves no fail-closed webhook behind it either.
+    assert _failure_policies(webhooks) == ["Ignore", "Ignore"]
+    webhooks.arm()
     assert stuck.stderr == (
         f"ome-selector cleanup: cannot stop deployment {namespace}/op: 1 pod(s) still there after 1 s\n"
     )
@@ -263,6 +321,7 @@ def test_cleanup_in_the_cluster_stops_the_operator_first_and_deletes_its_lease(
     dry = _cleanup(control_plane, *hook, "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert dry.stdout.splitlines() == [
+        f"would set failurePolicy Ignore on validatingwebhookconfiguration {namespace[:40]}-armed",
         f"would scale deployment {namespace}/op to 0",
         f"would remove RuntimeReady from inferenceservice {namespace}/chat",
         "would change 1 InferenceService(s)",
@@ -286,6 +345,7 @@ def test_cleanup_in_the_cluster_stops_the_operator_first_and_deletes_its_lease(
         out, err = process.communicate(timeout=120)
     assert process.returncode == 0, err
     assert out.splitlines() == [
+        f"set failurePolicy Ignore on validatingwebhookconfiguration {namespace[:40]}-armed",
         f"scaled deployment {namespace}/op to 0",
         f"no pod of deployment {namespace}/op is left",
         f"removed RuntimeReady from inferenceservice {namespace}/chat",
@@ -298,10 +358,13 @@ def test_cleanup_in_the_cluster_stops_the_operator_first_and_deletes_its_lease(
     leases = coordination.list_namespaced_lease(namespace).items
     assert [lease.metadata.name for lease in leases] == []
     # Run again (a retried hook): nothing left to do, and a missing Deployment or Lease is no error.
+    assert _failure_policies(webhooks) == ["Ignore", "Ignore"]
     apps.delete_namespaced_deployment("op", namespace)
+    webhooks.delete()
     again = _cleanup(control_plane, *hook)
     assert again.returncode == 0, again.stderr
     assert again.stdout.splitlines() == [
+        f"validatingwebhookconfiguration {namespace[:40]}-armed is absent",
         f"deployment {namespace}/op is absent",
         "changed 0 InferenceService(s)",
     ]

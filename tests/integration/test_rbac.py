@@ -133,7 +133,7 @@ def granted(docs: list[dict[str, Any]], release: str) -> dict[tuple[str, str, st
     rules: dict[tuple[str, str, str], list[str]] = {}
     for doc in docs:
         if doc["kind"] not in {"ClusterRole", "Role"} or doc["metadata"]["name"].endswith(
-            ("-plugin-reader", "-startupcheck", "-cleanup", "-cleanup-conditions")
+            ("-plugin-reader", "-startupcheck", "-cleanup", "-cleanup-conditions", "-cleanup-webhook")
         ):
             continue
         assert doc["metadata"]["name"].startswith(release), doc["metadata"]["name"]
@@ -776,6 +776,13 @@ def test_the_uninstall_hook_cleans_up_with_its_own_token(env: Env) -> None:
     client.CustomObjectsApi(api_client).replace_namespaced_custom_object_status(
         "ome.io", "v1beta1", namespace, "inferenceservices", "chat", body, field_manager="ome-selector"
     )
+    # Armed as a serving replica arms it (no server here: nothing this test writes goes through it).
+    admission: Any = client.AdmissionregistrationV1Api(api_client)
+    configuration = installed.one("ValidatingWebhookConfiguration")["metadata"]["name"]
+    armed = admission.read_validating_webhook_configuration(configuration)
+    for webhook in armed.webhooks:
+        webhook.failure_policy = "Fail"
+    admission.replace_validating_webhook_configuration(configuration, armed)
     kubeconfig = token_kubeconfig(control_plane, namespace, account, env.tmp_path / "cleanup.kubeconfig")
     (container,) = job["containers"]
     result = subprocess.run(
@@ -785,6 +792,7 @@ def test_the_uninstall_hook_cleans_up_with_its_own_token(env: Env) -> None:
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
+        f"set failurePolicy Ignore on validatingwebhookconfiguration {configuration}",
         f"scaled deployment {namespace}/{fullname} to 0",
         f"no pod of deployment {namespace}/{fullname} is left",
         f"removed RuntimeReady from inferenceservice {namespace}/chat",
@@ -793,6 +801,8 @@ def test_the_uninstall_hook_cleans_up_with_its_own_token(env: Env) -> None:
     ]
     status = get(api_client, "InferenceService", "chat", namespace).get("status") or {}
     assert [c for c in status.get("conditions") or [] if c["type"] == "RuntimeReady"] == []
+    disarmed = admission.read_validating_webhook_configuration(configuration).webhooks
+    assert {webhook.failure_policy for webhook in disarmed} == {"Ignore"}
     _cannot(
         control_plane,
         account,

@@ -899,6 +899,9 @@ def test_cleanup_hook_runs_ome_selector_cleanup_with_just_the_rights_it_needs(re
     assert args.command == "cleanup"
     assert args.conditions_only is True
     assert args.stop_deployment == ("ops", rendered.one("Deployment")["metadata"]["name"])
+    # First of all: the release's webhooks fail open, so no fail-closed webhook outlives the operator.
+    (configuration,) = rendered.all("ValidatingWebhookConfiguration")
+    assert args.disarm_webhook == configuration["metadata"]["name"]
     assert args.delete_lease == ("ops", _parse(rendered.args).leader_election_id)
     assert args.namespaces is None
     assert args.timeout == 120.0
@@ -928,6 +931,25 @@ def test_cleanup_hook_runs_ome_selector_cleanup_with_just_the_rights_it_needs(re
         {"apiGroups": ["ome.io"], "resources": ["inferenceservices/status"], "verbs": ["patch"]},
     ]
     assert rendered.one("ClusterRole", "prod-ome-selector-cleanup")["rules"] == conditions
+    assert rendered.one("ClusterRole", "prod-ome-selector-cleanup-webhook")["rules"] == [
+        {
+            "apiGroups": ["admissionregistration.k8s.io"],
+            "resources": ["validatingwebhookconfigurations"],
+            "resourceNames": [configuration["metadata"]["name"]],
+            "verbs": ["get", "update"],
+        }
+    ]
+    binding = rendered.one("ClusterRoleBinding", "prod-ome-selector-cleanup-webhook")
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "prod-ome-selector-cleanup", "namespace": "ops"}
+    ]
+    # Without a webhook there is nothing to disarm, and no right to do it.
+    unhooked = render({"webhook": {"enabled": False}}, release="prod", namespace="ops")
+    unhooked_args = unhooked.one("Job", "prod-ome-selector-cleanup")["spec"]["template"]["spec"][
+        "containers"
+    ][0]
+    assert _parser().parse_args(unhooked_args["args"]).disarm_webhook is None
+    assert not [r for r in unhooked.all("ClusterRole") if r["metadata"]["name"].endswith("-cleanup-webhook")]
     # A namespaced install: the conditions per watched namespace, no cluster-wide right.
     namespaced = render({"watchNamespaces": ["team-a", "team-b"]}, release="prod", namespace="ops")
     args = _parser().parse_args(

@@ -136,6 +136,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     hook = cleanup.add_argument_group("uninstalling a release (the chart's pre-delete hook)")
     hook.add_argument(
+        "--disarm-webhook",
+        metavar="NAME",
+        help="before anything else set every webhook of this ValidatingWebhookConfiguration to failurePolicy "
+        "Ignore, so no fail-closed webhook outlives the operator",
+    )
+    hook.add_argument(
         "--stop-deployment",
         type=_namespaced_name,
         metavar="NAMESPACE/NAME",
@@ -327,10 +333,12 @@ def _main(argv: Sequence[str] | None) -> int:
     from ome_selector.operator.cleanup import InCluster, run_cleanup  # noqa: PLC0415
     from ome_selector.webhook.registration import default_instance  # noqa: PLC0415
 
-    if args.webhook_only and (args.conditions_only or args.stop_deployment or args.delete_lease):
+    if args.webhook_only and (
+        args.conditions_only or args.stop_deployment or args.delete_lease or args.disarm_webhook
+    ):
         print(
             "ome-selector cleanup: error: --webhook-only removes only local registrations; it takes none of "
-            "--conditions-only, --stop-deployment, --delete-lease",
+            "--conditions-only, --disarm-webhook, --stop-deployment, --delete-lease",
             file=sys.stderr,
         )
         return 2
@@ -347,6 +355,7 @@ def _main(argv: Sequence[str] | None) -> int:
             any_writer=args.any_writer,
             conditions_only=args.conditions_only,
             in_cluster=InCluster(
+                disarm_webhook=args.disarm_webhook,
                 stop_deployment=args.stop_deployment,
                 delete_lease=args.delete_lease,
                 namespaces=args.namespaces,

@@ -11,9 +11,11 @@
 
 Run it after stopping the operator: a running one keeps its registration only until it stops (it would not
 register again), and writes the condition back. The chart's pre-delete hook (SPEC §0, uninstall) runs it in
-the cluster with ``--stop-deployment`` (scale the operator to 0 and wait until its pods are gone),
-``--conditions-only`` (there is no local registration in a cluster), ``--namespace`` for a namespaced install
-and ``--delete-lease`` (the leader-election Lease, which no Helm release owns).
+the cluster with ``--disarm-webhook`` (first set the chart's webhooks to ``failurePolicy: Ignore``, so a
+hook that fails half-way, or the moments before Helm deletes the configuration, leave no fail-closed webhook
+that nothing serves; SPEC §7), ``--stop-deployment`` (scale the operator to 0 and wait until its pods are
+gone), ``--conditions-only`` (there is no local registration in a cluster), ``--namespace`` for a namespaced
+install and ``--delete-lease`` (the leader-election Lease, which no Helm release owns).
 """
 
 from __future__ import annotations
@@ -46,7 +48,9 @@ POLL_SECONDS = 1.0
 class InCluster:
     """What the chart's pre-delete hook adds to the cleanup: every field optional."""
 
-    #: (namespace, name) of the operator's Deployment: scaled to 0, then its pods awaited gone, first.
+    #: The chart's ValidatingWebhookConfiguration: every webhook set to failurePolicy Ignore, before anything.
+    disarm_webhook: str | None = None
+    #: (namespace, name) of the operator's Deployment: scaled to 0, then its pods awaited gone.
     stop_deployment: tuple[str, str] | None = None
     #: (namespace, name) of the leader-election Lease, deleted last.
     delete_lease: tuple[str, str] | None = None
@@ -71,6 +75,16 @@ async def run_cleanup(
     condition whoever wrote it."""
     api_client = await ClusterAccess(kubeconfig, context).api_client()
     async with api_client:
+        if in_cluster.disarm_webhook is not None:
+            try:
+                await _disarm_webhook(api_client, in_cluster.disarm_webhook, dry_run=dry_run)
+            except ApiException as error:
+                print(
+                    "ome-selector cleanup: cannot set failurePolicy Ignore on validatingwebhookconfiguration "
+                    f"{in_cluster.disarm_webhook}: {error.reason}",
+                    file=sys.stderr,
+                )
+                return 1
         if in_cluster.stop_deployment is not None:
             namespace, name = in_cluster.stop_deployment
             try:
@@ -105,6 +119,38 @@ async def run_cleanup(
         if in_cluster.delete_lease is not None and status == 0:
             status = await _delete_lease(api_client, *in_cluster.delete_lease, dry_run=dry_run)
         return status
+
+
+async def _disarm_webhook(api_client: client.ApiClient, name: str, *, dry_run: bool) -> None:
+    """Every webhook of the configuration ``name`` to ``failurePolicy: Ignore`` (a missing one is fine): the
+    operator is about to stop, and a fail-closed webhook nobody serves would block every write it covers."""
+    api = client.AdmissionregistrationV1Api(api_client)
+    for _ in range(MAX_ATTEMPTS):
+        try:
+            current = await api.read_validating_webhook_configuration(name)
+        except ApiException as error:
+            if error.status == 404:
+                print(f"validatingwebhookconfiguration {name} is absent")
+                return
+            raise
+        armed = [hook for hook in current.webhooks or [] if hook.failure_policy != "Ignore"]
+        if not armed:
+            print(f"validatingwebhookconfiguration {name} already ignores failures")
+            return
+        if dry_run:
+            print(f"would set failurePolicy Ignore on validatingwebhookconfiguration {name}")
+            return
+        for hook in armed:
+            hook.failure_policy = "Ignore"
+        try:
+            await api.replace_validating_webhook_configuration(name, current)
+        except ApiException as error:
+            if error.status == 409:  # the operator re-armed it or refreshed its caBundle meanwhile
+                continue
+            raise
+        print(f"set failurePolicy Ignore on validatingwebhookconfiguration {name}")
+        return
+    raise ApiException(status=409, reason=f"still conflicting after {MAX_ATTEMPTS} attempts")
 
 
 async def _stop_deployment(

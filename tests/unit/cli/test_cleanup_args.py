@@ -12,6 +12,7 @@ def test_hook_arguments_parse() -> None:
         [
             "cleanup",
             "--conditions-only",
+            "--disarm-webhook=prod-ome-selector",
             "--stop-deployment=ops/prod",
             "--delete-lease=ops/prod",
             "-n",
@@ -25,9 +26,16 @@ def test_hook_arguments_parse() -> None:
         ("ops", "prod"),
         ("ops", "prod"),
     )
-    assert (args.namespaces, args.timeout) == (["a", "b"], 30.0)
+    assert (args.namespaces, args.timeout, args.disarm_webhook) == (["a", "b"], 30.0, "prod-ome-selector")
     plain = _parser().parse_args(["cleanup"])
-    assert (plain.stop_deployment, plain.delete_lease, plain.namespaces, plain.timeout) == (
+    assert (
+        plain.disarm_webhook,
+        plain.stop_deployment,
+        plain.delete_lease,
+        plain.namespaces,
+        plain.timeout,
+    ) == (
+        None,
         None,
         None,
         None,
@@ -53,5 +61,10 @@ def test_webhook_only_takes_no_hook_argument(capsys: pytest.CaptureFixture[str])
     assert main(["cleanup", "--webhook-only", "--stop-deployment=ops/prod"]) == 2
     assert capsys.readouterr().err == (
         "ome-selector cleanup: error: --webhook-only removes only local registrations; it takes none of "
-        "--conditions-only, --stop-deployment, --delete-lease\n"
+        "--conditions-only, --disarm-webhook, --stop-deployment, --delete-lease\n"
     )
+
+
+def test_webhook_only_takes_no_disarm(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cleanup", "--webhook-only", "--disarm-webhook=prod-ome-selector"]) == 2
+    assert "--webhook-only removes only local registrations" in capsys.readouterr().err
