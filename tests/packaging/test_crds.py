@@ -86,14 +86,19 @@ def _schema(kind: str) -> Schema:
 
 
 def _at(schema: Schema, path: str) -> Schema:
-    """The schema node at a dotted field path; `[]` steps into array items, e.g. `spec.entries[].name`."""
+    """The schema node at a dotted field path; `[]` steps into array items, e.g. `spec.entries[].name`, and
+    `{}` into a map's values, e.g. `spec.engine.annotations{}`."""
     node = schema
     for part in path.split("."):
-        name, is_list = (part[:-2], True) if part.endswith("[]") else (part, False)
+        name, step = (part[:-2], part[-2:]) if part.endswith(("[]", "{}")) else (part, "")
         node = node["properties"][name]
-        if is_list:
+        if step == "[]":
             assert node["type"] == "array", path
             node = node["items"]
+        elif step == "{}":
+            assert node["type"] == "object", path
+            assert "properties" not in node, path
+            node = node["additionalProperties"]
     return node
 
 
@@ -232,7 +237,11 @@ VALID: dict[str, dict[str, Any]] = {
             ],
             "modelSizeRange": {"min": "7B", "max": "9B"},
             "acceleratorRequirements": {"acceleratorClasses": ["nvidia-h100"]},
-            "engineConfig": {"runner": {"image": "sglang:latest"}},
+            "engineConfig": {
+                "runner": {"image": "sglang:latest"},
+                "annotations": {"ome.io/deploymentMode": "MultiNode"},
+            },
+            "decoderConfig": {"annotations": {"ome.io/deploymentMode": "RawDeployment"}},
         },
     },
     "InferenceService": {
@@ -241,14 +250,19 @@ VALID: dict[str, dict[str, Any]] = {
         "metadata": {"name": "llama", "namespace": "default"},
         "spec": {
             "model": {"name": "llama-3-8b"},
-            "runtime": {"name": "srt-llama", "autoSync": False},
+            "runtime": {"name": "srt-llama", "kind": "ClusterServingRuntime", "autoSync": False},
+            "deploymentMode": "RawDeployment",
             "engine": {
                 "runner": {"image": "sglang:latest"},
                 "leader": {"runner": {"image": "a"}},
                 "worker": {"runner": {"image": "b"}},
                 "acceleratorOverride": {"acceleratorClass": "nvidia-h100"},
+                "annotations": {"ome.io/deploymentMode": "MultiNode"},
             },
-            "decoder": {"acceleratorOverride": {"acceleratorClass": "nvidia-h100"}},
+            "decoder": {
+                "acceleratorOverride": {"acceleratorClass": "nvidia-h100"},
+                "annotations": {"ome.io/deploymentMode": "RawDeployment"},
+            },
             "acceleratorSelector": {"acceleratorClass": "nvidia-h100"},
         },
         "status": {
@@ -390,6 +404,13 @@ RUNTIME_FIELDS_READ = {
     "spec.modelSizeRange.min": "string",
     "spec.modelSizeRange.max": "string",
     "spec.acceleratorRequirements.acceleratorClasses": "array",
+    # (v4, SPEC §1) the ome.io/deploymentMode key of the components' annotations, maps of strings
+    "spec.engineConfig": "object",
+    "spec.engineConfig.annotations": "object",
+    "spec.engineConfig.annotations{}": "string",
+    "spec.decoderConfig": "object",
+    "spec.decoderConfig.annotations": "object",
+    "spec.decoderConfig.annotations{}": "string",
 }
 FIELDS_READ: dict[str, dict[str, str]] = {
     "BaseModel": MODEL_FIELDS_READ,
@@ -409,6 +430,14 @@ FIELDS_READ: dict[str, dict[str, str]] = {
         "spec.engine.acceleratorOverride.acceleratorClass": "string",
         "spec.decoder.acceleratorOverride.acceleratorClass": "string",
         "spec.acceleratorSelector.acceleratorClass": "string",
+        # (v4, SPEC §1, §3 check 3) the deployment mode, the components' mode annotations (maps of
+        # strings) and the presence of spec.decoder
+        "spec.deploymentMode": "string",
+        "spec.engine.annotations": "object",
+        "spec.engine.annotations{}": "string",
+        "spec.decoder": "object",
+        "spec.decoder.annotations": "object",
+        "spec.decoder.annotations{}": "string",
         "status.conditions[].type": "string",
         "status.conditions[].status": "string",
         "status.conditions[].reason": "string",
@@ -460,9 +489,25 @@ def test_inferenceservice_defaults() -> None:
     schema = _schema("InferenceService")
     assert _at(schema, "spec.model.kind")["default"] == "ClusterBaseModel"
     assert _at(schema, "spec.runtime.kind")["default"] == "ClusterServingRuntime"
+    assert "enum" not in _at(schema, "spec.runtime.kind"), "any other value is looked up too (SPEC §1 v4)"
     assert "default" not in _at(schema, "spec.runtime.autoSync"), (
         "absent means true; the object stays as written"
     )
+
+
+def test_deployment_mode_is_omes_enum_without_default() -> None:
+    # SPEC §1 (v4): enum OMENative, RawDeployment, as OME v1.3's CRD; no default. MultiNode and
+    # VirtualDeployment are valid modes only in the annotations (§3 check 3), which have no enum.
+    schema = _schema("InferenceService")
+    mode = _at(schema, "spec.deploymentMode")
+    assert mode["type"] == "string"
+    assert sorted(mode["enum"]) == ["OMENative", "RawDeployment"]
+    assert "default" not in mode
+    for path in ("spec.engine.annotations{}", "spec.decoder.annotations{}"):
+        assert not {"enum", "pattern"} & set(_at(schema, path)), path
+    for kind in RUNTIME_KINDS:
+        for path in ("spec.engineConfig.annotations{}", "spec.decoderConfig.annotations{}"):
+            assert not {"enum", "pattern"} & set(_at(_schema(kind), path)), (kind, path)
 
 
 @pytest.mark.parametrize("kind", RUNTIME_KINDS)
@@ -545,6 +590,36 @@ def test_valid_objects_validate(kind: str) -> None:
         ("InferenceService", "spec.model.name", ..., "spec.model"),
         ("InferenceService", "spec.runtime.autoSync", "false", "spec.runtime.autoSync"),
         ("InferenceService", "status.conditions.0.type", ..., "status.conditions.0"),
+        # (v4, SPEC §1) outside the enum, MultiNode too; a mode annotation that is not a string; a kind
+        # that is not a string
+        ("InferenceService", "spec.deploymentMode", "MultiNode", "spec.deploymentMode"),
+        ("InferenceService", "spec.deploymentMode", "rawdeployment", "spec.deploymentMode"),
+        ("InferenceService", "spec.deploymentMode", "", "spec.deploymentMode"),
+        (
+            "InferenceService",
+            "spec.engine.annotations",
+            {"ome.io/deploymentMode": 1},
+            "spec.engine.annotations",
+        ),
+        (
+            "InferenceService",
+            "spec.decoder.annotations",
+            {"ome.io/deploymentMode": True},
+            "spec.decoder.annotations",
+        ),
+        ("InferenceService", "spec.runtime.kind", 1, "spec.runtime.kind"),
+        (
+            "ClusterServingRuntime",
+            "spec.engineConfig.annotations",
+            {"ome.io/deploymentMode": 1},
+            "spec.engineConfig.annotations",
+        ),
+        (
+            "ServingRuntime",
+            "spec.decoderConfig.annotations",
+            ["ome.io/deploymentMode"],
+            "spec.decoderConfig.annotations",
+        ),
     ],
 )
 def test_malformed_objects_are_rejected_naming_the_field(
@@ -570,6 +645,15 @@ def test_malformed_objects_are_rejected_naming_the_field(
         ("ClusterServingRuntime", "spec.supportedModelFormats.0.priority", None),
         ("InferenceService", "spec.model", ...),
         ("InferenceService", "spec.runtime.name", ...),
+        # (v4, SPEC §1) values the API server accepts: a mode annotation that declares nothing (§3 check 3),
+        # any string as the runtime kind, no deployment mode at all
+        ("InferenceService", "spec.engine.annotations", {"ome.io/deploymentMode": "Serverless"}),
+        ("InferenceService", "spec.decoder.annotations", {"ome.io/deploymentMode": ""}),
+        ("InferenceService", "spec.runtime.kind", ""),
+        ("InferenceService", "spec.runtime.kind", "servingruntime"),
+        ("InferenceService", "spec.deploymentMode", ...),
+        ("InferenceService", "spec.deploymentMode", "OMENative"),
+        ("ClusterServingRuntime", "spec.engineConfig.annotations", {"ome.io/deploymentMode": "Knative"}),
     ],
 )
 def test_what_the_product_reads_leniently_is_accepted(kind: str, path: str, value: Any) -> None:

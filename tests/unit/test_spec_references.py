@@ -137,8 +137,11 @@ def test_docs_spec_has_the_contracted_sections() -> None:
         ("SPEC §3.2 and §9", [(3, (2,)), (9, ())]),
         ("SPEC §7/§9", [(7, ()), (9, ())]),
         ("(SPEC §1, §5)", [(1, ()), (5, ())]),
-        ("passes SPEC §3 checks 1–4", [(3, (1, 2, 3, 4))]),
-        ("size (§3 check 4)", [(3, (4,))]),
+        # SPEC v4 numbering: deployment mode is §3 check 3, formats check 4, size check 5.
+        ("passes SPEC §3 checks 1–5", [(3, (1, 2, 3, 4, 5))]),
+        ("deployment mode (§3 check 3)", [(3, (3,))]),
+        ("formats (SPEC §3.4)", [(3, (4,))]),
+        ("size (§3 check 5)", [(3, (5,))]),
         ("reasons (SPEC\n§3–§6).", [(3, ()), (6, ())]),
         ("end of a sentence: SPEC §6.", [(6, ())]),
         ("# --- §5 condition messages", [(5, ())]),

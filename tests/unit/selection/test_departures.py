@@ -1,6 +1,11 @@
-"""One test per row of SPEC §9's "Where this contract departs" table: each pins the contract's behaviour and,
-where it is observable, shows what upstream OME (v1.3; cfa05c69 for the rows that name it) would have done
-instead."""
+"""SPEC §9's "Where this contract departs" table (v4: the upstream column is OME v1.3, and cfa05c69 for the
+rows that name it): one test per row that runtime selection decides, each pinning the contract's behaviour
+and, where it is observable, showing what upstream does instead. Three rows are decided outside selection
+and pinned where they are decided: updates (tests/unit/webhook/test_decisions.py), model metadata and
+runtime edits (the indexes that re-evaluate InferenceServices, tests/unit/catalog/test_catalog.py); the
+success text of the last row is the webhook's (tests/unit/webhook/test_decisions_v4.py). Last come the two
+v3 rows that v4 no longer lists because OME v1.3 now does what this contract does: kept behaviour, no
+longer departures."""
 
 from __future__ import annotations
 
@@ -13,25 +18,9 @@ from ome_selector.selection.quantity import format_parameter_count, parse_parame
 from ome_selector.selection.version import version_matches
 
 
-def test_one_sided_or_empty_ranges_are_open_bounds_not_a_crash() -> None:
-    # Upstream dereferenced both bounds (nil pointer crash); here a missing bound is open.
-    m = model(size="405B")
-    c = catalog(
-        m,
-        runtime("big", entry(), min="70B"),
-        runtime("small", entry(), max="13B"),
-        runtime("empty", entry(), size_range={}),
-    )
-    verdicts = {v.name: v for v in explain(c, m, NS).verdicts}
-    assert verdicts["big"].compatible
-    assert verdicts["big"].range_text == "[70B, inf)"
-    assert verdicts["small"].reason == "model size 405B is outside supported range (-inf, 13B]"
-    assert verdicts["empty"].compatible
-    assert verdicts["empty"].range_text is None
-
-
 def test_parsing_accepts_only_the_grammar() -> None:
-    # Go's ParseFloat accepted these; upstream would read 1e9 as a billion and Inf as infinity.
+    # Upstream (cfa05c69) uses Go's ParseFloat, which accepts these: it reads 1e9 as a billion and Inf as
+    # infinity.
     for text in ("1e9", "+5", "Inf", "NaN", "-1B", "1e3B"):
         assert parse_parameter_count(text) == 0, text
     m = model(size="1e9")  # reads as 0 here, a billion upstream
@@ -40,7 +29,7 @@ def test_parsing_accepts_only_the_grammar() -> None:
 
 
 def test_score_is_the_matching_entry_only() -> None:
-    # Upstream took the maximum over every entry with autoSelect != false (here 5 from the second entry).
+    # Upstream takes the maximum over every entry with autoSelect != false (here 5 from the second entry).
     rt = runtime("rt", entry(priority=1), entry(priority=5, auto_select=None))
     m = model()
     verdict = explain(catalog(m, rt), m, NS).verdicts[0]
@@ -49,7 +38,7 @@ def test_score_is_the_matching_entry_only() -> None:
 
 
 def test_auto_selectable_needs_autoselect_on_the_matching_entry() -> None:
-    # Upstream: any entry with autoSelect true made the runtime auto-selectable, even one for another format.
+    # Upstream: any entry with autoSelect true makes the runtime auto-selectable, even one for another format.
     rt = runtime("rt", entry(auto_select=False), entry("onnx", auto_select=True))
     m = model()
     verdict = explain(catalog(m, rt), m, NS).verdicts[0]
@@ -59,15 +48,15 @@ def test_auto_selectable_needs_autoselect_on_the_matching_entry() -> None:
 
 
 def test_tie_distance_is_exact() -> None:
-    # Upstream truncated the float distance to an integer: 0.4 and 0.2 parameters both became 0, and the
-    # name decided ("a" first). Exactly, "b" is closer.
+    # Upstream (still so in OME v1.3) truncates the float distance to an integer: 0.4 and 0.2 parameters both
+    # become 0, and the name decides ("a" first). Exactly, "b" is closer.
     m = model(size="10")
     c = catalog(m, runtime("a", entry(), min="9.8", max="10.2"), runtime("b", entry(), min="9.9", max="10.1"))
     assert [v.name for v in explain(c, m, NS).ranked] == ["b", "a"]
 
 
 def test_unknown_operator_never_matches() -> None:
-    # Upstream applied the precision/prefix guard and then fell back to Equal: equal versions matched.
+    # Upstream applies the precision/prefix guard and then falls back to Equal: equal versions match.
     assert not version_matches("1.0.0", "LessThanOrEqual", "1.0.0")
     m = model(version="1.0.0")
     c = catalog(m, runtime("rt", entry(version="1.0.0", operator="Equals")))
@@ -91,7 +80,7 @@ def test_unknown_operator_reason_names_the_operator() -> None:
 
 
 def test_very_long_size_values_read_as_zero() -> None:
-    # Upstream parsed a value of any length (quadratic cost: a 1 MB value took 39 s).
+    # Upstream parses a value of any length (quadratic cost: a 1 MB value took 39 s).
     assert parse_parameter_count("1" * 64) == int("1" * 64)
     assert parse_parameter_count("1" * 65) == 0
     m = model(size="0" * 64 + "3B")  # 66 characters: reads as 0, so it is below every positive minimum
@@ -99,8 +88,34 @@ def test_very_long_size_values_read_as_zero() -> None:
     assert explain(c, m, NS).verdicts[0].failed is Step.SIZE
 
 
+def test_an_empty_size_is_no_size() -> None:
+    # Upstream reads "" as a size of 0, which every ranged runtime rejects; here it is no size (§2), which
+    # passes every range (and the webhook warns, §7). A size that does read as 0 still fails the range.
+    c = catalog(model(size=""), runtime("rt", entry(), min="1B"))
+    result = evaluate(c, isvc())
+    assert result is not None
+    assert result.message == "selected ClusterServingRuntime rt (score 1)"
+    zero = model(size="0")
+    assert explain(catalog(zero, runtime("rt", entry(), min="1B")), zero, NS).verdicts[0].failed is Step.SIZE
+
+
+def test_the_no_runtime_message_is_capped_with_the_nearest_misses_first() -> None:
+    # Upstream's message is unbounded (2.5 MB at 10,000 runtimes); here it is cut to 1,024 characters (§5),
+    # and the nearest miss is kept although its name sorts last.
+    runtimes = [runtime(f"rt-{i:03d}", entry(arch="OtherForCausalLM")) for i in range(200)]
+    c = catalog(model(size="3B"), *runtimes, runtime("zz-small", entry(), max="1B"))
+    result = evaluate(c, isvc())
+    assert result is not None
+    assert len(result.message) <= 1024
+    assert result.message.startswith(
+        "no runtime supports model m (checked 201 runtimes: 0 namespace-scoped, 201 cluster-scoped): "
+        "zz-small (model size 3B is outside supported range (-inf, 1B]); rt-000 ("
+    )
+    assert result.message.endswith(" more (kubectl ome runtime explain --isvc svc -n ns)")
+
+
 def test_model_without_format_is_metadata_pending_not_an_error() -> None:
-    # Upstream failed with "model format name is required".
+    # Upstream fails with "model format name is required".
     result = evaluate(catalog(model(fmt=None), runtime("rt", entry())), isvc())
     assert result is not None
     assert result.kind is OutcomeKind.MODEL_METADATA_PENDING
@@ -108,8 +123,10 @@ def test_model_without_format_is_metadata_pending_not_an_error() -> None:
 
 
 def test_no_runtime_message_names_the_model_and_every_runtime_of_the_format_nearest_miss_first() -> None:
-    # Upstream: the format name as "model", random (map) order, only a first reason, and runtimes that merely
-    # lacked autoSelect were left out. Here: the runtime that failed at the latest step comes first.
+    # Upstream: the format name as "model", random (map) order, only a first reason, keyed by bare name (a
+    # test below), and runtimes that support the model but are not auto-selectable (z-manual) counted, not
+    # listed. Here: the model's name and every runtime of the format, the one that failed at the latest step
+    # first (§5).
     c = catalog(
         model("llama", size="3B"),
         runtime("z-manual", entry(auto_select=False)),
@@ -127,26 +144,14 @@ def test_no_runtime_message_names_the_model_and_every_runtime_of_the_format_near
     )
 
 
-def test_named_runtime_is_used_anyway_with_an_advisory() -> None:
-    # Upstream: a hard error in the controller, and nothing at admission.
-    c = catalog(model(size="3.21B"), runtime("srt-llama-3-2-1b-instruct", entry(), min="500M", max="2B"))
-    result = evaluate(c, isvc(runtime_name="srt-llama-3-2-1b-instruct"))
-    assert result is not None
-    assert (result.status, result.reason) == ("True", "RuntimeSpecified")
-    assert result.advisory == (
-        "runtime srt-llama-3-2-1b-instruct does not declare support for model m: "
-        "model size 3.21B is outside supported range [500M, 2B]"
-    )
-
-
 def test_writing_counts_follows_the_spec_rule() -> None:
-    # Upstream wrote a K suffix, "3.2B" for 3.21e9 and "1000.00B" at the carry.
+    # Upstream writes a K suffix, "3.2B" for 3.21e9 and "1000.00B" at the carry.
     assert format_parameter_count(3_210_000_000) == "3.21B"
     assert format_parameter_count(999_999_999_999) == "1T"
     assert format_parameter_count(350_000) == "350000"
 
 
-# --- rows of v4 (upstream is OME v1.3) ---------------------------------------------------------------------
+# --- rows new in v4 ----------------------------------------------------------------------------------------
 
 
 def test_an_empty_accelerator_class_is_skipped() -> None:
@@ -198,4 +203,39 @@ def test_the_advisory_names_the_model_also_for_a_mode_failure() -> None:
     assert result.advisory == (
         "runtime rt does not declare support for model m: runtime engine deployment mode RawDeployment does "
         "not match requested engine deployment mode OMENative"
+    )
+
+
+# --- v3 rows that v4 no longer lists (OME v1.3 now does what this contract does) --------------------------
+
+
+def test_one_sided_or_empty_ranges_are_open_bounds_not_a_crash() -> None:
+    # SPEC §9 (v4): no longer a departure; OME v1.3 also reads a missing bound as open, writes the same
+    # interval labels and does not crash (§3 check 5).
+    m = model(size="405B")
+    c = catalog(
+        m,
+        runtime("big", entry(), min="70B"),
+        runtime("small", entry(), max="13B"),
+        runtime("empty", entry(), size_range={}),
+    )
+    verdicts = {v.name: v for v in explain(c, m, NS).verdicts}
+    assert verdicts["big"].compatible
+    assert verdicts["big"].range_text == "[70B, inf)"
+    assert verdicts["small"].reason == "model size 405B is outside supported range (-inf, 13B]"
+    assert verdicts["empty"].compatible
+    assert verdicts["empty"].range_text is None
+
+
+def test_named_runtime_is_used_anyway_with_an_advisory() -> None:
+    # SPEC §9 (v4): no longer a departure; OME v1.3 also uses a named runtime that does not declare support,
+    # with an advisory rather than a hard error (§5). The advisory's text is still the contract's own (the
+    # "advisory and success texts" row).
+    c = catalog(model(size="3.21B"), runtime("srt-llama-3-2-1b-instruct", entry(), min="500M", max="2B"))
+    result = evaluate(c, isvc(runtime_name="srt-llama-3-2-1b-instruct"))
+    assert result is not None
+    assert (result.status, result.reason) == ("True", "RuntimeSpecified")
+    assert result.advisory == (
+        "runtime srt-llama-3-2-1b-instruct does not declare support for model m: "
+        "model size 3.21B is outside supported range [500M, 2B]"
     )

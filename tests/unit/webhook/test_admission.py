@@ -22,6 +22,9 @@ from ome_selector.webhook.admission import (
 from ome_selector.webhook.config import WebhookConfig
 from ome_selector.webhook.registration import HANDLER_IDS
 
+INHERIT = "ome.io/inherit-from"
+PROFILE = "ome.io/runtime-profile"
+
 SERVICE: kopf.RawBody = {
     "apiVersion": "ome.io/v1beta1",
     "kind": "InferenceService",
@@ -149,9 +152,13 @@ def _key(name: str) -> ObjectKey:
     return ObjectKey(Kind.SERVING_RUNTIME, "ns", name)
 
 
-def _versioned(version: str, uid: str | None, generation: int | None) -> Resource:
+def _versioned(
+    version: str, uid: str | None, generation: int | None, annotations: dict[str, str] | None = None
+) -> Resource:
     body = objects.runtime("rt", namespace="ns")
     body["metadata"] |= {"resourceVersion": version, "uid": uid, "generation": generation}
+    if annotations is not None:
+        body["metadata"]["annotations"] = annotations
     resource = load_resource(body)
     assert resource is not None
     return resource
@@ -167,10 +174,48 @@ def _versioned(version: str, uid: str | None, generation: int | None) -> Resourc
         pytest.param(("7", "u", 2), {"resourceVersion": "8", "uid": "u"}, False, id="no generation listed"),
         pytest.param(("7", "u", None), {"resourceVersion": "8", "uid": "u"}, False, id="none either side"),
         pytest.param(("7", None, None), {"resourceVersion": "8"}, False, id="nothing but the version"),
+        # SPEC §5 (v4): a runtime's read annotations count although metadata.generation does not move, so
+        # at the same uid and generation a changed ome.io/inherit-from (or ome.io/runtime-profile) is not
+        # held; other annotations, like labels, do not count.
+        pytest.param(
+            ("7", "u", 2, {INHERIT: "base"}),
+            {"resourceVersion": "8", "uid": "u", "generation": 2, "annotations": {INHERIT: "other"}},
+            False,
+            id="inherit-from changed",
+        ),
+        pytest.param(
+            ("7", "u", 2, {INHERIT: "base"}),
+            {"resourceVersion": "8", "uid": "u", "generation": 2},
+            False,
+            id="inherit-from removed",
+        ),
+        pytest.param(
+            ("7", "u", 2),
+            {"resourceVersion": "8", "uid": "u", "generation": 2, "annotations": {INHERIT: "base"}},
+            False,
+            id="inherit-from added",
+        ),
+        pytest.param(
+            ("7", "u", 2, {PROFILE: "true"}),
+            {"resourceVersion": "8", "uid": "u", "generation": 2, "annotations": {PROFILE: "false"}},
+            False,
+            id="runtime-profile changed",
+        ),
+        pytest.param(
+            ("7", "u", 2, {INHERIT: "base", PROFILE: "true"}),
+            {
+                "resourceVersion": "8",
+                "uid": "u",
+                "generation": 2,
+                "annotations": {INHERIT: "base", PROFILE: "true", "team": "serving"},
+            },
+            True,
+            id="another annotation changed",
+        ),
     ],
 )
 def test_a_listed_runtime_is_held_at_its_version_or_at_its_uid_and_generation(
-    stored: tuple[str, str | None, int | None], listed: dict[str, Any], held: bool
+    stored: tuple[Any, ...], listed: dict[str, Any], held: bool
 ) -> None:
     assert _held_as_listed(_versioned(*stored), listed) is held
 
