@@ -31,7 +31,7 @@ STANDARD_LABELS = {
 }
 CERT_DIR = "/var/run/ome-selector/webhook-certs"
 #: Roles of the hook Jobs and the plugin reader: not the operator's (checked in tests of their own).
-HOOK_AND_READER_ROLES = ("-plugin-reader", "-startupcheck", "-cleanup", "-cleanup-conditions")
+HOOK_AND_READER_ROLES = ("-plugin-reader", "-startupcheck", "-cleanup", "-cleanup-conditions", "-cleanup-webhook")
 
 
 class Rendered:
@@ -164,9 +164,10 @@ def test_default_install_has_the_expected_objects(render: Any) -> None:
         + ["PodDisruptionBudget", "NetworkPolicy"]
         # the startup check hook (its ClusterRole reads the webhook configuration); no CRDs by default
         + ["ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "Job"]
-        # the uninstall cleanup hook
-        + ["ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "Job"]
-        # the caBundle and failurePolicy only; the startup check's dry runs only
+        # the uninstall cleanup hook (a ClusterRole for the conditions, one for disarming the webhook)
+        + ["ServiceAccount", "Role", "RoleBinding", "Job"]
+        + ["ClusterRole", "ClusterRoleBinding"] * 2
+        # the caBundle and the configured failurePolicy only; the startup check's dry runs only
         + ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"] * 2
     )
 
@@ -969,7 +970,7 @@ def test_cleanup_hook_runs_ome_selector_cleanup_with_just_the_rights_it_needs(re
         assert not [
             d
             for d in render(values).docs
-            if d["metadata"]["name"].endswith(("-cleanup", "-cleanup-conditions"))
+            if d["metadata"]["name"].endswith(("-cleanup", "-cleanup-conditions", "-cleanup-webhook"))
         ]
 
 
