@@ -31,7 +31,13 @@ STANDARD_LABELS = {
 }
 CERT_DIR = "/var/run/ome-selector/webhook-certs"
 #: Roles of the hook Jobs and the plugin reader: not the operator's (checked in tests of their own).
-HOOK_AND_READER_ROLES = ("-plugin-reader", "-startupcheck", "-cleanup", "-cleanup-conditions", "-cleanup-webhook")
+HOOK_AND_READER_ROLES = (
+    "-plugin-reader",
+    "-startupcheck",
+    "-cleanup",
+    "-cleanup-conditions",
+    "-cleanup-webhook",
+)
 
 
 class Rendered:
