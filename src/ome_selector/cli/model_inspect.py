@@ -136,7 +136,7 @@ def _summary(metadata: ModelMetadata) -> str:
         parameters = f"{count} ({'estimated from config.json' if metadata.estimated else 'exact'})"
     model_format, framework = metadata.model_format, metadata.framework
     rows = [
-        ("Source:", escape_controls(metadata.source)),
+        ("Source:", metadata.source),
         ("Parameters:", parameters),
         ("modelParameterSize:", metadata.model_parameter_size or EMPTY),
         (
@@ -149,7 +149,9 @@ def _summary(metadata: ModelMetadata) -> str:
         ("maxTokens:", EMPTY if metadata.max_tokens is None else str(metadata.max_tokens)),
     ]
     width = max(len(label) for label, _ in rows) + 2
-    text = "".join(f"{label.ljust(width)}{value}\n" for label, value in rows)
+    # Every value with SPEC §7's escapes (SPEC §10.4): the source as given, and learned strings too, whatever
+    # their grammars (SPEC §10.3) already keep out.
+    text = "".join(f"{label.ljust(width)}{escape_controls(value)}\n" for label, value in rows)
     if metadata.files:
         files = [
             (escape_controls(file.name), str(file.tensors), str(file.parameters)) for file in metadata.files
@@ -231,7 +233,7 @@ def run_model_command(args: argparse.Namespace) -> int:
                 context=args.context,
             )
         except ApplyError as error:
-            sys.stderr.write(f"error: {error}\n")
+            sys.stderr.write(f"error: {escape_controls(str(error))}\n")
             return EXIT_ERROR
         text = render_applied(applied, inspection.metadata, args.output)
     sys.stdout.write(text)

@@ -1,5 +1,6 @@
-"""`kubectl ome model inspect`: the SPEC §10 document, the summary table, -v, and exit status 1 with one line
-naming the file for every unreadable input. The expected outputs are written from the SPEC by hand."""
+"""`kubectl ome model inspect`: the SPEC §10 document, the summary table, -v, exit status 1 with one line
+naming the file for every unreadable input, and no raw control character in the table, -o json, -o yaml or an
+error line (SPEC §10.4). The expected outputs are written from the SPEC by hand."""
 
 from __future__ import annotations
 
@@ -24,7 +25,12 @@ from harness.model_folders import (
     write_safetensors,
     write_sharded,
 )
+from ome_selector.cli import model_apply
 from ome_selector.cli.kubectl_ome import run
+from ome_selector.cli.model_apply import ApplyError
+from ome_selector.cli.model_inspect import render_inspection
+from ome_selector.modelfiles import ModelMetadata, NameVersion, WeightFile, metadata_document
+from ome_selector.selection.messages import escape_controls
 
 KUBECTL_OME = Path(sys.executable).parent / "kubectl-ome"
 
@@ -295,3 +301,144 @@ def test_ctrl_c_ends_a_hub_read_at_once_with_130(tmp_path: Path) -> None:
             command.send_signal(signal.SIGINT)
             out, err = command.communicate(timeout=30)  # the headers alone would take minutes
     assert (command.returncode, out, err) == (130, "", "")
+
+
+# --- no raw control character in any output (SPEC §10.4) ---------------------------------------------------
+
+#: Each character of §7's set that §10.4 names, and how the table (and error lines), ``-o json`` and
+#: ``-o yaml`` write it: written from the SPEC by hand.
+HOSTILE = [
+    pytest.param("\x07", r"\x07", r"\u0007", r"\x07", id="C0-BEL"),
+    pytest.param("\x1b", r"\x1b", r"\u001b", r"\x1b", id="C0-ESC"),
+    pytest.param("\r", r"\r", r"\r", r"\r", id="C0-CR"),
+    pytest.param("\x7f", r"\x7f", r"\u007f", r"\x7f", id="DEL"),
+    pytest.param("\x85", r"\x85", r"\u0085", r"\x85", id="C1-NEL"),
+    pytest.param("\x9b", r"\x9b", r"\u009b", r"\x9b", id="C1-CSI"),
+    pytest.param("\u061c", r"\u061c", r"\u061c", r"\u061c", id="ALM"),
+    pytest.param("\u200f", r"\u200f", r"\u200f", r"\u200f", id="RLM"),
+    pytest.param("\u202e", r"\u202e", r"\u202e", r"\u202e", id="RLO"),
+    pytest.param("\u2066", r"\u2066", r"\u2066", r"\u2066", id="LRI"),
+    pytest.param("\u2028", r"\u2028", r"\u2028", r"\u2028", id="LINE-SEPARATOR"),
+]
+
+
+def _hostile_metadata(char: str) -> ModelMetadata:
+    """Metadata whose source, file name and learned strings all hold ``char`` (the grammars of §10.3 keep
+    it out of learned values; the printers must not rely on that)."""
+    return ModelMetadata(
+        source=f"/models/m{char}x",
+        parameter_count=10,
+        estimated=False,
+        model_format=NameVersion("safetensors", "1.0.0"),
+        architecture=f"Arch{char}x",
+        framework=NameVersion("transformers", f"4{char}x"),
+        quantization=f"q{char}x",
+        max_tokens=512,
+        files=(WeightFile(f"shard{char}x.safetensors", 1, 10),),
+    )
+
+
+def _no_raw_control(text: str) -> None:
+    raw = [char for char in text if char != "\n" and escape_controls(char) != char]
+    assert raw == []
+
+
+@pytest.mark.parametrize(("char", "table", "as_json", "as_yaml"), HOSTILE)
+def test_the_table_escapes_source_file_names_and_learned_strings(
+    char: str, table: str, as_json: str, as_yaml: str
+) -> None:
+    out = render_inspection(_hostile_metadata(char), "table")
+    _no_raw_control(out)
+    for expected in (
+        f"Source:              /models/m{table}x\n",
+        f"modelArchitecture:   Arch{table}x\n",
+        f"modelFramework:      transformers 4{table}x\n",
+        f"quantization:        q{table}x\n",
+        f"shard{table}x.safetensors   1",
+    ):
+        assert expected in out
+
+
+@pytest.mark.parametrize(("char", "table", "as_json", "as_yaml"), HOSTILE)
+def test_json_writes_json_escapes(char: str, table: str, as_json: str, as_yaml: str) -> None:
+    metadata = _hostile_metadata(char)
+    out = render_inspection(metadata, "json")
+    _no_raw_control(out)
+    for expected in (
+        f'"source": "/models/m{as_json}x"',
+        f'"modelArchitecture": "Arch{as_json}x"',
+        f'"version": "4{as_json}x"',
+        f'"quantization": "q{as_json}x"',
+        f'"name": "shard{as_json}x.safetensors"',
+    ):
+        assert expected in out
+    assert json.loads(out) == metadata_document(metadata)  # escaped, not changed
+
+
+@pytest.mark.parametrize(("char", "table", "as_json", "as_yaml"), HOSTILE)
+def test_yaml_writes_double_quoted_escapes(char: str, table: str, as_json: str, as_yaml: str) -> None:
+    metadata = _hostile_metadata(char)
+    out = render_inspection(metadata, "yaml")
+    _no_raw_control(out)
+    for expected in (
+        f'source: "/models/m{as_yaml}x"\n',
+        f'modelArchitecture: "Arch{as_yaml}x"\n',
+        f'version: "4{as_yaml}x"\n',
+        f'quantization: "q{as_yaml}x"\n',
+        f'name: "shard{as_yaml}x.safetensors"\n',
+    ):
+        assert expected in out
+    assert yaml.safe_load(out) == metadata_document(metadata)
+
+
+HOSTILE_NAME = "m\x1b[2J\x9b\u202etxt.exe"
+HOSTILE_SHOWN = {
+    "table": r"m\x1b[2J\x9b\u202etxt.exe",
+    "json": r"m\u001b[2J\u009b\u202etxt.exe",
+    "yaml": r"m\x1b[2J\x9b\u202etxt.exe",
+}
+
+
+@pytest.mark.parametrize("output", ["table", "json", "yaml"])
+def test_a_folder_with_control_characters_in_its_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], output: str
+) -> None:
+    folder = tmp_path / HOSTILE_NAME
+    write_json(folder / "config.json", BERT_MINILM_CONFIG)
+    write_safetensors(folder / "model.safetensors", bert_minilm_tensors(), {"format": "pt"})
+    assert run(["model", "inspect", str(folder), "-o", output]) == 0
+    out, err = capsys.readouterr()
+    _no_raw_control(out)
+    assert f"{tmp_path}/{HOSTILE_SHOWN[output]}" in out
+    assert err == ""
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda folder: None, id="missing folder"),
+        pytest.param(lambda folder: write_json(folder / "config.json", []), id="malformed config.json"),
+    ],
+)
+def test_error_lines_escape_the_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], make: Callable[[Path], object]
+) -> None:
+    folder = tmp_path / HOSTILE_NAME
+    make(folder)
+    assert run(["model", "inspect", str(folder)]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    _no_raw_control(err)
+    assert err.startswith(f"error: {tmp_path}/{HOSTILE_SHOWN['table']}")
+    assert err.count("\n") == 1
+
+
+def test_an_apply_error_line_is_escaped(
+    minilm: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise ApplyError("cannot patch BaseModel a/b: denied \x1b[2J\u202e")
+
+    monkeypatch.setattr(model_apply, "apply_metadata", refuse)
+    assert run(["model", "inspect", str(minilm), "--apply", "basemodel/b", "-n", "a"]) == 1
+    assert capsys.readouterr() == ("", "error: cannot patch BaseModel a/b: denied \\x1b[2J\\u202e\n")
