@@ -14,10 +14,11 @@ lacks a learnable field (:func:`~ome_selector.modelfiles.missing_fields`), it do
    resourceVersion it read; after a 409 it reads and recomputes, so nothing anyone set is overwritten;
 3. records a Normal event ``ModelMetadataLearned`` naming what it set.
 
-A failure (the Hub refuses, a file is malformed or over a limit, the child is killed or crashes, the API
-errs, anything raised) is a Warning event ``ModelMetadataUnavailable`` with the reason, escaped (SPEC
-§10.4), counted as ``result="failed"``, and the model is tried again after :class:`RetrySchedule`'s delay:
-30 s, 2 min, then every 10 min; never the work queue's fast backoff.
+A failure while reading or writing (the Hub refuses, a file is malformed or over a limit, the child is
+killed or crashes, the API errs or the model keeps changing while it is patched, anything raised) is a
+Warning event ``ModelMetadataUnavailable`` with the reason, escaped, its storage URI cut to 256 characters
+(SPEC §10.4), counted as ``result="failed"``, and the model is tried again after :class:`RetrySchedule`'s
+delay: 30 s, 2 min, then every 10 min; never the work queue's fast backoff (SPEC §10.5).
 
 Only a writing replica learns: every read and write is behind the leader election's fence, and a new
 leader looks at every candidate again. The size it writes reaches the controller through the watch like any
@@ -80,6 +81,9 @@ DEFAULT_RETRY_DELAYS = (30.0, 120.0, 600.0)
 MAX_CONFLICTS = 5
 #: A storage URI in a message is cut to this many characters (SPEC §10.4).
 _URI_LIMIT = 256
+#: How a failure's event message starts, by what failed: reading the model's files or writing to the model.
+_READING = "Cannot read the model's files"
+_WRITING = "Cannot set the learned fields"
 
 #: Reads one model: ``(storage URI, token or None) -> metadata``; raises for every failure.
 ModelReader = Callable[[str, str | None], Awaitable[ModelMetadata]]
@@ -226,6 +230,17 @@ def may_use_token(key: ObjectKey, token_namespaces: Collection[str]) -> bool:
 
 def _shown_uri(uri: str) -> str:
     return truncate(escape_controls(uri), _URI_LIMIT)
+
+
+def _shown_file_error(error: ModelFileError, uri: str) -> str:
+    """``<location>: <reason>`` of a read failure, escaped, with the storage URI the location starts with cut
+    to 256 characters (SPEC §10.4); a location that is not under ``uri`` is cut the same way."""
+    location = error.location
+    if location.startswith(uri):  # hf://ORG/NAME[@REVISION], then /FILE when a file is named
+        shown = _shown_uri(uri) + escape_controls(location[len(uri) :])
+    else:  # e.g. the URI as the child cut it
+        shown = _shown_uri(location)
+    return f"{shown}: {escape_controls(error.reason)}"
 
 
 class _NoLongerCandidateError(Exception):
@@ -390,7 +405,7 @@ class ModelMetadataLearner:
         except asyncio.CancelledError:
             raise
         except Exception as error:  # whatever goes wrong is a failure on the schedule, never a fast retry
-            await self._failed(found, f"{type(error).__name__}: {error}", event=True)
+            await self._failed(found, f"{type(error).__name__}: {error}", _READING)
 
     async def _learn(self, found: Candidate) -> None:
         key = found.key
@@ -403,22 +418,25 @@ class ModelMetadataLearner:
                 async with self._reading:
                     metadata = await self._read(uri, self._token_for(found))
             except ModelFileError as error:
-                await self._failed(found, str(error), event=True)
+                await self._failed(found, _shown_file_error(error, uri), _READING)
                 return
             except Exception as error:  # a reader's own failure: the operator carries on
-                await self._failed(found, f"{type(error).__name__}: {error}", event=True)
+                await self._failed(found, f"{type(error).__name__}: {error}", _READING)
                 return
             self._learned[key] = (uri, replace(metadata, files=()))
+        # A failure to write is a failure like any other: event, metric and schedule (SPEC §10.5).
         try:
             fields, stored = await self._write(found, metadata)
         except (_NoLongerCandidateError, NotLeaderError):
             return  # the watch brings the model's new state, or the new leader takes over
         except ApiError as error:
-            self._metrics.api_errors.labels("patch").inc()
-            await self._failed(found, f"the API answered {error.status} {error.reason}", event=False)
+            await self._failed(found, f"the API answered {error.status} {error.reason}", _WRITING)
             return
         except ConflictError:
-            await self._failed(found, f"it changed {MAX_CONFLICTS} times while it was patched", event=False)
+            await self._failed(found, f"it changed {MAX_CONFLICTS} times while it was patched", _WRITING)
+            return
+        except Exception as error:
+            await self._failed(found, f"{type(error).__name__}: {error}", _WRITING)
             return
         self.schedule.succeeded(key)
         self._candidates.pop(key, None)
@@ -469,11 +487,16 @@ class ModelMetadataLearner:
                 continue  # changed since it was read: read again, recompute
             except GoneError as error:
                 raise _NoLongerCandidateError(str(key)) from error
+            except ApiError:
+                self._metrics.api_errors.labels("patch").inc()
+                raise
             self._metrics.writes.labels("patch").inc()
             return fields, stored
         raise ConflictError(str(key))
 
-    async def _failed(self, found: Candidate, reason: str, *, event: bool) -> None:
+    async def _failed(self, found: Candidate, reason: str, failed: str) -> None:
+        """Record a failure (SPEC §10.5): the log line, ``result="failed"``, the next attempt on the schedule
+        and the Warning event, whose message starts with ``failed`` (what could not be done)."""
         key = found.key
         loop = asyncio.get_running_loop()
         reason = escape_controls(reason)
@@ -488,11 +511,9 @@ class ModelMetadataLearner:
             extra=log_fields(key, reason=UNAVAILABLE),
         )
         self._request(key)
-        if event:
-            next_attempt = f"; next attempt in {_duration(delay)}"
-            # The reason is cut so that the whole message stays within SPEC §5's 1,024 characters.
-            cut = truncate(f"Cannot read the model's files: {reason}", 1024 - len(next_attempt))
-            message = cut + next_attempt
-            await self._events.record_event(
-                found.involved, kind=key.kind, type_="Warning", reason=UNAVAILABLE, message=message
-            )
+        next_attempt = f"; next attempt in {_duration(delay)}"
+        # The reason is cut so that the whole message stays within SPEC §5's 1,024 characters.
+        message = truncate(f"{failed}: {reason}", 1024 - len(next_attempt)) + next_attempt
+        await self._events.record_event(
+            found.involved, kind=key.kind, type_="Warning", reason=UNAVAILABLE, message=message
+        )
