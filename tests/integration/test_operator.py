@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 from kubernetes import client
@@ -575,6 +577,22 @@ def test_a_message_changing_only_in_its_runtime_counts_is_written_without_an_eve
     assert _event_reasons(api_client, namespace, "svc") == Counter({"RuntimeNotFound": 1})
 
 
+def _count_condition_writes(runner: Any) -> Counter[str]:
+    """From now on, each condition write of the operator by InferenceService name (the writes still go to the
+    apiserver)."""
+    writer = runner.operator.controller._writer
+    written: Counter[str] = Counter()
+    patch_conditions = writer.patch_conditions
+
+    async def counting(namespace: str, name: str, **arguments: Any) -> dict[str, Any]:
+        body: dict[str, Any] = await patch_conditions(namespace, name, **arguments)
+        written[name] += 1
+        return body
+
+    writer.patch_conditions = counting
+    return written
+
+
 def test_a_burst_of_catalog_changes_costs_each_inference_service_at_most_two_condition_writes(
     api_client: Any, namespace: str, running_operator: Any
 ) -> None:
@@ -592,17 +610,7 @@ def test_a_burst_of_catalog_changes_costs_each_inference_service_at_most_two_con
         _condition(api_client, namespace, body["metadata"]["name"], "RuntimeNotFound")
     runner.wait_idle(timeout=120)
     before = _total(runner, "ome_selector_api_writes_total", operation="patch_status")
-    # Each condition write of the operator, by InferenceService (the writes themselves go to the apiserver).
-    writer = runner.operator.controller._writer
-    written: Counter[str] = Counter()
-    patch_conditions = writer.patch_conditions
-
-    async def counting(namespace: str, name: str, **arguments: Any) -> dict[str, Any]:
-        body: dict[str, Any] = await patch_conditions(namespace, name, **arguments)
-        written[name] += 1
-        return body
-
-    writer.patch_conditions = counting
+    written = _count_condition_writes(runner)
     runtimes = [
         objects.runtime(f"rt-{i:02d}", namespace=namespace, size_range=("1B", f"{2 + i}B"))
         for i in range(burst)
@@ -634,3 +642,64 @@ def test_a_burst_of_catalog_changes_costs_each_inference_service_at_most_two_con
             expected.reason,
             expected.message.replace("svc-0", name),
         )
+
+
+def test_a_mixed_burst_of_runtimes_and_models_costs_at_most_two_condition_writes(
+    api_client: Any, namespace: str, running_operator: Any
+) -> None:
+    # SPEC §5 "Bursts", as a catalog apply makes them: runtimes and models in one burst, one model new (its
+    # InferenceServices waited for it), one model resized. A model's change is evaluated at once, the
+    # runtimes' after the burst: each InferenceService is written at most twice, and ends exactly where an
+    # immediate evaluation of the final catalog puts it.
+    resized = objects.model("resized", namespace=namespace, size="70B")
+    arriving = objects.model("arriving", namespace=namespace, size="7B")
+    create(api_client, resized)
+    isvcs = [
+        objects.inference_service(f"{model}-{i}", namespace=namespace, model_name=model)
+        for model in ("resized", "arriving")
+        for i in range(4)
+    ]
+    for body in isvcs:
+        create(api_client, body)
+    runner = running_operator(namespaces=[namespace])
+    for body in isvcs:
+        eventually(
+            partial(runtime_ready, api_client, body["metadata"]["name"], namespace), what="a condition"
+        )
+    runner.wait_idle(timeout=120)
+    written = _count_condition_writes(runner)
+    runtimes = [
+        objects.runtime(f"rt-{i:02d}", namespace=namespace, size_range=("1B", f"{2 + i}B")) for i in range(30)
+    ]
+    changes: list[Callable[[], object]] = [partial(create, api_client, body) for body in runtimes]
+    changes.insert(10, partial(create, api_client, arriving))
+    smaller = {"spec": {"modelParameterSize": "8B"}}
+    changes.insert(20, partial(patch, api_client, "BaseModel", "resized", smaller, namespace))
+    with ThreadPoolExecutor(4) as pool:  # together, as from one `kubectl apply` of a catalog
+        list(pool.map(lambda change: change(), changes))
+    final = [
+        load_resource(get(api_client, kind, name, namespace))
+        for kind, name in [("BaseModel", "resized"), ("BaseModel", "arriving")]
+        + [("ServingRuntime", body["metadata"]["name"]) for body in runtimes]
+    ]
+    catalog = Catalog.from_resources(r for r in final if r is not None)
+    expected = {}
+    for body in isvcs:
+        isvc = load_resource(body)
+        assert isinstance(isvc, InferenceService)
+        outcome = evaluate(catalog, isvc)
+        assert outcome is not None
+        expected[body["metadata"]["name"]] = (outcome.status, outcome.reason, outcome.message)
+
+    def current() -> dict[str, tuple[Any, Any, Any]]:
+        found = {}
+        for name in expected:
+            condition = runtime_ready(api_client, name, namespace) or {}
+            found[name] = (condition.get("status"), condition.get("reason"), condition.get("message"))
+        return found
+
+    eventually(lambda: current() == expected or None, timeout=120, what="the final catalog's conditions")
+    runner.wait_idle(timeout=120)
+    assert current() == expected
+    assert set(written) == set(expected), written  # every one of them changed
+    assert max(written.values()) <= 2, written
