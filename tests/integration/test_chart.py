@@ -130,6 +130,21 @@ def test_notes_say_what_works_for_the_crds_installed(control_plane: ControlPlane
     assert "  kubectl ome status -A -o wide  " in notes
     assert "  kubectl get inferenceservices -A -o wide            # the same columns" in notes
     assert "OME's InferenceService CRD" not in notes
+    assert "it lets the webhooks fail open, stops the\noperator" in notes
+    # Without the hook, the command to run by hand does what the hook would, the webhook first.
+    by_hand = chart.helm_against(
+        control_plane.kubeconfig,
+        "install",
+        "notes",
+        str(chart.CHART_DIR),
+        "--dry-run=server",
+        "--set=cleanup.enabled=false",
+    )
+    assert by_hand.returncode == 0, by_hand.stderr
+    assert (
+        "  ome-selector cleanup --conditions-only --disarm-webhook notes-ome-selector --stop-deployment "
+        "default/notes-ome-selector --delete-lease default/notes-ome-selector"
+    ) in by_hand.stdout.split("NOTES:", 1)[1]
 
 
 @pytest.mark.parametrize(
