@@ -2,8 +2,8 @@
 
 ``hack/ensure-prometheus.sh`` provides both (unpacked from the package into the user's cache when they are
 not installed). :class:`PrometheusServer` runs one on 127.0.0.1 with a temporary data directory, a static
-scrape of the given targets, fast scrape and evaluation intervals and the given rule files, and stops it on
-exit.
+scrape of the given targets labelled as a Kubernetes scrape labels them, fast scrape and evaluation intervals
+and the given rule files, and stops it on exit.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import os
 import subprocess
 import urllib.parse
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -45,14 +45,15 @@ def find_prometheus() -> Path:
     return directory
 
 
-def dashboard_queries() -> list[tuple[str, str]]:
-    """(panel title, expression) of every query of the dashboard, with Grafana's variables as a person who
-    picked "All" would have them (and ``$__rate_interval`` as 1m)."""
+def dashboard_queries(*, namespace: str = ".*", job: str = ".*") -> list[tuple[str, str]]:
+    """(panel title, expression) of every query of the dashboard, with ``$__rate_interval`` as 1m and
+    Grafana's ``$namespace`` and ``$job`` as ``namespace`` and ``job`` (by default as a person who picked
+    "All" would have them; a single value picked is substituted as it is)."""
     found = []
     for panel in json.loads(DASHBOARD.read_text())["panels"]:
         for target in panel.get("targets", []):
             expr = target["expr"].replace("$__rate_interval", "1m")
-            found.append((panel["title"], expr.replace("$namespace", ".*").replace("$job", ".*")))
+            found.append((panel["title"], expr.replace("$namespace", namespace).replace("$job", job)))
     return found
 
 
@@ -63,8 +64,11 @@ def promtool(bin_dir: Path, *args: str, cwd: Path | None = None) -> subprocess.C
 
 
 class PrometheusServer:
-    """``prometheus`` scraping ``targets`` (host:port; the n-th labelled ``pod="<job>-<n>"``) as job ``job``
-    every ``interval``, evaluating ``rule_files`` as often, in ``directory`` (its config, data and log)."""
+    """``prometheus`` scraping ``targets`` (host:port) as job ``job`` every ``interval``, evaluating
+    ``rule_files`` as often, in ``directory`` (its config, data and log).
+
+    Every target gets ``labels`` (e.g. the ``namespace`` a Kubernetes scrape adds) and a ``pod`` label: the
+    n-th of ``pods``, by default ``<job>-<n>``."""
 
     def __init__(
         self,
@@ -74,8 +78,13 @@ class PrometheusServer:
         targets: Sequence[str],
         rule_files: Sequence[Path] = (),
         job: str = "ome-selector",
+        labels: Mapping[str, str] | None = None,
+        pods: Sequence[str] | None = None,
         interval: str = "1s",
     ) -> None:
+        pods = [f"{job}-{index}" for index in range(len(targets))] if pods is None else list(pods)
+        if len(pods) != len(targets):
+            raise ValueError(f"{len(targets)} targets but {len(pods)} pod names")
         self.bin_dir = bin_dir
         self.directory = directory
         self.port = free_port()
@@ -87,13 +96,14 @@ class PrometheusServer:
                 "scrape_timeout": interval,
             },
             "rule_files": [str(path) for path in rule_files],
-            # Each target labelled with a pod name, as Kubernetes service discovery labels replicas.
+            # Each target labelled as Kubernetes service discovery labels a replica: its pod, and the given
+            # labels (a ServiceMonitor's scrape adds the namespace).
             "scrape_configs": [
                 {
                     "job_name": job,
                     "static_configs": [
-                        {"targets": [target], "labels": {"pod": f"{job}-{index}"}}
-                        for index, target in enumerate(targets)
+                        {"targets": [target], "labels": {**(labels or {}), "pod": pod}}
+                        for target, pod in zip(targets, pods, strict=True)
                     ],
                 }
             ],
