@@ -377,10 +377,10 @@ uninstall_with_the_hook() {
   hook_pod_scheduled "$SCRATCH/cleanup.json" cleanup
   left=$(k get isvc -A -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="RuntimeReady")].type}{end}')
   [[ -z $left ]] || { echo "RuntimeReady conditions left after helm uninstall"; return 1; }
-  leftovers=$(k -n "$NAMESPACE" get all,secrets,configmaps,serviceaccounts,roles,rolebindings,leases,jobs \
+  leftovers=$(k -n "$NAMESPACE" get all,secrets,configmaps,serviceaccounts,roles,rolebindings,leases,jobs,networkpolicies,poddisruptionbudgets \
     -o name | grep -v -x -e serviceaccount/default -e configmap/kube-root-ca.crt || true)
-  leftovers+=$(k get clusterroles,clusterrolebindings,validatingwebhookconfigurations -o name \
-    -l app.kubernetes.io/part-of=ome-selector)
+  leftovers+=$(k get clusterroles,clusterrolebindings,validatingwebhookconfigurations,validatingadmissionpolicies,validatingadmissionpolicybindings \
+    -o name -l app.kubernetes.io/part-of=ome-selector)
   [[ -z $leftovers ]] || { echo "left after helm uninstall: $leftovers"; return 1; }
   k get crd "${CRDS[@]}" >/dev/null || { echo "helm uninstall deleted CRDs"; return 1; }
   note "RuntimeReady removed from $(k get isvc -A --no-headers | wc -l) InferenceServices by the pre-delete hook; Lease deleted; nothing left in $NAMESPACE or cluster-wide but the 5 CRDs"
