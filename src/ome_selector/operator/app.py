@@ -111,6 +111,7 @@ class Operator:
         self._last_listing_event = 0.0
         self._listing_events: dict[str, float] = {}  # kind → when Kopf last listed an object of it
         self._relisted = False  # a kind was listed again since the last resync: a watch gap
+        self._resync_wanted = False  # a listing started since the last resync after a listing began
         #: How many resyncs ran since start (tests wait for one).
         self.resyncs = 0
         self._register()
@@ -165,28 +166,37 @@ class Operator:
             self._listing_seen(str(event["object"].get("kind")))
 
     def _listing_seen(self, kind: str) -> None:
+        """One resync for each listing Kopf starts, not one per few seconds of it: Kopf hands a listing of
+        100,000 objects to its handlers over minutes, and a full resync every RELIST_MAX_DELAY of that made
+        the start-up quadratic. The resync lists everything itself, so it need not wait for Kopf's last
+        event."""
         now = asyncio.get_running_loop().time()
         last = self._listing_events.get(kind)
-        if last is not None and now - last > RELIST_GAP_SECONDS:
-            self._relisted = True  # a second listing of this kind: the watch had a gap
+        if last is None or now - last > RELIST_GAP_SECONDS:
+            self._resync_wanted = True  # this kind's listing starts
+            if last is not None:
+                self._relisted = True  # a second listing of this kind: the watch had a gap
         self._listing_events[kind] = self._last_listing_event = now
-        if self._relist is None or self._relist.done():
+        if self._resync_wanted and (self._relist is None or self._relist.done()):
             self._relist = asyncio.create_task(self._resync_after_listing(), name="resync-after-relist")
 
     async def _resync_after_listing(self) -> None:
-        """Resync once Kopf's listing events have stopped for a moment (within a few seconds at most)."""
+        """Resync once Kopf's listing events have stopped for a moment (within a few seconds at most), and
+        again for a listing that started while the resync ran."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + RELIST_MAX_DELAY_SECONDS
-        while (wait := min(self._last_listing_event + RELIST_QUIET_SECONDS, deadline) - loop.time()) > 0:
-            await asyncio.sleep(wait)
-        relisted, self._relisted = self._relisted, False
-        if relisted:
-            logger.info("the watch was listed again (a gap in the watch): resyncing")
-        try:
-            await self.resync(evaluate=relisted)
-        except Exception as error:  # the periodic resync tries again
-            self.metrics.api_errors.labels("list").inc()
-            logger.warning("resync after a watch listing failed: %s", error)
+        while self._resync_wanted:
+            deadline = loop.time() + RELIST_MAX_DELAY_SECONDS
+            while (wait := min(self._last_listing_event + RELIST_QUIET_SECONDS, deadline) - loop.time()) > 0:
+                await asyncio.sleep(wait)
+            self._resync_wanted = False
+            relisted, self._relisted = self._relisted, False
+            if relisted:
+                logger.info("the watch was listed again (a gap in the watch): resyncing")
+            try:
+                await self.resync(evaluate=relisted)
+            except Exception as error:  # the periodic resync tries again
+                self.metrics.api_errors.labels("list").inc()
+                logger.warning("resync after a watch listing failed: %s", error)
 
     async def _startup(self, settings: kopf.OperatorSettings, **_: Any) -> None:
         configure_settings(settings, self.config)

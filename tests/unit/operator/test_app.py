@@ -89,3 +89,50 @@ def test_kopf_names_a_watch_streams_pause_waiter_as_the_cleanup_expects() -> Non
     names, cancelled = asyncio.run(scenario())
     assert f"{KOPF_PAUSE_WAITER_PREFIX}servingruntimes.v1beta1.ome.io" in names
     assert cancelled  # a stream that is closed cancels its own; only an orphaned one is left running
+
+
+def test_one_resync_per_listing_however_long_kopf_takes_to_hand_it_over(monkeypatch: Any) -> None:
+    """SPEC §5 "Level-triggered resync": a listing Kopf hands over for longer than RELIST_MAX_DELAY
+    (100,000 objects take minutes) costs one resync, not one every RELIST_MAX_DELAY; a listing after a gap
+    gets its own, which evaluates; so does a listing that starts while a resync runs."""
+    from ome_selector.operator import app
+
+    monkeypatch.setattr(app, "RELIST_QUIET_SECONDS", 0.02)
+    monkeypatch.setattr(app, "RELIST_MAX_DELAY_SECONDS", 0.1)
+    monkeypatch.setattr(app, "RELIST_GAP_SECONDS", 1.0)
+    operator = Operator(OperatorConfig(health_address=None))
+    resyncs: list[bool] = []
+
+    async def scenario() -> None:
+        running, release = asyncio.Event(), asyncio.Event()
+
+        async def resync(*, evaluate: bool = True) -> None:
+            resyncs.append(evaluate)
+            running.set()
+            await release.wait()
+            running.clear()
+
+        monkeypatch.setattr(operator, "resync", resync)
+
+        async def listing(kind: str, seconds: float) -> None:
+            loop = asyncio.get_running_loop()
+            end = loop.time() + seconds
+            while loop.time() < end:
+                operator._listing_seen(kind)
+                await asyncio.sleep(0.005)
+
+        release.set()
+        await listing("InferenceService", 1.0)  # ten times RELIST_MAX_DELAY
+        await asyncio.sleep(0.2)
+        assert resyncs == [False]  # the first listing: the catalog was just listed, nothing to evaluate
+        await asyncio.sleep(1.1)  # past RELIST_GAP: the next listing of the kind is a gap's
+        release.clear()
+        await listing("InferenceService", 0.05)
+        await asyncio.wait_for(running.wait(), 5)  # that resync is running now ...
+        await listing("ClusterServingRuntime", 0.01)  # ... when another kind's listing starts
+        release.set()
+        assert operator._relist is not None
+        await asyncio.wait_for(operator._relist, 5)
+
+    asyncio.run(scenario())
+    assert resyncs == [False, True, False]
