@@ -74,17 +74,10 @@ async def run_cleanup(
     """``instance``: whose local registrations to remove (None: every instance's); ``any_writer``: remove the
     condition whoever wrote it."""
     api_client = await ClusterAccess(kubeconfig, context).api_client()
+    disarm = in_cluster.disarm_webhook
     async with api_client:
-        if in_cluster.disarm_webhook is not None:
-            try:
-                await _disarm_webhook(api_client, in_cluster.disarm_webhook, dry_run=dry_run)
-            except ApiException as error:
-                print(
-                    "ome-selector cleanup: cannot set failurePolicy Ignore on validatingwebhookconfiguration "
-                    f"{in_cluster.disarm_webhook}: {error.reason}",
-                    file=sys.stderr,
-                )
-                return 1
+        if disarm is not None and not await _disarmed(api_client, disarm, dry_run=dry_run):
+            return 1
         if in_cluster.stop_deployment is not None:
             namespace, name = in_cluster.stop_deployment
             try:
@@ -98,6 +91,9 @@ async def run_cleanup(
                     f"ome-selector cleanup: cannot stop deployment {namespace}/{name}: {reason}",
                     file=sys.stderr,
                 )
+                return 1
+            # A replica that had not begun to drain may have armed it again meanwhile: now none is left.
+            if disarm is not None and not dry_run and not await _disarmed(api_client, disarm, quiet=True):
                 return 1
         if not conditions_only:
             try:
@@ -121,21 +117,40 @@ async def run_cleanup(
         return status
 
 
-async def _disarm_webhook(api_client: client.ApiClient, name: str, *, dry_run: bool) -> None:
+async def _disarmed(
+    api_client: client.ApiClient, name: str, *, dry_run: bool = False, quiet: bool = False
+) -> bool:
+    """:func:`_disarm_webhook`, its failure reported; False when it failed."""
+    try:
+        await _disarm_webhook(api_client, name, dry_run=dry_run, quiet=quiet)
+    except ApiException as error:
+        print(
+            "ome-selector cleanup: cannot set failurePolicy Ignore on validatingwebhookconfiguration "
+            f"{name}: {error.reason}",
+            file=sys.stderr,
+        )
+        return False
+    return True
+
+
+async def _disarm_webhook(api_client: client.ApiClient, name: str, *, dry_run: bool, quiet: bool) -> None:
     """Every webhook of the configuration ``name`` to ``failurePolicy: Ignore`` (a missing one is fine): the
-    operator is about to stop, and a fail-closed webhook nobody serves would block every write it covers."""
+    operator is about to stop, and a fail-closed webhook nobody serves would block every write it covers.
+    ``quiet``: say nothing when there was nothing to change."""
     api = client.AdmissionregistrationV1Api(api_client)
     for _ in range(MAX_ATTEMPTS):
         try:
             current = await api.read_validating_webhook_configuration(name)
         except ApiException as error:
             if error.status == 404:
-                print(f"validatingwebhookconfiguration {name} is absent")
+                if not quiet:
+                    print(f"validatingwebhookconfiguration {name} is absent")
                 return
             raise
         armed = [hook for hook in current.webhooks or [] if hook.failure_policy != "Ignore"]
         if not armed:
-            print(f"validatingwebhookconfiguration {name} already ignores failures")
+            if not quiet:
+                print(f"validatingwebhookconfiguration {name} already ignores failures")
             return
         if dry_run:
             print(f"would set failurePolicy Ignore on validatingwebhookconfiguration {name}")
