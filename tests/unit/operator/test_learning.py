@@ -484,7 +484,7 @@ def test_a_failure_to_write_is_an_event_a_failed_result_and_the_slow_schedule(
     assert (_results(metrics, "failed"), _results(metrics, "learned")) == (1.0, 0.0)
     # The documented schedule: the next attempt in 30 s, not the work queue's fast backoff.
     assert learner.schedule.failures(KEY) == 1
-    assert 29.0 < wait <= 30.0
+    assert 25.0 < wait <= 30.0  # 30 s from the failure, seen a moment later (a loaded machine: seconds)
     assert reads == ["hf://meta-llama/Llama-3.2-1B"]
     assert {operation: _api_errors(metrics, operation) for operation in api_errors} == api_errors
     assert len(objects.patches) == (5 if reason.startswith("it changed") else 0 if get_error else 1)
@@ -520,7 +520,7 @@ def test_after_a_failure_to_write_the_files_are_not_read_again() -> None:
         learner.observe(objects.bodies[("ClusterBaseModel", None, "llama")])
         await learner.wait_idle()
         objects.patch_errors = []
-        for _ in range(200):
+        for _ in range(1000):  # at most 10 s; a retry 0.05 s after the failure is done in milliseconds
             await asyncio.sleep(0.01)
             if _results(metrics, "learned"):
                 break
