@@ -123,7 +123,8 @@ def test_one_resync_per_listing_however_long_kopf_takes_to_hand_it_over(monkeypa
 
         release.set()
         await listing("InferenceService", 1.0)  # ten times RELIST_MAX_DELAY
-        await asyncio.sleep(0.2)
+        assert operator._relist is not None
+        await asyncio.wait_for(operator._relist, 5)
         assert resyncs == [False]  # the first listing: the catalog was just listed, nothing to evaluate
         await asyncio.sleep(1.1)  # past RELIST_GAP: the next listing of the kind is a gap's
         release.clear()
