@@ -64,7 +64,7 @@ class HealthProbe(threading.Thread):
         self.join()
 
 
-def _registration(plane: ControlPlane) -> Any:
+def registration(plane: ControlPlane) -> Any:
     new_client: Any = config.new_client_from_config  # the official client is untyped
     api: Any = client.AdmissionregistrationV1Api(new_client(config_file=str(plane.kubeconfig)))
     deadline = time.monotonic() + 120
@@ -110,7 +110,7 @@ def slow_callbacks_under_debug(plane: ControlPlane, requests: int, seed: int) ->
             plane, "--webhook-bind-address", "127.0.0.1:0", name="operator-hostile-debug"
         ) as running:
             started_at = len(running.log.read_text().splitlines())
-            webhook = client_for(_registration(plane))
+            webhook = client_for(registration(plane))
             _post_all(webhook, requests, seed)
             webhook.close()
             lines = running.log.read_text().splitlines()[started_at:]
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         running_control_plane() as plane,
         operator_process(plane, "--webhook-bind-address", "127.0.0.1:0", name="operator-hostile") as running,
     ):
-        webhook = client_for(_registration(plane))
+        webhook = client_for(registration(plane))
         rss_before = rss_bytes(running.process.pid)
         metrics_before, scrape_before = _scrape(running)
         wakeups_before, late_before = _late_wakeups(running)

@@ -16,7 +16,13 @@ size, with the operator (`ome-selector run`, a separate process, 4 workers):
   (``ome_selector_event_loop_lag_seconds``), and the part of it the loop's thread computed
   (``ome_selector_event_loop_lag_cpu_seconds``: on a shared machine lateness alone also counts the time the
   process waited for a CPU);
-- the control plane's own CPU and RSS (kube-apiserver, etcd) over each phase: which side is the bottleneck.
+- the control plane's own CPU and RSS (kube-apiserver, etcd) over each phase: which side is the bottleneck;
+- the webhook's admission latency (p50, p99) while idle, during the change and during the burst: a thread
+  posts an allowed InferenceService review straight to the operator's webhook port every 50 ms (the loop
+  that re-evaluates also answers admission);
+- failover: a second replica (both with ``--leader-election``) takes over when the leader is stopped with
+  SIGTERM (it releases the Lease); measured from the leader's exit to the new leader having evaluated every
+  InferenceService, with the writes it made (0: every condition is right).
 
 Nothing asserts a time. It takes about 12 minutes for 10k and 30k on an idle 2-core machine, and 40 more for
 100k (creating 70,000 objects and writing their conditions dominate).
@@ -28,8 +34,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -39,22 +48,33 @@ from typing import Any
 import yaml
 
 from bench.fanout import WORKERS, cpu_seconds, create_all, rss_kib, write_figures
+from bench.hostile import registration
 from harness import objects
 from harness.controlplane import ControlPlane, running_control_plane
+from harness.hostile import WebhookClient, client_for, path_of, review
 from harness.operator_process import RunningOperator, metric_in, operator_process
+from ome_selector.api.resources import Kind
 
 RUNTIMES = 1_000
 MODELS = 1_000
 NAMESPACES = [f"scale-{i}" for i in range(10)]
 BURST = 20
 POLL_SECONDS = 0.25
+PROBE_SECONDS = 0.05
+#: How long admission is measured while nothing happens, before the change.
+IDLE_ADMISSION_SECONDS = 15.0
+#: Lease timings of the failover row (the chart's).
+LEASE = ("--leader-election-lease-duration=15", "--leader-election-renew-deadline=10",
+         "--leader-election-retry-period=2")  # fmt: skip
 #: The process counts as idle once its CPU grew by less than this over QUIET_SECONDS.
 QUIET_CPU = 0.05
 QUIET_SECONDS = 2.0
 LAG = "ome_selector_event_loop_lag_seconds"
 LAG_CPU = "ome_selector_event_loop_lag_cpu_seconds"
-#: Issue goals at 100k (start → ready, start → idle, resync wall and CPU, RSS).
+#: Goals at 100k (start → ready, start → idle, resync wall and CPU, RSS).
 GOALS = {"ready_s": 30.0, "idle_s": 90.0, "resync_s": 30.0, "resync_cpu_s": 15.0, "rss_mib": 300.0}
+#: Goals at every size: admission p99 during a change within 2x idle, failover, no write on a restart.
+GOALS |= {"admission_p99_ratio": 2.0, "failover_caught_up_s": 5.0, "restart_writes": 0.0}
 
 
 def _catalog() -> list[dict[str, Any]]:
@@ -121,6 +141,53 @@ def _lags(text: str) -> dict[str, float]:
     }
 
 
+class AdmissionProbe(threading.Thread):
+    """Posts one allowed InferenceService review to the webhook every PROBE_SECONDS and keeps each answer's
+    (start, seconds); a phase's percentiles come from the answers that started within it."""
+
+    def __init__(self, webhook: WebhookClient) -> None:
+        super().__init__(daemon=True)
+        self._webhook = webhook
+        body = review(Kind.INFERENCE_SERVICE, obj=_inference_services(0, 1)[0])
+        body["request"]["namespace"] = NAMESPACES[0]
+        self._body = json.dumps(body).encode()
+        self._done = threading.Event()
+        self.samples: list[tuple[float, float]] = []
+        self.failures = 0
+
+    def run(self) -> None:
+        path = path_of(Kind.INFERENCE_SERVICE)
+        while not self._done.is_set():
+            started = time.perf_counter()
+            try:
+                status, answer = self._webhook.post(path, self._body)
+                allowed = status == 200 and json.loads(answer)["response"]["allowed"] is True
+            except (OSError, ValueError, KeyError, TypeError):
+                allowed = False
+            if allowed:
+                self.samples.append((started, time.perf_counter() - started))
+            else:
+                self.failures += 1
+            self._done.wait(PROBE_SECONDS)
+
+    def figures(self, since: float, until: float | None = None) -> dict[str, float]:
+        end = time.perf_counter() if until is None else until
+        seconds = sorted(took for at, took in self.samples if since <= at <= end)
+        if not seconds:
+            return {"admission_requests": 0.0}
+        return {
+            "admission_requests": float(len(seconds)),
+            "admission_p50_ms": 1000 * seconds[len(seconds) // 2],
+            "admission_p99_ms": 1000 * seconds[min(len(seconds) - 1, int(len(seconds) * 0.99))],
+            "admission_max_ms": 1000 * seconds[-1],
+        }
+
+    def stop(self) -> None:
+        self._done.set()
+        self.join()
+        self._webhook.close()
+
+
 def _wait(operator: RunningOperator, done: Any, timeout: float = 3600.0) -> None:
     started = time.perf_counter()
     while not done(operator.scrape()):
@@ -164,11 +231,13 @@ def _evaluated_at_least(count: float) -> Any:
 
 
 @contextmanager
-def _operator(plane: ControlPlane, *arguments: str) -> Iterator[tuple[RunningOperator, float]]:
+def _operator(
+    plane: ControlPlane, *arguments: str, name: str = "operator"
+) -> Iterator[tuple[RunningOperator, float]]:
     """The operator, and how long from its start until /healthz answered (ready); its log's end is printed
     when a phase fails (the control plane's directory goes with it)."""
     started = time.perf_counter()
-    with operator_process(plane, "--workers", str(WORKERS), *arguments) as operator:
+    with operator_process(plane, "--workers", str(WORKERS), *arguments, name=name) as operator:
         try:
             yield operator, time.perf_counter() - started
         except BaseException:
@@ -194,9 +263,12 @@ def size_rows(plane: ControlPlane, size: int, resync_seconds: float) -> dict[str
         _wait(operator, lambda text: metric_in(text, "ome_selector_inferenceservices") >= size)
         _wait(operator, _evaluated_at_least(size))
         rows["cold"] = meter.figures() | {"writes": _writes(operator.scrape())}
-    # Restart with every condition right: ready, idle, no write; then a resync, a change and a burst.
+    # Restart with every condition right (a replica with leader election and the webhook): ready, idle, no
+    # write; then a resync, a change and a burst with the webhook's latency; then a failover.
+    replica = ("--leader-election", f"--leader-election-namespace={NAMESPACES[0]}", *LEASE)
+    webhook = ("--webhook-bind-address", "127.0.0.1:0", "--instance", "scale")
     started = time.perf_counter()
-    with _operator(plane, "--resync-seconds", str(resync_seconds)) as (operator, ready):
+    with _operator(plane, *replica, *webhook, "--resync-seconds", str(resync_seconds)) as (operator, ready):
         meter = Meter(plane, operator)
         idle = _wait_quiet(operator) - started
         text = operator.scrape()
@@ -221,10 +293,43 @@ def size_rows(plane: ControlPlane, size: int, resync_seconds: float) -> dict[str
             "seconds": listing + time.perf_counter() - listed,
             "writes": _writes(text) - rows["restart"]["writes"],
         }
-        rows["change"] = _catalog_change(plane, operator, size, [_runtime_change()])
-        rows["burst"] = _catalog_change(plane, operator, size * BURST, _burst())
+        _wait_settled(operator)
+        probe = AdmissionProbe(client_for(registration(plane)))
+        probe.start()
+        try:
+            quiet = time.perf_counter()
+            time.sleep(IDLE_ADMISSION_SECONDS)
+            rows["idle_admission"] = probe.figures(quiet)
+            rows["change"] = _catalog_change(plane, operator, size, [_runtime_change()], probe)
+            rows["burst"] = _catalog_change(plane, operator, size * BURST, _burst(), probe)
+        finally:
+            probe.stop()
         rows["rss_mib"] = rss_kib(operator.process.pid) / 1024
+        with _operator(plane, *replica, name="follower") as (follower, _):
+            _wait_quiet(follower)
+            rows["failover"] = _failover(operator, follower, size)
     return rows
+
+
+def _failover(leader: RunningOperator, follower: RunningOperator, size: int) -> dict[str, float]:
+    """SIGTERM the leader (it releases the Lease); the follower leads and evaluates every InferenceService."""
+    text = follower.scrape()
+    evaluations, writes = metric_in(text, "ome_selector_evaluations_total"), _writes(text)
+    leader.process.send_signal(signal.SIGTERM)
+    leader.process.wait(60)
+    stopped = time.perf_counter()
+    _wait(follower, lambda t: metric_in(t, "ome_selector_leader") == 1, timeout=120)
+    leading = time.perf_counter()
+    _wait(follower, _evaluated_at_least(evaluations + size))
+    caught_up = time.perf_counter()
+    _wait_settled(follower)
+    text = follower.scrape()
+    return {
+        "lease_moved_s": leading - stopped,
+        "caught_up_s": caught_up - leading,
+        "evaluations": metric_in(text, "ome_selector_evaluations_total") - evaluations,
+        "writes": _writes(text) - writes,
+    }
 
 
 def _runtime_change() -> dict[str, Any]:
@@ -239,23 +344,32 @@ def _burst() -> list[dict[str, Any]]:
 
 
 def _catalog_change(
-    plane: ControlPlane, operator: RunningOperator, unbatched: int, bodies: list[dict[str, Any]]
+    plane: ControlPlane,
+    operator: RunningOperator,
+    unbatched: int,
+    bodies: list[dict[str, Any]],
+    probe: AdmissionProbe,
 ) -> dict[str, float]:
     """Apply ``bodies`` and wait until the operator is idle again. ``unbatched``: the evaluations one pass
     per runtime event would make."""
     text = operator.scrape()
     evaluations, writes = metric_in(text, "ome_selector_evaluations_total"), _writes(text)
     meter = Meter(plane, operator)
+    since = time.perf_counter()
     _kubectl_apply(plane, bodies)
     time.sleep(0.5)  # the events arrive; the burst's wait (1 s of quiet) starts
     _wait(operator, lambda t: metric_in(t, "ome_selector_evaluations_total") > evaluations)
     _wait_settled(operator)
     text = operator.scrape()
-    return meter.figures() | {
-        "evaluations": metric_in(text, "ome_selector_evaluations_total") - evaluations,
-        "unbatched_evaluations": unbatched,
-        "writes": _writes(text) - writes,
-    }
+    return (
+        meter.figures()
+        | probe.figures(since)
+        | {
+            "evaluations": metric_in(text, "ome_selector_evaluations_total") - evaluations,
+            "unbatched_evaluations": unbatched,
+            "writes": _writes(text) - writes,
+        }
+    )
 
 
 def _print(rows: dict[str, Any]) -> None:
@@ -299,22 +413,47 @@ def _print(rows: dict[str, Any]) -> None:
             f"{r['unbatched_evaluations']:.0f}), {r['writes']:.0f} condition writes, operator CPU "
             f"{r['cpu_s']:.1f}s, {r['seconds']:.1f}s until idle; {lag(r)}; {plane(r)}"
         )
+    idle = rows["idle_admission"]
+
+    def admission(r: dict[str, float]) -> str:
+        if not r.get("admission_requests"):
+            return "no admission answered"
+        return (
+            f"admission p50 {r['admission_p50_ms']:.1f} ms, p99 {r['admission_p99_ms']:.1f} ms, "
+            f"max {r['admission_max_ms']:.0f} ms ({r['admission_requests']:.0f} requests)"
+        )
+
+    print(f"  webhook while idle: {admission(idle)}")
+    for label, r in (("during the change", change), ("during the burst", burst)):
+        print(f"  webhook {label}: {admission(r)}")
+    failover = rows["failover"]
+    print(
+        f"  failover (SIGTERM): the Lease moved {failover['lease_moved_s']:.1f}s after the leader's exit; "
+        f"the new leader caught up {failover['caught_up_s']:.1f}s later ({failover['evaluations']:.0f} "
+        f"evaluations, {failover['writes']:.0f} writes)"
+    )
     print(f"  RSS at the end {rows['rss_mib']:.0f} MiB")
+    checks = {
+        "admission_p99_ratio": max(r.get("admission_p99_ms", float("inf")) for r in (change, burst))
+        / idle.get("admission_p99_ms", float("nan")),
+        "failover_caught_up_s": failover["caught_up_s"],
+        "restart_writes": restart["writes"],
+    }
     if n >= 100_000:
-        checks = {
+        checks |= {
             "ready_s": restart["ready_s"],
             "idle_s": restart["idle_s"],
             "resync_s": resync["seconds"],
             "resync_cpu_s": resync["cpu_s"],
             "rss_mib": max(restart["rss_mib"], rows["rss_mib"]),
         }
-        print(
-            "  goals: "
-            + ", ".join(
-                f"{k} {v:.1f} (≤ {GOALS[k]:.0f}: {'met' if v <= GOALS[k] else 'NOT met'})"
-                for k, v in checks.items()
-            )
+    print(
+        "  goals: "
+        + ", ".join(
+            f"{k} {v:.1f} (≤ {GOALS[k]:g}: {'met' if v <= GOALS[k] else 'NOT met'})"
+            for k, v in checks.items()
         )
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -119,6 +119,7 @@ class Catalog:
 
     def __init__(self) -> None:
         self._objects: dict[ObjectKey, Resource] = {}
+        self._counts: dict[Kind, int] = dict.fromkeys(Kind, 0)  # read at every scrape: never a scan
         self._profiles: dict[ObjectKey, RuntimeProfile] = {}
         self._model_profiles: dict[ObjectKey, ModelProfile] = {}
         # runtimes: scope (namespace, None for cluster) → name → key; shelves by scope, by (scope, format
@@ -155,6 +156,7 @@ class Catalog:
         if key in self._objects:
             self.remove(key)
         self._objects[key] = resource
+        self._counts[key.kind] += 1
         scope = key.namespace
         if isinstance(resource, Runtime):
             profile = RuntimeProfile.of(resource)
@@ -186,6 +188,7 @@ class Catalog:
         resource = self._objects.pop(key, None)
         if resource is None:
             return None
+        self._counts[key.kind] -= 1
         scope = key.namespace
         if isinstance(resource, Runtime):
             profile = self._profiles.pop(key)
@@ -223,6 +226,10 @@ class Catalog:
 
     def __iter__(self) -> Iterator[Resource]:
         return iter(list(self._objects.values()))
+
+    def counts(self) -> dict[Kind, int]:
+        """How many objects of each kind are stored (without going through them)."""
+        return dict(self._counts)
 
     def keys(self, kind: Kind | None = None) -> list[ObjectKey]:
         """The stored keys (of one kind, if given)."""

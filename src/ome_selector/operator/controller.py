@@ -179,14 +179,14 @@ class Controller:
 
     def observe(self, body: Mapping[str, Any]) -> None:
         """An object was listed, added or modified: update the catalog and queue what it may affect."""
-        read = _generation_of(body)
         key = key_of(body)
-        if (
-            read is not None
-            and key is not None
-            and key in self.catalog
-            and self._generations.get(key) == read
-        ):
+        known = self.catalog.get(key) if key is not None else None
+        if known is not None and _same_version(known, body):
+            # This very version is read already: a resync's listing, or Kopf's own listing of what the startup
+            # listing read (a resourceVersion names one state of one object, its status included).
+            return
+        read = _generation_of(body)
+        if read is not None and known is not None and self._generations.get(known.key) == read:
             return  # a model or runtime as already read: its spec is the same
         resource = self._load(body)
         if resource is None:
@@ -514,6 +514,13 @@ def _same_inputs(previous: Resource, current: Resource) -> bool:
     if isinstance(previous, Runtime) and isinstance(current, Runtime):
         return previous.read_inputs == current.read_inputs  # the annotations count too (SPEC §5)
     return type(previous) is type(current) and previous.spec == current.spec
+
+
+def _same_version(known: Resource, body: Mapping[str, Any]) -> bool:
+    metadata, version = body.get("metadata"), known.resource_version
+    return (
+        version is not None and isinstance(metadata, Mapping) and metadata.get("resourceVersion") == version
+    )
 
 
 #: (uid, generation, ome.io/inherit-from, ome.io/runtime-profile) of a model or runtime as read.

@@ -13,7 +13,7 @@ uses), and the process' own figures (``process_*``, the RSS of SPEC §8) are on 
 from __future__ import annotations
 
 from collections import Counter as Tally
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Mapping
 
 from prometheus_client import (
     CollectorRegistry,
@@ -182,7 +182,7 @@ class Metrics:
         #: Set by the webhook server when it (re)loads its certificate; unset: the series is absent.
         self.certificate_expiry: float | None = None
         #: Read at each scrape: the catalog's objects by kind; None (no series) until the first listing.
-        self.catalog_keys: Callable[[], Iterable[Kind]] | None = None
+        self.catalog_counts: Callable[[], Mapping[Kind, int]] | None = None
         self.registry.register(_ScrapeTime(self))
         self.loop_lag_cpu = Histogram(
             "ome_selector_event_loop_lag_cpu_seconds",
@@ -269,12 +269,12 @@ class _ScrapeTime(Collector):
                 "When the webhook's serving certificate in use expires (seconds since the epoch)",
                 value=expiry,
             )
-        keys = self._metrics.catalog_keys
-        if keys is not None:
-            tally = Tally(keys())
+        counts = self._metrics.catalog_counts
+        if counts is not None:
+            tally = counts()
             family = GaugeMetricFamily(
                 "ome_selector_catalog_objects", "Objects in the operator's catalog, by kind", labels=["kind"]
             )
             for kind in Kind:
-                family.add_metric([kind.value], tally[kind])
+                family.add_metric([kind.value], tally.get(kind, 0))
             yield family

@@ -6,9 +6,11 @@ namespace, the accelerator classes and the deployment modes asked for; the Infer
 and namespace to the no-runtime message. A namespace without ServingRuntimes sees the ClusterServingRuntimes
 only, the same as every other such namespace: their results are kept once, under the scope None, not once per
 namespace (a cluster of many namespaces and cluster runtimes only would otherwise keep, and rank, each model
-once per namespace). The catalog keeps an :class:`AutoSelectionMemo` and tells it which scope a stored or
-removed runtime belongs to (:meth:`AutoSelectionMemo.runtime_changed`); a changed model has a new profile,
-which the memo does not take for the old one. Auto-selection judges each runtime on its own spec (SPEC §1), so
+once per namespace). Nor does the model's name count: every check of SPEC §3 and §4 reads the model's spec
+only, so the models of one spec (the fine-tunes of one base, a model under several names) share one result,
+and a changed model, with its new spec, finds none kept for the old one. The catalog keeps an
+:class:`AutoSelectionMemo` and tells it which scope a stored or removed runtime belongs to
+(:meth:`AutoSelectionMemo.runtime_changed`). Auto-selection judges each runtime on its own spec (SPEC §1), so
 inheritance never reaches these results.
 
 A runtime change does not throw the results away: the memo logs it, and a result read later replays the
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ome_selector.api.resources import NO_MODES, DeploymentModes, ObjectKey
+from ome_selector.api.resources import NO_MODES, DeploymentModes, ModelSpec, ObjectKey
 from ome_selector.selection.matcher import RuntimeCheck, check
 from ome_selector.selection.profiles import ModelProfile, RuntimeProfile
 from ome_selector.selection.ranking import rank_key
@@ -41,7 +43,9 @@ DEFAULT_LOG_LIMIT = 256
 class AutoSelection:
     """Auto-selection for one model in one namespace, with some accelerator classes asked for (SPEC §4, §5).
 
-    ``selected`` is the runtime ranked first (None when no runtime is auto-selectable). Otherwise the rest is
+    ``model`` is the profile it was computed for: another model of the same spec may read it, so nothing here
+    names the model. ``selected`` is the runtime ranked first (None when no runtime is auto-selectable).
+    Otherwise the rest is
     what the no-runtime message says: ``listed`` the entries of the runtimes of the model's format, nearest
     miss first, as far as a message can hold them (:func:`~.messages.no_runtime_entries_held`), the runtime
     counts, and how many runtimes serve other formats.
@@ -55,14 +59,14 @@ class AutoSelection:
     other_formats: int = 0
 
 
-_Key = tuple[ObjectKey, tuple[str, ...], DeploymentModes]
+_Key = tuple[ModelSpec, tuple[str, ...], DeploymentModes]
 #: A runtime stored (its profile) or removed (None), in its scope (None: a ClusterServingRuntime).
 _Change = tuple[str | None, ObjectKey, RuntimeProfile | None]
 
 
 class AutoSelectionMemo:
     """:class:`AutoSelection` results by scope (a namespace with ServingRuntimes, or None for every namespace
-    without), model, accelerator classes and deployment modes, each brought up to date with the runtime
+    without), model spec, accelerator classes and deployment modes, each brought up to date with the runtime
     changes visible from its scope when it is read."""
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY, log_limit: int = DEFAULT_LOG_LIMIT) -> None:
@@ -80,18 +84,15 @@ class AutoSelectionMemo:
         accelerator_classes: tuple[str, ...],
         modes: DeploymentModes = NO_MODES,
     ) -> AutoSelection | None:
-        """The result kept for ``model`` (this very profile) in ``scope``, None when there is none."""
+        """The result kept for ``model``'s spec in ``scope``, None when there is none."""
         bucket = self._by_namespace.get(scope)
         if bucket is None:
             return None
-        key = (model.key, accelerator_classes, modes)
+        key = (model.spec, accelerator_classes, modes)
         kept = bucket.get(key)
         if kept is None:
             return None
         found, seen = kept
-        # A model stored since has a new profile: what was found for the old one does not count.
-        if found.model is not model:
-            return None
         if seen < len(self._log):
             replayed = self._replay(scope, found, accelerator_classes, modes, self._log[seen:])
             if replayed is None:
@@ -131,11 +132,12 @@ class AutoSelectionMemo:
         selection: AutoSelection,
         modes: DeploymentModes = NO_MODES,
     ) -> None:
-        """Keep ``selection`` (it replaces the one kept for an older version of its model)."""
+        """Keep ``selection`` for its model's spec (a result kept for an older spec stays until the memo
+        starts over: no model reads it any more)."""
         if self._size >= self._capacity:
             self.clear()
         bucket = self._by_namespace.setdefault(scope, {})
-        key = (selection.model.key, accelerator_classes, modes)
+        key = (selection.model.spec, accelerator_classes, modes)
         if key not in bucket:
             self._size += 1
         bucket[key] = (selection, len(self._log))

@@ -16,6 +16,7 @@ from ome_selector.operator.app import (
     KOPF_IDLE_WORKER_SECONDS,
     KOPF_PAUSE_WAITER_PREFIX,
     ForgetfulMemories,
+    NoDiffBase,
     Operator,
     OperatorConfig,
     configure_settings,
@@ -59,6 +60,21 @@ def test_kopf_lists_in_pages_and_lets_idle_object_workers_go() -> None:
     assert settings.queueing.idle_timeout == KOPF_IDLE_WORKER_SECONDS < 1
     assert settings.posting.enabled is False
     assert settings.scanning.disabled is True
+
+
+def test_kopf_builds_no_diff_base_and_the_operator_has_no_handler_that_would_read_one() -> None:
+    settings = kopf.OperatorSettings()
+    configure_settings(settings, OperatorConfig(health_address=None))
+    storage = settings.persistence.diffbase_storage
+    assert isinstance(storage, NoDiffBase)
+    body = kopf.Body({"metadata": {"name": "svc", "labels": {"a": "b"}}, "spec": {"model": {"name": "m"}}})
+    assert storage.build(body=body) == {}
+    assert storage.fetch(body=body) is None
+    # Change handlers (on.create/update/resume/field) would get empty diffs: there must be none.
+    registry = Operator(OperatorConfig(health_address=None)).registry
+    assert not list(registry._changing.get_all_handlers())
+    assert not list(registry._spawning.get_all_handlers())
+    assert list(registry._watching.get_all_handlers())
 
 
 def test_kopf_keeps_no_memory_of_an_object_between_its_events() -> None:

@@ -66,20 +66,44 @@ def test_a_model_or_runtime_of_an_unchanged_generation_is_not_parsed_again(parse
         controller.on_watch_event(relabelled, deleted=False)
     assert parses == ["m", "rt"]
     # A spec change moves the generation; a re-created object has another uid.
-    controller.on_watch_event(_listed(objects.model("m", size="8B"), generation=2), deleted=False)
-    controller.on_watch_event(_listed(objects.runtime("rt"), uid="u2"), deleted=False)
+    controller.on_watch_event(
+        _listed(objects.model("m", size="8B"), generation=2, version="3"), deleted=False
+    )
+    controller.on_watch_event(_listed(objects.runtime("rt"), uid="u2", version="4"), deleted=False)
     assert parses == ["m", "rt", "m", "rt"]
     assert controller.catalog.get(MODEL).spec.model_parameter_size == "8B"  # type: ignore[union-attr]
 
 
-def test_inference_services_are_always_read(parses: list[str]) -> None:
+def test_inference_services_are_read_at_every_new_version(parses: list[str]) -> None:
     controller = Controller(None, Metrics(), report_only=True)
     isvc = _listed(objects.inference_service("svc", namespace="ns", model_name="m"))
     controller.on_watch_event(isvc, deleted=False)
     controller.on_watch_event(
-        isvc | {"metadata": isvc["metadata"] | {"annotations": {"x": "y"}}}, deleted=False
+        _listed(isvc | {"metadata": isvc["metadata"] | {"annotations": {"x": "y"}}}, version="2"),
+        deleted=False,
     )
     assert parses == ["svc", "svc"]  # its annotations are inputs, and it is small
+
+
+def test_the_version_already_read_is_not_read_again(parses: list[str]) -> None:
+    """A resync's listing, or Kopf's after the startup listing, hands over mostly what is read already."""
+    controller = Controller(None, Metrics(), report_only=True)
+    bodies = [
+        _listed(objects.inference_service("svc", namespace="ns", model_name="m"), version="5"),
+        _listed(objects.model("m", size="7B"), version="6"),
+        _listed(objects.runtime("rt"), version="7"),
+    ]
+    for body in bodies:
+        controller.on_watch_event(body, deleted=False)
+    _run(controller.reconcile(_pages(bodies)))
+    for body in bodies:
+        controller.on_watch_event(body, deleted=False)
+    assert parses == ["svc", "m", "rt"]
+    # Without a resourceVersion (a body not from the apiserver) nothing is taken for read.
+    bare = objects.inference_service("svc", namespace="ns", model_name="m")
+    controller.on_watch_event(bare, deleted=False)
+    controller.on_watch_event(bare, deleted=False)
+    assert parses == ["svc", "m", "rt", "svc", "svc"]
 
 
 def test_an_object_too_large_to_read_is_absent_and_said_once(
@@ -135,7 +159,9 @@ def test_a_listing_never_undoes_what_the_watch_delivered_while_it_was_in_flight(
         controller.begin_listing()
         controller.on_watch_event(_listed(objects.model("new"), uid="n"), deleted=False)
         controller.on_watch_event(old, deleted=True)
-        controller.on_watch_event(_listed(objects.model("m", size="8B"), generation=2), deleted=False)
+        controller.on_watch_event(
+            _listed(objects.model("m", size="8B"), generation=2, version="2"), deleted=False
+        )
         # The listing (older than all of that) still has "old" and the old "m", and not "new".
         await controller.reconcile(_pages(*paging(m, old)))
         return controller
@@ -152,7 +178,9 @@ def test_what_the_watch_delivers_between_two_pages_is_newer_than_the_later_pages
     def watch(page: int) -> None:
         if page == 0:  # after the first page: "old" is deleted, "m" changed, both listed on later pages
             controller.on_watch_event(old, deleted=True)
-            controller.on_watch_event(_listed(objects.model("m", size="8B"), generation=2), deleted=False)
+            controller.on_watch_event(
+                _listed(objects.model("m", size="8B"), generation=2, version="2"), deleted=False
+            )
 
     async def scenario() -> None:
         controller.begin_listing()
@@ -189,7 +217,7 @@ def test_a_listing_that_fails_part_way_stores_what_it_read_and_forgets_nothing()
     m, old, new = (_listed(objects.model(name), uid=name) for name in ("m", "old", "new"))
 
     async def failing() -> AsyncIterator[list[dict[str, Any]]]:
-        yield [_listed(m | {"spec": {"modelParameterSize": "8B"}}, uid="m", generation=2), new]
+        yield [_listed(m | {"spec": {"modelParameterSize": "8B"}}, uid="m", generation=2, version="2"), new]
         raise ConnectionError("the apiserver went away")
 
     async def scenario() -> Controller:

@@ -17,8 +17,11 @@ from kubernetes_asyncio import client
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from harness import objects
+from ome_selector.api.loading import load_resource
 from ome_selector.api.logfields import log_fields
 from ome_selector.api.resources import Kind, ObjectKey
+from ome_selector.catalog.catalog import Catalog
 from ome_selector.cli.ome_selector import _parser
 from ome_selector.kube.connection import ClusterAccess
 from ome_selector.operator.metrics import API_CODES, Metrics, api_code, api_operation
@@ -83,13 +86,19 @@ def test_certificate_expiry_and_catalog_sizes_appear_once_known() -> None:
     assert "ome_selector_webhook_certificate_expiry_timestamp_seconds" not in names
     assert "ome_selector_catalog_objects" not in names
     metrics.set_certificate_expiry(1_900_000_000.0)
-    keys = [ObjectKey(Kind.INFERENCE_SERVICE, "a", "x"), ObjectKey(Kind.INFERENCE_SERVICE, "a", "y")]
-    keys.append(ObjectKey(Kind.CLUSTER_BASE_MODEL, None, "m"))
-    metrics.catalog_keys = lambda: (key.kind for key in keys)
+    bodies = [objects.inference_service(name, namespace="a", model_name="m") for name in ("x", "y", "z")]
+    resources = [load_resource(body) for body in [*bodies, objects.model("m")]]
+    catalog = Catalog.from_resources(resource for resource in resources if resource is not None)
+    catalog.remove(ObjectKey(Kind.INFERENCE_SERVICE, "a", "z"))
+    catalog.remove(ObjectKey(Kind.INFERENCE_SERVICE, "a", "z"))  # gone already: counted once
+    y = catalog.get(ObjectKey(Kind.INFERENCE_SERVICE, "a", "y"))
+    assert y is not None
+    catalog.upsert(y)  # replaced, not added
+    metrics.catalog_counts = catalog.counts
     samples = _samples(metrics)
     assert samples[("ome_selector_webhook_certificate_expiry_timestamp_seconds", ())] == 1_900_000_000.0
-    catalog = {dict(labels)["kind"]: value for (name, labels), value in samples.items() if "catalog" in name}
-    assert catalog == {
+    by_kind = {dict(labels)["kind"]: value for (name, labels), value in samples.items() if "catalog" in name}
+    assert by_kind == {
         "InferenceService": 2.0,
         "ClusterBaseModel": 1.0,
         "BaseModel": 0.0,

@@ -25,13 +25,23 @@ def test_a_result_is_found_for_its_namespace_model_profile_and_classes() -> None
     assert memo.get(NS, kept.model, ("a100",)) is None
 
 
-def test_a_new_profile_of_the_model_is_not_taken_for_the_old_one() -> None:
+def test_a_new_spec_of_the_model_is_not_taken_for_the_old_one() -> None:
     memo = AutoSelectionMemo()
     old, new = result(size="3B"), result(size="4B")
     memo.put(NS, (), old)
     assert memo.get(NS, new.model, ()) is None
-    memo.put(NS, (), new)  # replaces the old one: one result per model
+    memo.put(NS, (), new)
     assert memo.get(NS, new.model, ()) is new
+    assert memo.get(NS, old.model, ()) is old  # kept until the memo starts over; no model of it reads it
+
+
+def test_models_of_one_spec_share_a_result_and_the_name_does_not_count() -> None:
+    memo = AutoSelectionMemo()
+    kept = result("base", size="8B")
+    memo.put(NS, (), kept)
+    assert memo.get(NS, ModelProfile.of(model("fine-tune", size="8B")), ()) is kept
+    assert memo.get(NS, ModelProfile.of(model("fine-tune", size="8.5B")), ()) is None
+    assert memo.get(NS, ModelProfile.of(model("fine-tune", size="8B", arch="Other")), ()) is None
     assert len(memo) == 1
 
 
@@ -54,7 +64,7 @@ def test_runtime_changes_forget_their_namespace_or_everything() -> None:
 
 def test_past_its_capacity_the_memo_starts_over() -> None:
     memo = AutoSelectionMemo(capacity=3)
-    results = [result(f"m{i}") for i in range(4)]
+    results = [result(f"m{i}", size=f"{i + 1}B") for i in range(4)]
     for kept in results[:3]:
         memo.put(NS, (), kept)
     assert len(memo) == 3

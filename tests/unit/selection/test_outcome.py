@@ -174,6 +174,25 @@ def test_row_no_runtime() -> None:
     assert result.runtime is None
 
 
+def test_models_of_one_spec_share_a_ranking_but_each_outcome_names_its_own_model() -> None:
+    c = catalog(
+        model("base", size="3B"),
+        model("tuned", size="3B"),
+        runtime("small", entry(), min="500M", max="2B"),
+    )
+    first = outcome_of(c, model_name="base")
+    assert len(c.auto_selections) == 1
+    second = outcome_of(c, model_name="tuned")
+    assert len(c.auto_selections) == 1  # the second model read the first one's result
+    assert first.message.startswith("no runtime supports model base ")
+    assert second.message == first.message.replace("model base ", "model tuned ", 1)
+    assert second.model is not None
+    assert second.model.name == "tuned"
+    c.upsert(runtime("wide", entry(), min="1B", max="8B"))
+    assert outcome_of(c, model_name="tuned").message == "selected ClusterServingRuntime wide (score 1)"
+    assert outcome_of(c, model_name="base").message == "selected ClusterServingRuntime wide (score 1)"
+
+
 def test_no_runtime_with_no_runtimes_installed() -> None:
     result = outcome_of(catalog(model()))
     assert result.message == (
