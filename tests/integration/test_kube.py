@@ -18,6 +18,7 @@ from ome_selector.kube import objects as kube_objects
 from ome_selector.kube import scope
 from ome_selector.kube.connection import ClusterAccess
 from ome_selector.kube.objects import ApiError, ConflictError, GoneError, Objects
+from ome_selector.kube.watchlist import watch_list_query
 
 T = TypeVar("T")
 
@@ -139,6 +140,64 @@ def test_list_pages_hands_out_one_page_at_a_time_at_one_resource_version(
     with pytest.raises(kube_objects.ApiError):
         _with_objects(control_plane, fail)
     assert handed == ["late", "m0", "m1", "m2", "m3", "m4"]
+
+
+def test_stream_pages_streams_each_kind_in_batches_and_falls_back_to_pages_where_refused(
+    control_plane: ControlPlane, api_client: Any, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for index in range(5):
+        create(api_client, objects.model(f"m{index}", namespace=namespace))
+    create(api_client, objects.runtime("r0", namespace=namespace))
+    monkeypatch.setattr(kube_objects, "PAGE_SIZE", 2)
+    kinds = [Kind.BASE_MODEL, Kind.SERVING_RUNTIME]
+
+    async def consume(o: Objects) -> tuple[list[tuple[str, str | None, list[str]]], bool]:
+        seen: list[tuple[str, str | None, list[str]]] = []
+        async for page in o.stream_pages(namespaces=[namespace], kinds=kinds):
+            assert all(body["kind"] == page.kind.value for body in page.bodies)
+            assert all(body["apiVersion"] == API_GROUP_VERSION for body in page.bodies)
+            seen.append(
+                (page.kind.value, page.resource_version, [b["metadata"]["name"] for b in page.bodies])
+            )
+            if len(seen) == 1:
+                # The runtimes are streamed after this: at least as new as the models, so they hold it.
+                create(api_client, objects.runtime("late", namespace=namespace))
+        return seen, o.streaming
+
+    pages, streaming = _with_objects(control_plane, consume)
+    assert streaming  # this apiserver streams lists
+    models = [page for page in pages if page[0] == "BaseModel"]
+    assert [len(names) for _, _, names in models] == [2, 2, 1]  # batches of PAGE_SIZE
+    assert sorted(name for _, _, names in models for name in names) == [f"m{i}" for i in range(5)]
+    assert [version is not None for _, version, _ in models] == [False, False, True]  # the end's version
+    runtimes = sorted(name for kind, _, names in pages if kind == "ServingRuntime" for name in names)
+    assert runtimes == ["late", "r0"]
+    assert int(pages[-1][1] or 0) >= int(models[-1][1] or 0)
+
+    # An apiserver that refuses (here: a query it rejects, 422 as with its WatchList feature off) is read in
+    # pages, then and for every later listing of this client.
+    def refused(version: str | None) -> list[tuple[str, Any]]:
+        return [(key, value) for key, value in watch_list_query(version) if key != "resourceVersionMatch"]
+
+    monkeypatch.setattr(kube_objects, "watch_list_query", refused)
+
+    async def twice(o: Objects) -> tuple[list[str], bool, list[str]]:
+        first = [
+            b["metadata"]["name"]
+            async for p in o.stream_pages(namespaces=[namespace], kinds=kinds)
+            for b in p.bodies
+        ]
+        streaming = o.streaming
+        again = [
+            b["metadata"]["name"]
+            async for p in o.stream_pages(namespaces=[namespace], kinds=kinds)
+            for b in p.bodies
+        ]
+        return first, streaming, again
+
+    first, streaming, again = _with_objects(control_plane, twice)
+    assert not streaming
+    assert first == again == ["m0", "m1", "m2", "m3", "m4", "late", "r0"]
 
 
 def test_metadata_listing_names_each_object_and_its_version_only(

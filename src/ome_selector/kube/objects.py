@@ -3,10 +3,12 @@
 :meth:`Objects.list_objects` is one consistent, paged listing (SPEC §6 live mode): the first list fixes a
 resourceVersion and every later list (other kinds, other pages) is read at exactly that resourceVersion, so
 the snapshot is one point in time. Any error fails the whole listing: callers never act on a partial catalog.
-:meth:`Objects.list_pages` is the same listing handed out a page at a time (the operator's startup and
-resync): only the page being read and the one being consumed are alive, not every body of every kind; an
-error ends it before the pages still to come, so a consumer acts on what is absent only once the iteration
-has finished. :meth:`Objects.list_versions` lists one kind metadata only (the apiserver's
+:meth:`Objects.list_pages` is the same listing handed out a page at a time: only the page being read and the
+one being consumed are alive, not every body of every kind; an error ends it before the pages still to come,
+so a consumer acts on what is absent only once the iteration has finished. :meth:`Objects.stream_pages` (the
+operator's startup and resync) hands out pages the same way, each kind read as a streaming list from the
+apiserver's watch cache (:mod:`~ome_selector.kube.watchlist`), in pages where the apiserver refuses.
+:meth:`Objects.list_versions` lists one kind metadata only (the apiserver's
 ``PartialObjectMetadataList``): which objects exist and at which resourceVersion, for a fraction of the bytes
 and none of the specs, kept undecoded with a digest of the items, so a reader that has compared the same
 items before need not decode them again (see :class:`Listing`); :meth:`Objects.list_objects_where` keeps
@@ -26,6 +28,7 @@ import datetime
 import gc
 import hashlib
 import json
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +43,16 @@ from ome_selector.api.resources import (
     Kind,
 )
 from ome_selector.kube.scope import custom_object_call
+from ome_selector.kube.watchlist import (
+    BUSY_STATUS,
+    REFUSED_STATUSES,
+    StreamingListRefusedError,
+    initial_state,
+    lines,
+    watch_list_query,
+)
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "ALL_KINDS",
@@ -57,6 +70,11 @@ __all__ = [
     "Snapshot",
     "now_rfc3339",
 ]
+
+#: A streaming list: how long to connect, how long the events may pause, how much is read at a time.
+STREAM_CONNECT_SECONDS = 10
+STREAM_SILENCE_SECONDS = 60
+STREAM_CHUNK_BYTES = 256 * 1024
 
 #: Any failed API call (status, reason and body as the apiserver answered).
 ApiError = ApiException
@@ -113,8 +131,9 @@ class Snapshot:
 
 @dataclass(frozen=True)
 class Page:
-    """One page of a consistent listing: bodies of ``kind`` (apiVersion and kind filled in) and the
-    resourceVersion of the whole listing, the same on every page."""
+    """One page of a listing: bodies of ``kind`` (apiVersion and kind filled in) and the resourceVersion of
+    the listing as far as it is known (a consistent listing's, the same on every page; a streamed kind's
+    comes with its last page)."""
 
     kind: Kind
     resource_version: str | None
@@ -221,6 +240,8 @@ class Objects:
         # Typed as Any: the bundled stubs omit `_content_type`, and bodies are plain dicts on purpose.
         self._custom: Any = client.CustomObjectsApi(api_client)
         self._core: Any = client.CoreV1Api(api_client)
+        #: Whether :meth:`stream_pages` streams (False once the apiserver refused).
+        self.streaming = True
 
     async def list_objects(
         self,
@@ -237,6 +258,65 @@ class Objects:
             return await self._page(kind, namespace, arguments | selector)
 
         return await self._list(namespaces, kinds, read_page, PAGE_SIZE)
+
+    def stream_pages(
+        self, *, namespaces: Sequence[str] | None = None, kinds: Iterable[Kind] = ALL_KINDS
+    ) -> AsyncIterator[Page]:
+        """Every object of ``kinds``, as :meth:`list_pages` hands them out, each kind read as a streaming list
+        (:mod:`~ome_selector.kube.watchlist`): from the apiserver's watch cache instead of a read from etcd
+        per page. Each kind is at least as new as the first one read (not one point in time, as the pages
+        of :meth:`list_pages` are: the operator's watch delivers whatever changed since). Where the apiserver
+        refuses to stream, that kind and every later listing of this client are read in pages."""
+        return self._streamed_pages(namespaces, kinds)
+
+    async def _streamed_pages(
+        self, namespaces: Sequence[str] | None, kinds: Iterable[Kind]
+    ) -> AsyncIterator[Page]:
+        version: str | None = None  # the first stream's: every later one is at least as new
+        for kind in kinds:
+            scopes: Sequence[str | None] = (
+                [None] if not kind.namespaced or namespaces is None else list(namespaces)
+            )
+            for namespace in scopes:
+                if self.streaming:
+                    try:
+                        async for page in self._stream(kind, namespace, version):
+                            version = version or page.resource_version
+                            yield page
+                        continue
+                    except StreamingListRefusedError as refused:
+                        if refused.lasting:
+                            logger.info("the apiserver does not stream lists (%s): listing in pages", refused)
+                            self.streaming = False
+                paged = [namespace] if namespace is not None else None
+                async for page in self._pages(paged, [kind], self._page, PAGE_SIZE):
+                    yield page
+
+    async def _stream(self, kind: Kind, namespace: str | None, version: str | None) -> AsyncIterator[Page]:
+        where = "/namespaces/{namespace}" if namespace is not None else ""
+        response = await self._api_client.call_api(
+            f"/apis/{API_GROUP_VERSION}{where}/{kind.plural}",
+            "GET",
+            path_params={"namespace": namespace} if namespace is not None else {},
+            query_params=watch_list_query(version),
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _return_http_data_only=True,
+            # Events flow without a pause until the closing bookmark: a silent minute is a dead connection.
+            _request_timeout=(STREAM_CONNECT_SECONDS, STREAM_SILENCE_SECONDS),
+        )
+        try:
+            if response.status in REFUSED_STATUSES or response.status == BUSY_STATUS:
+                why = f"HTTP {response.status} {response.reason}"
+                raise StreamingListRefusedError(why, lasting=response.status != BUSY_STATUS)
+            if not 200 <= response.status <= 299:
+                await _checked_body(response)  # raises ApiError, as a list call would
+            events = lines(response.content.iter_chunked(STREAM_CHUNK_BYTES))
+            async for bodies, stream_version in initial_state(events, PAGE_SIZE):
+                yield Page(kind, stream_version or version, [_complete(body, kind) for body in bodies])
+        finally:
+            response.close()
 
     def list_pages(
         self, *, namespaces: Sequence[str] | None = None, kinds: Iterable[Kind] = ALL_KINDS

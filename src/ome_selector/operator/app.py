@@ -239,7 +239,7 @@ class Operator:
             )
         elif self.config.model_metadata is not None:
             logger.warning("report-only: model metadata is not learned (that would write)")
-        # Decide nothing before every model and runtime is known: one consistent listing first.
+        # Decide nothing before every model and runtime is known: one full listing first.
         count, version = await self._list_into(objects, controller)
         # The catalog is long-lived: keep the collector from re-scanning it on every full collection.
         gc.freeze()
@@ -306,16 +306,17 @@ class Operator:
             logger.debug("resynced %d objects at resourceVersion %s", count, version)
 
     async def _list_into(self, objects: Objects, controller: Controller) -> tuple[int, str | None]:
-        """One consistent listing reconciled into the controller's catalog and shown to the learner, a page
-        at a time: at 10,000 InferenceServices all the bodies at once would be the operator's largest
-        allocation. Returns how many objects were listed, at which resourceVersion."""
+        """One full listing (streamed from the apiserver's watch cache where it can) reconciled into the
+        controller's catalog and shown to the learner, a page at a time: at 10,000 InferenceServices all the
+        bodies at once would be the operator's largest allocation. Returns how many objects were listed, and
+        the resourceVersion of the last kind read."""
         learner = self.learner
         listed_models: set[ObjectKey] = set()
         count, version = 0, None
 
         async def pages() -> AsyncIterator[list[dict[str, Any]]]:
             nonlocal count, version
-            async for page in objects.list_pages(namespaces=self.config.namespaces):
+            async for page in objects.stream_pages(namespaces=self.config.namespaces):
                 count, version = count + len(page.bodies), page.resource_version
                 yield page.bodies
                 if learner is not None:
