@@ -436,7 +436,11 @@ class Controller:
     async def _refresh(self, key: ObjectKey) -> None:
         assert self._writer is not None
         assert key.namespace is not None
-        self.observe(await self._writer.read_inference_service(key.namespace, key.name))
+        body = await self._writer.read_inference_service(key.namespace, key.name)
+        # The write needs this very version's status, even where the catalog already holds the version (which
+        # observe then skips): what was remembered for the write is what conflicted.
+        self._remember_status(key, body)
+        self.observe(body)
 
     # --- lifecycle --------------------------------------------------------------------------------------
 
