@@ -56,6 +56,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "ALL_KINDS",
+    "DEPENDENTS_FIRST",
     "EVENT_MESSAGE_LIMIT",
     "EVENT_NAMESPACE_OF_CLUSTER_OBJECTS",
     "METADATA_ONLY",
@@ -71,6 +72,15 @@ __all__ = [
     "now_rfc3339",
 ]
 
+#: The order of :meth:`Objects.stream_pages`: each kind before the kinds it reads (an InferenceService its
+#: model and runtime, a ServingRuntime a ClusterServingRuntime it inherits from).
+DEPENDENTS_FIRST: tuple[Kind, ...] = (
+    Kind.INFERENCE_SERVICE,
+    Kind.BASE_MODEL,
+    Kind.CLUSTER_BASE_MODEL,
+    Kind.SERVING_RUNTIME,
+    Kind.CLUSTER_SERVING_RUNTIME,
+)
 #: A streaming list: how long to connect, how long the events may pause, how much is read at a time.
 STREAM_CONNECT_SECONDS = 10
 STREAM_SILENCE_SECONDS = 60
@@ -260,13 +270,14 @@ class Objects:
         return await self._list(namespaces, kinds, read_page, PAGE_SIZE)
 
     def stream_pages(
-        self, *, namespaces: Sequence[str] | None = None, kinds: Iterable[Kind] = ALL_KINDS
+        self, *, namespaces: Sequence[str] | None = None, kinds: Iterable[Kind] = DEPENDENTS_FIRST
     ) -> AsyncIterator[Page]:
         """Every object of ``kinds``, as :meth:`list_pages` hands them out, each kind read as a streaming list
         (:mod:`~ome_selector.kube.watchlist`): from the apiserver's watch cache instead of a read from etcd
-        per page. Each kind is at least as new as the first one read (not one point in time, as the pages
-        of :meth:`list_pages` are: the operator's watch delivers whatever changed since). Where the apiserver
-        refuses to stream, that kind and every later listing of this client are read in pages."""
+        per page. Each kind is at least as new as the ones read before it, not one point in time as the pages
+        of :meth:`list_pages` are (the operator's watch delivers whatever changed since); by default the
+        InferenceServices come first, so what they depend on is never older than they are. Where the
+        apiserver refuses to stream, that kind and every later listing of this client are read in pages."""
         return self._streamed_pages(namespaces, kinds)
 
     async def _streamed_pages(
