@@ -288,7 +288,7 @@ class Controller:
                 keys.update(self._affected_by_runtime(resource.key))
         return keys
 
-    def _affected_by_runtime(self, runtime: ObjectKey) -> Iterable[ObjectKey]:
+    def _affected_by_runtime(self, runtime: ObjectKey) -> Sequence[ObjectKey]:
         """The one place that says which InferenceServices a change of ``runtime`` affects, read from the
         catalog as it is when the burst's pass starts."""
         return self.catalog.inference_services_affected_by_runtime(runtime)
@@ -313,18 +313,20 @@ class Controller:
                 await asyncio.sleep(wait)
             runtimes, self._changed_runtimes = self._changed_runtimes, {}
             keys: dict[ObjectKey, None] = {}
-            everyone = len(self.catalog.keys(Kind.INFERENCE_SERVICE))
+            everyone = self.catalog.counts()[Kind.INFERENCE_SERVICE]
             for runtime in runtimes:
-                keys.update(dict.fromkeys(self._affected_by_runtime(runtime)))
+                affected = self._affected_by_runtime(runtime)
+                for start in range(0, len(affected), FEED_CHUNK):
+                    keys.update(dict.fromkeys(affected[start : start + FEED_CHUNK]))
+                    await asyncio.sleep(0)  # 100,000 keys are gathered over many turns of the loop
                 if len(keys) >= everyone:
                     break  # the rest can add nobody
-                await asyncio.sleep(0)
             self._enqueue(keys)
 
     def _enqueue(self, keys: Iterable[ObjectKey]) -> None:
         """Hand ``keys`` to the work queue: a few at once, many a chunk per turn of the event loop."""
         incoming = self._incoming
-        incoming.update(dict.fromkeys(keys))
+        incoming.update(keys if isinstance(keys, dict) else dict.fromkeys(keys))
         if len(incoming) <= FEED_CHUNK and (self._feeder is None or self._feeder.done()):
             for key in incoming:
                 self.queue.add(key)
