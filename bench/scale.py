@@ -305,7 +305,7 @@ def _kubectl_apply(plane: ControlPlane, bodies: list[dict[str, Any]]) -> None:
     plane.kubectl("apply", "-f", "-", input=document)
 
 
-def size_rows(plane: ControlPlane, size: int, resync_seconds: float) -> dict[str, Any]:
+def size_rows(plane: ControlPlane, size: int, resync_seconds: float, turn: int) -> dict[str, Any]:
     rows: dict[str, Any] = {"n": size}
     # Cold start: the InferenceServices created since the last size have no condition.
     with _operator(plane) as (operator, _):
@@ -350,7 +350,7 @@ def size_rows(plane: ControlPlane, size: int, resync_seconds: float) -> dict[str
             quiet = time.monotonic()
             time.sleep(IDLE_ADMISSION_SECONDS)
             rows["idle_admission"] = probe.figures(quiet)
-            rows["change"] = _catalog_change(plane, operator, size, [_runtime_change()], probe)
+            rows["change"] = _catalog_change(plane, operator, size, [_runtime_change(turn)], probe)
             rows["burst"] = _catalog_change(plane, operator, size * BURST, _burst(), probe)
         finally:
             probe.stop()
@@ -382,8 +382,10 @@ def _failover(leader: RunningOperator, follower: RunningOperator, size: int) -> 
     }
 
 
-def _runtime_change() -> dict[str, Any]:
-    return objects.runtime("scale-rt-0", size_range=("1B", "11B"), priority=5)
+def _runtime_change(turn: int) -> dict[str, Any]:
+    """A real change of scale-rt-0 at every size (the same spec applied again would change nothing)."""
+    low = 1 + turn % 2
+    return objects.runtime("scale-rt-0", size_range=(f"{low}B", f"{low + 10}B"), priority=5 - turn % 2)
 
 
 def _burst() -> list[dict[str, Any]]:
@@ -516,7 +518,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--resync-seconds",
         type=float,
-        help="the resync measured comes this late (default 60 s; 150 s above 30,000, after the start)",
+        help="the resync measured comes this late (default 60 s; 90 s at 30,000 and 200 s above)",
     )
     parser.add_argument("--out", type=Path, help="also write every figure to this JSON file")
     args = parser.parse_args(argv)
@@ -535,13 +537,14 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(create_all(plane, _catalog()))
         print(f"  {RUNTIMES} runtimes and {MODELS} models created in {time.perf_counter() - started:.0f}s")
         created = 0
-        for size in sorted(args.sizes):
+        for turn, size in enumerate(sorted(args.sizes)):
             started = time.perf_counter()
             asyncio.run(create_all(plane, _inference_services(created, size), namespaces=created == 0))
             print(f"  {size - created} InferenceServices created in {time.perf_counter() - started:.0f}s")
             created = size
-            resync = args.resync_seconds or (60.0 if size <= 30_000 else 150.0)
-            rows = size_rows(plane, size, resync)
+            # Late enough that the start is over, and the next resync comes after the change and the burst.
+            resync = args.resync_seconds or (60.0 if size <= 10_000 else 90.0 if size <= 30_000 else 200.0)
+            rows = size_rows(plane, size, resync, turn)
             document["sizes"].append(rows)
             _print(rows)
             # The burst's runtimes go again: the next size starts from the same catalog.
