@@ -77,10 +77,10 @@ bench: venv ## benchmarks (never part of make test): selection core, lint, model
 	  $(PY) -m bench.admission $(if $(BENCH_OUT),--out $(basename $(BENCH_OUT))-admission.json) && \
 	  $(PY) -m bench.hostile
 
-# SCALE_SIZES="10000 30000 100000" adds the 100k size (about 40 minutes more); BENCH_OUT=run.json: the figures go
-# to run-scale.json.
+# SCALE_SIZES="10000 30000 100000" adds the 100k size (about 23 minutes in all); BENCH_OUT=run.json: the figures
+# go to run-scale.json.
 SCALE_SIZES ?= 10000 30000
-bench-scale: venv ## scale benchmark (never part of make test or make bench): 10k/30k InferenceServices, ~12 min
+bench-scale: venv ## scale benchmark (never part of make test or make bench): 10k/30k InferenceServices, ~10 min
 	@bindir=$$(hack/ensure-binaries.sh) && OME_SELECTOR_BIN_DIR="$$bindir" \
 	  $(PY) -m bench.scale --sizes $(SCALE_SIZES) $(if $(BENCH_OUT),--out $(basename $(BENCH_OUT))-scale.json)
 

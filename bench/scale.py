@@ -25,8 +25,8 @@ size, with the operator (`ome-selector run`, a separate process, 4 workers):
   SIGTERM (it releases the Lease); measured from the leader's exit to the new leader having evaluated every
   InferenceService, with the writes it made (0: every condition is right).
 
-Nothing asserts a time. It takes about 12 minutes for 10k and 30k on an idle 2-core machine, and 40 more for
-100k (creating 70,000 objects and writing their conditions dominate).
+Nothing asserts a time. It takes about 10 minutes for 10k and 30k on an idle 2-core machine, and about 23
+minutes with 100k (creating 70,000 objects and writing their first conditions take 7 of them).
 
     python -m bench.scale [--sizes 10000 30000 100000] [--out FILE]
 """
