@@ -6,11 +6,11 @@ its watch cache in about 4 s, one object per line, so the reader holds one batch
 stream ends with a bookmark annotated ``k8s.io/initial-events-end``, which carries the resourceVersion of the
 state sent (at least as new as the one asked for: ``resourceVersionMatch=NotOlderThan``).
 
-An apiserver with the WatchList feature off (Kubernetes 1.33 by default) refuses the request (422); one too
-old to know it would send the same events but never the closing bookmark, and the stream would end at its
-timeout. Either is :class:`StreamingListRefusedError`: the caller lists in pages instead, from then on. So
-is a watch cache still being filled after the apiserver started (429), but only for that listing: a list
-is read from etcd meanwhile.
+An apiserver with the WatchList feature off (Kubernetes 1.33 by default) refuses the request (422), and one
+that ignores ``sendInitialEvents`` sends a change before any closing bookmark: either is a lasting
+:class:`StreamingListRefusedError`, and the caller lists in pages instead, from then on. A stream that ends
+before its closing bookmark (an apiserver shutting down closes its watches) or a watch cache still being
+filled after the apiserver started (429) refuses only that listing: it is read in pages, from etcd.
 """
 
 from __future__ import annotations
@@ -92,9 +92,9 @@ async def initial_state(
     """The objects of the initial events, ``batch`` at a time, each batch with None; the last batch (possibly
     empty) with the resourceVersion of the closing bookmark.
 
-    Raises :class:`StreamingListRefusedError` when the stream ends, or another change comes, before the
-    closing bookmark (a server that ignores ``sendInitialEvents``), and :class:`ApiException` for an
-    ``ERROR`` event (e.g. 410 Gone), as a list call would.
+    Raises :class:`StreamingListRefusedError` when another change comes before the closing bookmark (a
+    server that ignores ``sendInitialEvents``: lasting) or the stream ends before it (this time only), and
+    :class:`ApiException` for an ``ERROR`` event (e.g. 410 Gone), as a list call would.
     """
     bodies: list[dict[str, Any]] = []
     async for line in events:
@@ -122,4 +122,4 @@ async def initial_state(
             raise error
         else:
             raise StreamingListRefusedError(f"a {kind} event came before the end of the initial state")
-    raise StreamingListRefusedError("the stream ended before the end of the initial state")
+    raise StreamingListRefusedError("the stream ended before the end of the initial state", lasting=False)

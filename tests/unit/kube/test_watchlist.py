@@ -98,17 +98,22 @@ def test_the_initial_events_come_in_batches_until_the_closing_bookmark(
 
 
 @pytest.mark.parametrize(
-    "events",
+    ("events", "lasting"),
     [
-        pytest.param([_event("ADDED", "a")], id="the stream ends before the closing bookmark"),
-        pytest.param([_event("ADDED", "a"), _event("MODIFIED", "a"), END], id="a change before the end"),
-        pytest.param([_event("DELETED", "a")], id="a deletion before the end"),
+        pytest.param([_event("ADDED", "a")], False, id="the stream ends before the closing bookmark"),
+        pytest.param(
+            [_event("ADDED", "a"), _event("MODIFIED", "a"), END], True, id="a change before the end"
+        ),
+        pytest.param([_event("DELETED", "a")], True, id="a deletion before the end"),
     ],
 )
-def test_a_stream_without_the_closing_bookmark_is_refused(events: list[bytes]) -> None:
-    """What an apiserver that ignores sendInitialEvents sends: the caller lists in pages instead."""
-    with pytest.raises(StreamingListRefusedError):
+def test_a_stream_without_the_closing_bookmark_is_refused(events: list[bytes], lasting: bool) -> None:
+    """A change before the closing bookmark is what an apiserver that ignores sendInitialEvents sends: the
+    caller lists in pages from then on. A stream cut short (an apiserver shutting down) refuses that listing
+    only."""
+    with pytest.raises(StreamingListRefusedError) as refused:
         _read(events)
+    assert refused.value.lasting is lasting
 
 
 def test_an_error_event_is_an_api_error_and_a_line_without_an_object_a_value_error() -> None:
