@@ -79,13 +79,20 @@ def test_listing_pages_through_every_kind_at_one_resource_version(
     assert {"elsewhere", "late", "m0"} <= set(_names(everywhere.bodies, "BaseModel"))
 
 
-def test_list_pages_hands_out_one_page_at_a_time_at_one_resource_version(
-    control_plane: ControlPlane, api_client: Any, namespace: str, monkeypatch: pytest.MonkeyPatch
+def _five_models_and_a_runtime_in_pages_of_two(
+    api_client: Any, namespace: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """m0…m4 and r0 in ``namespace``, listed two to a page: the models take three pages, the runtime one."""
     for index in range(5):
         create(api_client, objects.model(f"m{index}", namespace=namespace))
     create(api_client, objects.runtime("r0", namespace=namespace))
-    monkeypatch.setattr(kube_objects, "PAGE_SIZE", 2)  # five models take three pages, the runtime one
+    monkeypatch.setattr(kube_objects, "PAGE_SIZE", 2)
+
+
+def test_list_pages_hands_out_one_page_at_a_time_at_one_resource_version(
+    control_plane: ControlPlane, api_client: Any, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _five_models_and_a_runtime_in_pages_of_two(api_client, namespace, monkeypatch)
     reads: list[str] = []
     failing: list[str] = []  # the kinds whose listing fails
     real_call = scope.custom_object_call
@@ -145,10 +152,7 @@ def test_list_pages_hands_out_one_page_at_a_time_at_one_resource_version(
 def test_stream_pages_streams_each_kind_in_batches_and_falls_back_to_pages_where_refused(
     control_plane: ControlPlane, api_client: Any, namespace: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for index in range(5):
-        create(api_client, objects.model(f"m{index}", namespace=namespace))
-    create(api_client, objects.runtime("r0", namespace=namespace))
-    monkeypatch.setattr(kube_objects, "PAGE_SIZE", 2)
+    _five_models_and_a_runtime_in_pages_of_two(api_client, namespace, monkeypatch)
     kinds = [Kind.BASE_MODEL, Kind.SERVING_RUNTIME]
 
     async def consume(o: Objects) -> tuple[list[tuple[str, str | None, list[str]]], bool]:

@@ -45,10 +45,10 @@ class AutoSelection:
 
     ``model`` is the profile it was computed for: another model of the same spec may read it, so nothing here
     names the model. ``selected`` is the runtime ranked first (None when no runtime is auto-selectable).
-    Otherwise the rest is
-    what the no-runtime message says: ``listed`` the entries of the runtimes of the model's format, nearest
-    miss first, as far as a message can hold them (:func:`~.messages.no_runtime_entries_held`), the runtime
-    counts, and how many runtimes serve other formats.
+    Otherwise the rest is what the no-runtime message says: ``listed`` the entries of the runtimes of the
+    model's format, nearest miss first, as far as a message can hold them
+    (:func:`~.messages.no_runtime_entries_held`), the runtime counts, and how many runtimes serve other
+    formats.
     """
 
     model: ModelProfile
