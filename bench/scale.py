@@ -510,9 +510,9 @@ def _print(rows: dict[str, Any]) -> None:
             for k, v in checks.items()
         )
     )
-    # The floor: the same ratio for the control server, a process of its own that does nothing but answer. When
-    # it is over the goal too, the machine (2 cores shared with the apiserver, etcd and kubectl) adds that much
-    # to any server's p99, whatever the operator does.
+    # The floor: the same ratio for the control server, a process of its own that does nothing but answer.
+    # When it is over the goal too, the machine (2 cores shared with the apiserver, etcd and kubectl) adds
+    # that much to any server's p99, whatever the operator does.
     control = max(r.get("control_p99_ms", float("inf")) for r in (change, burst)) / idle.get(
         "control_p99_ms", float("nan")
     )
