@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import http.client
 import json
 import multiprocessing
@@ -55,7 +54,7 @@ from bench.fanout import WORKERS, cpu_seconds, create_all, rss_kib, write_figure
 from bench.hostile import registration
 from harness import objects
 from harness.controlplane import ControlPlane, free_port, running_control_plane
-from harness.hostile import WebhookClient, path_of, review
+from harness.hostile import WebhookClient, path_of, review, webhook_address
 from harness.operator_process import RunningOperator, metric_in, operator_process
 from ome_selector.api.resources import Kind
 
@@ -195,8 +194,6 @@ class AdmissionProbe:
     the apiserver, etcd and ``kubectl``, a request can wait for a CPU whatever the operator does."""
 
     def __init__(self, configuration: Any, directory: Path) -> None:
-        hook = configuration.webhooks[0]
-        url = hook.client_config.url
         body = review(Kind.INFERENCE_SERVICE, obj=_inference_services(0, 1)[0])
         body["request"]["namespace"] = NAMESPACES[0]
         self._samples = directory / "admission-probe.txt"
@@ -205,7 +202,7 @@ class AdmissionProbe:
         self._stop = context.Event()
         port = free_port()
         self._control = context.Process(target=_control_server, args=(port,), daemon=True)
-        arguments = (url[: url.rindex("/")], base64.b64decode(hook.client_config.ca_bundle), port)
+        arguments = (*webhook_address(configuration), port)
         options = {"body": json.dumps(body).encode(), "samples": str(self._samples), "stop": self._stop}
         self._process = context.Process(target=_probe, args=arguments, kwargs=options, daemon=True)
 

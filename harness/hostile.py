@@ -340,12 +340,17 @@ class WebhookClient:
                 return b""
 
 
-def client_for(configuration: Any) -> WebhookClient:
-    """A client for the webhook a ValidatingWebhookConfiguration (official client model) points at."""
+def webhook_address(configuration: Any) -> tuple[str, bytes]:
+    """The base URL and CA bundle (PEM) of the webhook a ValidatingWebhookConfiguration (official client
+    model) points at: what a :class:`WebhookClient` is made of, also in another process."""
     hook = configuration.webhooks[0]
     url = hook.client_config.url
-    base = url[: url.rindex("/")]
-    return WebhookClient(base, base64.b64decode(hook.client_config.ca_bundle))
+    return url[: url.rindex("/")], base64.b64decode(hook.client_config.ca_bundle)
+
+
+def client_for(configuration: Any) -> WebhookClient:
+    """A client for the webhook a ValidatingWebhookConfiguration (official client model) points at."""
+    return WebhookClient(*webhook_address(configuration))
 
 
 def rss_bytes(pid: int) -> int:

@@ -4,7 +4,7 @@ patch and events."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import pytest
@@ -18,7 +18,7 @@ from ome_selector.kube import objects as kube_objects
 from ome_selector.kube import scope
 from ome_selector.kube.connection import ClusterAccess
 from ome_selector.kube.objects import ApiError, ConflictError, GoneError, Objects
-from ome_selector.kube.watchlist import watch_list_query
+from ome_selector.kube.watchlist import StreamingListRefusedError, watch_list_query
 
 T = TypeVar("T")
 
@@ -177,6 +177,26 @@ def test_stream_pages_streams_each_kind_in_batches_and_falls_back_to_pages_where
     runtimes = sorted(name for kind, _, names in pages if kind == "ServingRuntime" for name in names)
     assert runtimes == ["late", "r0"]
     assert int(pages[-1][1] or 0) >= int(models[-1][1] or 0)
+
+    # A stream that breaks off before its end (an apiserver shutting down) is read again in pages, that kind
+    # only: the next listing streams again.
+    async def cut_short(events: Any, batch: int) -> AsyncIterator[tuple[list[dict[str, Any]], str | None]]:
+        async for _ in events:
+            break
+        raise StreamingListRefusedError("the stream ended before the end of the initial state", lasting=False)
+        yield  # an async generator, as the real reader is
+
+    async def sizes(o: Objects) -> tuple[list[tuple[str, int]], bool]:
+        listed = [
+            (p.kind.value, len(p.bodies)) async for p in o.stream_pages(namespaces=[namespace], kinds=kinds)
+        ]
+        return listed, o.streaming
+
+    with monkeypatch.context() as patched:
+        patched.setattr(kube_objects, "initial_state", cut_short)
+        listed, streaming = _with_objects(control_plane, sizes)
+    assert streaming
+    assert listed == [("BaseModel", 2), ("BaseModel", 2), ("BaseModel", 1), ("ServingRuntime", 2)]  # pages
 
     # An apiserver that refuses (here: a query it rejects, 422 as with its WatchList feature off) is read in
     # pages, then and for every later listing of this client.

@@ -277,7 +277,9 @@ class Objects:
         per page. Each kind is at least as new as the ones read before it, not one point in time as the pages
         of :meth:`list_pages` are (the operator's watch delivers whatever changed since); by default the
         InferenceServices come first, so what they depend on is never older than they are. Where the
-        apiserver refuses to stream, that kind and every later listing of this client are read in pages."""
+        apiserver refuses to stream, that kind and every later listing of this client are read in pages; where
+        a stream breaks off before its end, that kind alone, so the objects it had handed out come again (a
+        consumer that stores by key, as the catalog does, sees each once)."""
         return self._streamed_pages(namespaces, kinds)
 
     async def _streamed_pages(
