@@ -2,7 +2,14 @@
 
 Nothing here lists or reads the API to make a decision: the catalog holds every parsed model, runtime and
 InferenceService, fed by the startup listing, Kopf's watch events and the resyncs. The only reads are the
-re-read after a write conflict; the only writes are the RuntimeReady condition and its event.
+re-read after a write conflict; the only writes are the RuntimeReady condition and its events.
+
+Another writer (SPEC §5): the controller remembers, per InferenceService and while it leads, the condition it
+last wrote (:class:`_Written`). A stored condition that differs from that write and from the verdict was
+written by someone else: it is counted, reported once per InferenceService and writer with a Warning
+``RuntimeReadyConflict`` event, and the verdict is written over it as any differing condition is. Only the
+writes of this process are remembered, so after a restart (or a change of leader) the first foreign write to
+a condition that had not needed writing is restored without a report.
 
 Bounded work per event (SPEC §8): a model or runtime whose ``metadata.generation`` (and uid, and for a runtime
 the two annotations it reads, SPEC §5) is the one already read is not parsed again — a label change or a
@@ -46,7 +53,9 @@ from ome_selector.api.resources import (
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.kube.objects import ConflictError, GoneError
 from ome_selector.operator.conditions import (
+    CONFLICT_EVENT_REASON,
     build_condition,
+    condition_writers,
     current_condition,
     differs,
     only_counts_differ,
@@ -56,9 +65,10 @@ from ome_selector.operator.events import EventPipeline, PendingEvent, involved_r
 from ome_selector.operator.metrics import Metrics
 from ome_selector.operator.tasks import cancel_and_wait
 from ome_selector.operator.workqueue import WorkQueue
-from ome_selector.operator.writer import ApiWriter, NotLeaderError
+from ome_selector.operator.writer import COMPONENT, ApiWriter, NotLeaderError
+from ome_selector.selection import messages
 from ome_selector.selection.inheritance import RuntimeLookup
-from ome_selector.selection.outcome import Outcome, evaluate
+from ome_selector.selection.outcome import Outcome, evaluate, selection_change
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +81,8 @@ CATALOG_QUIET_SECONDS = 1.0
 CATALOG_MAX_WAIT_SECONDS = 20.0
 #: Keys handed to the work queue, or grouped, per turn of the event loop.
 FEED_CHUNK = 1000
+#: Other writers reported per InferenceService, at most (their names come from the objects).
+MAX_REPORTED_WRITERS = 4
 
 
 class _Packed(tuple[Any, ...]):
@@ -97,19 +109,27 @@ def _unpack(condition: Any) -> Any:
     return condition
 
 
+#: The conditions' field managers when the product alone wrote them last: one tuple shared by all.
+_OURS = (COMPONENT,)
+
+
 class _Stored:
-    """What a write needs from the last seen body of an InferenceService: its version and conditions only
-    (whole bodies would keep every object's managedFields in memory).
+    """What a write needs from the last seen body of an InferenceService: its version, its conditions and the
+    field managers that own them (whole bodies would keep every object's managedFields in memory).
 
     One is kept per InferenceService, so compactly: the conditions as flat tuples of interned strings (the
     keys are the same everywhere; type, status, reason and often message and time are shared by many
     InferenceServices), not the body's dictionaries. :attr:`conditions` gives the list as it was read.
     """
 
-    __slots__ = ("_conditions", "resource_version")
+    __slots__ = ("_conditions", "resource_version", "writers")
 
-    def __init__(self, resource_version: str, conditions: Sequence[Any] | None) -> None:
+    def __init__(
+        self, resource_version: str, conditions: Sequence[Any] | None, writers: tuple[str, ...] = ()
+    ) -> None:
         self.resource_version = resource_version
+        #: The field managers that own RuntimeReady (SPEC §5 "Another writer" names one of them).
+        self.writers = _OURS if writers == _OURS else writers
         self._conditions: Sequence[Any] | None = (
             conditions if conditions is None or isinstance(conditions, str) else tuple(map(_pack, conditions))
         )
@@ -119,6 +139,18 @@ class _Stored:
         """The conditions as read (a list of new dictionaries on every call), None when there were none."""
         packed = self._conditions
         return packed if packed is None or isinstance(packed, str) else [_unpack(c) for c in packed]
+
+
+class _Written:
+    """The RuntimeReady this process last wrote to one InferenceService (``uid``) — status, reason and
+    message — and the other writers already reported for it (SPEC §5 "Another writer")."""
+
+    __slots__ = ("condition", "reported", "uid")
+
+    def __init__(self, uid: str | None, condition: tuple[str, str, str], reported: tuple[str, ...]) -> None:
+        self.uid = uid
+        self.condition = condition
+        self.reported = reported
 
 
 class Controller:
@@ -140,6 +172,8 @@ class Controller:
         self.runtime_lookup = runtime_lookup
         self._writer = writer
         self._stored: dict[ObjectKey, _Stored] = {}
+        # What this process last wrote, per InferenceService, while it leads (SPEC §5 "Another writer").
+        self._written: dict[ObjectKey, _Written] = {}
         self._load_errors: dict[ObjectKey, str] = {}
         # (uid, generation, read annotations) of each model and runtime as read: the same again needs no
         # parsing.
@@ -214,6 +248,7 @@ class Controller:
         self._generations.pop(key, None)
         if key.kind is Kind.INFERENCE_SERVICE:
             self._stored.pop(key, None)
+            self._written.pop(key, None)
             self.metrics.forget(key)
             return
         if previous is not None and self.ready.is_set():
@@ -255,6 +290,11 @@ class Controller:
             return
         self.ready.set()
         self.evaluate_all()
+
+    def forget_writes(self) -> None:
+        """This replica stopped leading: what it wrote may be overwritten by the next leader, which is no
+        other writer (SPEC §5, §8)."""
+        self._written.clear()
 
     def evaluate_all(self) -> None:
         """Queue every InferenceService once, e.g. on becoming the leader: the stored conditions are the
@@ -375,6 +415,8 @@ class Controller:
                     return
                 outcome = evaluate(self.catalog, isvc, self.runtime_lookup)
                 if outcome is None:
+                    # Left alone (SPEC §5): no metric row, also when it had one before.
+                    self.metrics.forget(key)
                     return
                 self.metrics.evaluations.labels(outcome.status, outcome.reason).inc()
                 self.metrics.record_verdict(key, outcome.status, outcome.reason)
@@ -383,7 +425,7 @@ class Controller:
                     logger.debug("verdict for %s, not written: %s %s", key, outcome.reason, outcome.message)
                     return
                 try:
-                    await self._write(key, outcome, started=started)
+                    await self._write(key, outcome, isvc.uid, started=started)
                     return
                 except NotLeaderError:
                     return  # the Lease was lost between the decision and the write
@@ -396,7 +438,7 @@ class Controller:
         finally:
             self.metrics.evaluation_seconds.observe(time.perf_counter() - started)
 
-    async def _write(self, key: ObjectKey, outcome: Outcome, *, started: float) -> None:
+    async def _write(self, key: ObjectKey, outcome: Outcome, uid: str | None, *, started: float) -> None:
         assert self._writer is not None
         assert key.namespace is not None
         stored = self._stored.get(key)
@@ -405,6 +447,11 @@ class Controller:
         condition_now = current_condition({"conditions": stored.conditions})
         if not differs(condition_now, outcome.status, outcome.reason, outcome.message):
             return
+        written = self._written.get(key)
+        if written is not None and written.uid != uid:
+            written = None  # an earlier object of the same name
+        other = _other_writer(condition_now, written, stored.writers)
+        switched = selection_change(condition_now, outcome)
         condition = build_condition(condition_now, outcome.status, outcome.reason, outcome.message)
         conditions = with_condition(stored.conditions, condition)
         # A message that changed only in its runtime counts is written without an event (SPEC §5).
@@ -413,6 +460,18 @@ class Controller:
             key.namespace, key.name, resource_version=stored.resource_version, conditions=conditions
         )
         self.observe(body)
+        reported = written.reported if written is not None else ()
+        involved = involved_reference(body)
+        if other is not None:
+            self.metrics.condition_conflicts.inc()
+            conflict = messages.condition_conflict(other)  # the manager's name shown escaped, also in the log
+            logger.warning("%s: %s", key, conflict, extra=log_fields(key, reason=CONFLICT_EVENT_REASON))
+            if other not in reported and len(reported) < MAX_REPORTED_WRITERS:
+                reported = (*reported, other)
+                self.events.submit(key, PendingEvent(involved, "Warning", CONFLICT_EVENT_REASON, conflict))
+        self._written[key] = _Written(
+            uid, (outcome.status, outcome.reason, sys.intern(outcome.message)), reported
+        )
         logger.info(
             "%s: RuntimeReady=%s %s: %s",
             key,
@@ -425,9 +484,10 @@ class Controller:
         )
         if outcome.event is not None and not counts_only:
             event = outcome.event
-            self.events.submit(
-                key, PendingEvent(involved_reference(body), event.type, event.reason, event.message)
-            )
+            self.events.submit(key, PendingEvent(involved, event.type, event.reason, event.message))
+        if switched is not None:
+            # With the write that changed the runtime, at most once (SPEC §12 "Switch events").
+            self.events.submit(key, PendingEvent(involved, switched.type, switched.reason, switched.message))
 
     async def _record_event(self, event: PendingEvent) -> None:
         assert self._writer is not None
@@ -511,7 +571,25 @@ class Controller:
         self._stored[key] = _Stored(
             resource_version=str(metadata.get("resourceVersion", "")),
             conditions=conditions if isinstance(conditions, Sequence) else None,
+            writers=condition_writers(metadata) if conditions else (),
         )
+
+
+def _other_writer(
+    stored: Mapping[str, Any] | None, written: _Written | None, writers: Sequence[str]
+) -> str | None:
+    """Who else wrote the stored RuntimeReady, which differs from the verdict (SPEC §5 "Another writer"):
+    None when there is none to compare with, when it is what this process last wrote, or when the managed
+    fields say the product itself last wrote the conditions (a write whose answer was lost); else the first
+    other field manager that owns the conditions, or ``another writer`` when none does."""
+    if stored is None or written is None:
+        return None  # nothing stored (a removal is restored as before), or nothing written by this process
+    if (stored.get("status"), stored.get("reason"), stored.get("message")) == written.condition:
+        return None
+    others = [writer for writer in writers if writer != COMPONENT]
+    if others:
+        return others[0]
+    return None if COMPONENT in writers else messages.ANOTHER_WRITER
 
 
 def _same_inputs(previous: Resource, current: Resource) -> bool:
