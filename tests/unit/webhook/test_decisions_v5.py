@@ -1,5 +1,5 @@
-"""SPEC §7 since v5: the mode warning from the raw modes, and InferenceServices with ``spec.replicaRefs`` allowed
-untouched — every text character for character."""
+"""SPEC §7 since v5: the mode warning from the raw modes, and InferenceServices with ``spec.replicaRefs``
+allowed untouched — every text character for character."""
 
 from __future__ import annotations
 
