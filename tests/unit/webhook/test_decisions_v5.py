@@ -134,3 +134,30 @@ def test_removing_replica_refs_is_judged() -> None:
         False,
         f"model missing not found: no BaseModel in namespace {NS} and no ClusterBaseModel",
     )
+
+
+# --- SPEC §9 v5 rows, the webhook's side ---------------------------------------------------------------
+
+
+def test_a_virtual_deployment_is_checked_like_any_other() -> None:
+    """Upstream's webhook still checks selection for it; so does the product (and its controller writes the
+    condition, where upstream's writes none)."""
+    doc = isvc_doc()
+    doc["metadata"]["annotations"] = {MODE: "VirtualDeployment"}
+    assert create(doc).warnings == ("runtime rt will be auto-selected for model m",)
+    denied = create(doc, catalog_of())
+    assert (denied.allowed, denied.message) == (
+        False,
+        f"model m not found: no BaseModel in namespace {NS} and no ClusterBaseModel",
+    )
+
+
+def test_a_pinned_model_less_inference_service_naming_a_disabled_runtime_is_denied() -> None:
+    """Upstream's webhook checks nothing for a model-less InferenceService pinned with autoSync: false."""
+    doc = isvc_doc(runtime={"name": "off", "autoSync": False})
+    del doc["spec"]["model"]
+    catalog = catalog_of(runtime_doc("off", entry(), disabled=True))
+    decision = create(doc, catalog)
+    assert (decision.allowed, decision.message) == (False, "cluster-scoped runtime off is disabled")
+    missing = create(doc, catalog_of())  # as OME v1.3: a runtime created later serves it
+    assert (missing.allowed, missing.warnings) == (True, ())
