@@ -4,9 +4,10 @@ Nothing here lists or reads the API to make a decision: the catalog holds every 
 InferenceService, fed by the startup listing, Kopf's watch events and the resyncs. The only reads are the
 re-read after a write conflict; the only writes are the RuntimeReady condition and its events.
 
-Another writer (SPEC §5): the controller remembers, per InferenceService and while it leads, the condition it
-last wrote (:class:`_Written`). A stored condition that differs from that write and from the verdict was
-written by someone else: it is counted, reported once per InferenceService and writer with a Warning
+Another writer (SPEC §5): the controller remembers, per InferenceService (uid) and while it leads, the
+condition it last wrote (:attr:`_Stored.ours`: a reference to the stored entry, carried from body to body, so
+the memory costs no copy). A stored condition that differs from that write and from the verdict was written by
+someone else: it is counted, reported once per InferenceService and writer with a Warning
 ``RuntimeReadyConflict`` event, and the verdict is written over it as any differing condition is. Only the
 writes of this process are remembered, so after a restart (or a change of leader) the first foreign write to
 a condition that had not needed writing is restored without a report.
@@ -68,7 +69,7 @@ from ome_selector.operator.workqueue import WorkQueue
 from ome_selector.operator.writer import COMPONENT, ApiWriter, NotLeaderError
 from ome_selector.selection import messages
 from ome_selector.selection.inheritance import RuntimeLookup
-from ome_selector.selection.outcome import Outcome, evaluate, selection_change
+from ome_selector.selection.outcome import CONDITION_TYPE, Outcome, evaluate, selection_change
 
 logger = logging.getLogger(__name__)
 
@@ -111,6 +112,19 @@ def _unpack(condition: Any) -> Any:
 
 #: The conditions' field managers when the product alone wrote them last: one tuple shared by all.
 _OURS = (COMPONENT,)
+#: Other tuples of field managers, shared while there are few (a cluster has a handful of writers).
+_WRITER_SETS: dict[tuple[str, ...], tuple[str, ...]] = {_OURS: _OURS, (): ()}
+_WRITER_SETS_HELD = 64
+
+
+def _shared_writers(writers: tuple[str, ...]) -> tuple[str, ...]:
+    shared = _WRITER_SETS.get(writers)
+    if shared is not None:
+        return shared
+    if len(_WRITER_SETS) < _WRITER_SETS_HELD:
+        writers = tuple(sys.intern(writer) for writer in writers)
+        _WRITER_SETS[writers] = writers
+    return writers
 
 
 class _Stored:
@@ -122,35 +136,44 @@ class _Stored:
     InferenceServices), not the body's dictionaries. :attr:`conditions` gives the list as it was read.
     """
 
-    __slots__ = ("_conditions", "resource_version", "writers")
+    __slots__ = ("_conditions", "ours", "reported", "resource_version", "uid", "writers")
 
     def __init__(
-        self, resource_version: str, conditions: Sequence[Any] | None, writers: tuple[str, ...] = ()
+        self,
+        resource_version: str,
+        conditions: Sequence[Any] | None,
+        writers: tuple[str, ...] = (),
+        *,
+        uid: str | None = None,
+        previous: _Stored | None = None,
     ) -> None:
         self.resource_version = resource_version
         #: The field managers that own RuntimeReady (SPEC §5 "Another writer" names one of them).
-        self.writers = _OURS if writers == _OURS else writers
+        self.writers = _shared_writers(writers)
+        self.uid = uid
         self._conditions: Sequence[Any] | None = (
             conditions if conditions is None or isinstance(conditions, str) else tuple(map(_pack, conditions))
         )
+        # SPEC §5 "Another writer", carried over from the previous body of the same object (uid): the
+        # RuntimeReady entry this process last wrote (None: none while it leads), and the other writers
+        # already reported.
+        same = previous is not None and previous.uid == uid
+        self.ours: Any = previous.ours if same and previous is not None else None
+        self.reported: tuple[str, ...] = previous.reported if same and previous is not None else ()
+
+    def runtime_ready(self) -> Any:
+        """The stored RuntimeReady entry as held (packed), None when there is none."""
+        for condition in self._conditions if isinstance(self._conditions, tuple) else ():
+            fields = _unpack(condition)
+            if isinstance(fields, Mapping) and fields.get("type") == CONDITION_TYPE:
+                return condition
+        return None
 
     @property
     def conditions(self) -> Sequence[Any] | None:
         """The conditions as read (a list of new dictionaries on every call), None when there were none."""
         packed = self._conditions
         return packed if packed is None or isinstance(packed, str) else [_unpack(c) for c in packed]
-
-
-class _Written:
-    """The RuntimeReady this process last wrote to one InferenceService (``uid``) — status, reason and
-    message — and the other writers already reported for it (SPEC §5 "Another writer")."""
-
-    __slots__ = ("condition", "reported", "uid")
-
-    def __init__(self, uid: str | None, condition: tuple[str, str, str], reported: tuple[str, ...]) -> None:
-        self.uid = uid
-        self.condition = condition
-        self.reported = reported
 
 
 class Controller:
@@ -172,8 +195,6 @@ class Controller:
         self.runtime_lookup = runtime_lookup
         self._writer = writer
         self._stored: dict[ObjectKey, _Stored] = {}
-        # What this process last wrote, per InferenceService, while it leads (SPEC §5 "Another writer").
-        self._written: dict[ObjectKey, _Written] = {}
         self._load_errors: dict[ObjectKey, str] = {}
         # (uid, generation, read annotations) of each model and runtime as read: the same again needs no
         # parsing.
@@ -248,7 +269,6 @@ class Controller:
         self._generations.pop(key, None)
         if key.kind is Kind.INFERENCE_SERVICE:
             self._stored.pop(key, None)
-            self._written.pop(key, None)
             self.metrics.forget(key)
             return
         if previous is not None and self.ready.is_set():
@@ -294,7 +314,8 @@ class Controller:
     def forget_writes(self) -> None:
         """This replica stopped leading: what it wrote may be overwritten by the next leader, which is no
         other writer (SPEC §5, §8)."""
-        self._written.clear()
+        for stored in self._stored.values():
+            stored.ours = None
 
     def evaluate_all(self) -> None:
         """Queue every InferenceService once, e.g. on becoming the leader: the stored conditions are the
@@ -447,10 +468,8 @@ class Controller:
         condition_now = current_condition({"conditions": stored.conditions})
         if not differs(condition_now, outcome.status, outcome.reason, outcome.message):
             return
-        written = self._written.get(key)
-        if written is not None and written.uid != uid:
-            written = None  # an earlier object of the same name
-        other = _other_writer(condition_now, written, stored.writers)
+        ours = stored.ours if stored.uid == uid else None  # else an earlier object of the same name
+        other = _other_writer(condition_now, ours, stored.writers)
         switched = selection_change(condition_now, outcome)
         condition = build_condition(condition_now, outcome.status, outcome.reason, outcome.message)
         conditions = with_condition(stored.conditions, condition)
@@ -460,18 +479,19 @@ class Controller:
             key.namespace, key.name, resource_version=stored.resource_version, conditions=conditions
         )
         self.observe(body)
-        reported = written.reported if written is not None else ()
         involved = involved_reference(body)
-        if other is not None:
-            self.metrics.condition_conflicts.inc()
-            conflict = messages.condition_conflict(other)  # the manager's name shown escaped, also in the log
-            logger.warning("%s: %s", key, conflict, extra=log_fields(key, reason=CONFLICT_EVENT_REASON))
-            if other not in reported and len(reported) < MAX_REPORTED_WRITERS:
-                reported = (*reported, other)
-                self.events.submit(key, PendingEvent(involved, "Warning", CONFLICT_EVENT_REASON, conflict))
-        self._written[key] = _Written(
-            uid, (outcome.status, outcome.reason, sys.intern(outcome.message)), reported
-        )
+        after = self._stored.get(key)
+        if after is not None and after.uid == uid:
+            if after.resource_version == str((body.get("metadata") or {}).get("resourceVersion", "")):
+                after.ours = after.runtime_ready()  # what this write stored: the memory
+            if other is not None:
+                self.metrics.condition_conflicts.inc()
+                conflict = messages.condition_conflict(other)  # the name shown escaped, also in the log
+                logger.warning("%s: %s", key, conflict, extra=log_fields(key, reason=CONFLICT_EVENT_REASON))
+                if other not in after.reported and len(after.reported) < MAX_REPORTED_WRITERS:
+                    after.reported = (*after.reported, other)
+                    report = PendingEvent(involved, "Warning", CONFLICT_EVENT_REASON, conflict)
+                    self.events.submit(key, report)
         logger.info(
             "%s: RuntimeReady=%s %s: %s",
             key,
@@ -568,23 +588,30 @@ class Controller:
         metadata = body.get("metadata") or {}
         status = body.get("status")
         conditions = status.get("conditions") if isinstance(status, Mapping) else None
+        uid = metadata.get("uid")
         self._stored[key] = _Stored(
             resource_version=str(metadata.get("resourceVersion", "")),
             conditions=conditions if isinstance(conditions, Sequence) else None,
-            writers=condition_writers(metadata) if conditions else (),
+            # Only a writer reads them (SPEC §5 "Another writer").
+            writers=condition_writers(metadata) if conditions and not self.report_only else (),
+            uid=uid if isinstance(uid, str) else None,
+            previous=self._stored.get(key),
         )
 
 
-def _other_writer(
-    stored: Mapping[str, Any] | None, written: _Written | None, writers: Sequence[str]
-) -> str | None:
+def _fields(condition: Mapping[str, Any]) -> tuple[Any, Any, Any]:
+    return condition.get("status"), condition.get("reason"), condition.get("message")
+
+
+def _other_writer(stored: Mapping[str, Any] | None, ours: Any, writers: Sequence[str]) -> str | None:
     """Who else wrote the stored RuntimeReady, which differs from the verdict (SPEC §5 "Another writer"):
-    None when there is none to compare with, when it is what this process last wrote, or when the managed
-    fields say the product itself last wrote the conditions (a write whose answer was lost); else the first
-    other field manager that owns the conditions, or ``another writer`` when none does."""
-    if stored is None or written is None:
+    None when there is none to compare with, when it is what this process last wrote (``ours``, as held), or
+    when the managed fields say the product itself last wrote the conditions (a write whose answer was lost);
+    else the first other field manager that owns the conditions, or ``another writer`` when none does."""
+    written = _unpack(ours)
+    if stored is None or not isinstance(written, Mapping):
         return None  # nothing stored (a removal is restored as before), or nothing written by this process
-    if (stored.get("status"), stored.get("reason"), stored.get("message")) == written.condition:
+    if _fields(stored) == _fields(written):
         return None
     others = [writer for writer in writers if writer != COMPONENT]
     if others:
