@@ -405,7 +405,7 @@ class InferenceServiceSpec(_Frozen):
     decoder: DecoderSpec | None = None
     accelerator_selector: AcceleratorSelector | None = None
     deployment_mode: StrictStr | None = None
-    #: Whether ``spec.replicaRefs`` is set: present with a value other than null or an empty list. Such an
+    #: Whether ``spec.replicaRefs`` is set: any value but null, an empty list or false. Such an
     #: InferenceService fronts standalone replicas; selection leaves it alone (SPEC §5). Only its presence
     #: is read, so any value passes.
     replica_refs: bool = False

@@ -48,6 +48,7 @@ CATALOG = catalog_of(model_doc("m", size="3B"), runtime_doc("rt", entry()))
         ("anything", True),  # our CRD keeps unknown fields: only the presence is read
         ({"a": 1}, True),
         ([], False),  # an empty list sets nothing, as null does
+        (False, False),
         (None, False),
     ],
 )
