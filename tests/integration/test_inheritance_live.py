@@ -242,7 +242,7 @@ def test_the_webhook_texts_of_v4(
         0,
         [
             "spec.engine and spec.decoder ask for different deployment modes (OMENative, RawDeployment); "
-            "OME v1.3 denies this"
+            "OME denies this: InvalidDeploymentModeCombination"
         ],
     )
 

@@ -146,6 +146,9 @@ def test_one_writer_fail_over_and_fencing(
     assert stopped.metric("ome_selector_leader") == 0
     assert leaders(running) == ["d"]
 
-    # Across all of it: one event per change and InferenceService, never two.
+    # Across all of it: one event per change and InferenceService, never two — the last change moved each from
+    # rt-4b to rt-1b (SPEC §12 "Switch events").
+    expected.update({(name, "RuntimeSelectionChanged"): 1 for name in ISVCS})
+    eventually(lambda: events(api_client, namespace) == expected, what="one switch event each")
     assert events(api_client, namespace) == expected
     print(f"fail-over after kill -9: {kill_failover:.1f} s; SIGTERM hand-over: {sigterm_handover:.1f} s")

@@ -45,6 +45,7 @@ ALL_ALERTS = {
     "OmeSelectorAdmissionSlow",
     "OmeSelectorApiErrors",
     "OmeSelectorEventsDropped",
+    "OmeSelectorConditionConflicts",
     "OmeSelectorEventLoopLag",
     "OmeSelectorWebhookCertificateExpiring",
     "OmeSelectorModelMetadataFailing",

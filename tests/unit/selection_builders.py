@@ -158,6 +158,7 @@ def isvc(
     decoder: dict[str, Any] | None = None,
     selector_class: str | None = None,
     deletion_timestamp: str | None = None,
+    replica_refs: list[dict[str, Any]] | None = None,
 ) -> InferenceService:
     runtime_ref = _drop_none({"name": runtime_name, "kind": runtime_kind, "autoSync": auto_sync}) or None
     spec = _drop_none(
@@ -170,6 +171,7 @@ def isvc(
             "acceleratorSelector": {"acceleratorClass": selector_class}
             if selector_class is not None
             else None,
+            "replicaRefs": replica_refs,
         }
     )
     metadata = _drop_none(

@@ -14,7 +14,16 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Annotated, Any, ClassVar, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 API_GROUP = "ome.io"
@@ -396,6 +405,15 @@ class InferenceServiceSpec(_Frozen):
     decoder: DecoderSpec | None = None
     accelerator_selector: AcceleratorSelector | None = None
     deployment_mode: StrictStr | None = None
+    #: Whether ``spec.replicaRefs`` is set: any value but null, an empty list or false. Such an
+    #: InferenceService fronts standalone replicas; selection leaves it alone (SPEC §5). Only its presence
+    #: is read, so any value passes.
+    replica_refs: bool = False
+
+    @field_validator("replica_refs", mode="before")
+    @classmethod
+    def _replica_refs_set(cls, value: Any) -> bool:
+        return value if isinstance(value, bool) else value != []
 
 
 class DeploymentModes(NamedTuple):
@@ -427,6 +445,7 @@ class MatcherInputs(NamedTuple):
     engine_mode_annotation: str | None
     decoder_mode_annotation: str | None
     has_decoder: bool
+    replica_refs: bool
 
 
 #: The annotations of an InferenceService that selection reads (the others are not kept).
@@ -549,6 +568,22 @@ class InferenceService:
         return NO_MODES if engine is None and decoder is None else DeploymentModes(engine, decoder)
 
     @property
+    def raw_deployment_modes(self) -> tuple[str, str]:
+        """The engine and decoder modes as written, for SPEC §7's mode warning: a component's own
+        ``ome.io/deploymentMode`` annotation when non-empty (valid or not), else ``spec.deploymentMode``, else
+        ``""``. Unlike :attr:`deployment_modes` nothing is dropped for being invalid."""
+        spec = self.spec
+        fallback = spec.deployment_mode or ""
+        engine = _annotated_mode(spec.engine.annotations if spec.engine else None) or fallback
+        decoder = _annotated_mode(spec.decoder.annotations if spec.decoder else None) or fallback
+        return engine, decoder
+
+    @property
+    def has_replica_refs(self) -> bool:
+        """Whether ``spec.replicaRefs`` is set: selection leaves the InferenceService alone (SPEC §5)."""
+        return self.spec.replica_refs
+
+    @property
     def auto_sync(self) -> bool:
         """``spec.runtime.autoSync``; absent counts as true."""
         runtime = self.spec.runtime
@@ -611,6 +646,7 @@ class InferenceService:
                 self.spec.decoder.annotations if self.spec.decoder else None
             ),
             has_decoder=self.spec.decoder is not None,
+            replica_refs=self.spec.replica_refs,
         )
 
 

@@ -279,6 +279,8 @@ class Operator:
     def _stopped_leading(self) -> None:
         logger.info("not leading: evaluating for the webhook and metrics only")
         self.metrics.leader.set(0)
+        if self.controller is not None:
+            self.controller.forget_writes()
 
     async def _resync_forever(self) -> None:
         """A periodic full listing closes any gap in the watch (a deletion missed around a restart)."""

@@ -14,6 +14,9 @@ from typing import Any
 from ome_selector.kube.objects import now_rfc3339
 from ome_selector.selection.outcome import CONDITION_TYPE
 
+#: The Warning event recorded when another writer changed RuntimeReady (SPEC §5 "Another writer").
+CONFLICT_EVENT_REASON = "RuntimeReadyConflict"
+
 
 def current_condition(status: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     """The stored RuntimeReady condition of an InferenceService status, if any (malformed entries ignored)."""

@@ -2,7 +2,15 @@
 
 Nothing here lists or reads the API to make a decision: the catalog holds every parsed model, runtime and
 InferenceService, fed by the startup listing, Kopf's watch events and the resyncs. The only reads are the
-re-read after a write conflict; the only writes are the RuntimeReady condition and its event.
+re-read after a write conflict; the only writes are the RuntimeReady condition and its events.
+
+Another writer (SPEC §5): the controller remembers, per InferenceService (uid) and while it leads, the
+condition it last wrote (:attr:`_Stored.ours`: a reference to the stored entry, carried from body to body, so
+the memory costs no copy). A stored condition that differs from that write and from the verdict was written by
+someone else: it is counted, reported once per InferenceService and writer with a Warning
+``RuntimeReadyConflict`` event, and the verdict is written over it as any differing condition is. Only the
+writes of this process are remembered, so after a restart (or a change of leader) the first foreign write to
+a condition that had not needed writing is restored without a report.
 
 Bounded work per event (SPEC §8): a model or runtime whose ``metadata.generation`` (and uid, and for a runtime
 the two annotations it reads, SPEC §5) is the one already read is not parsed again — a label change or a
@@ -46,7 +54,9 @@ from ome_selector.api.resources import (
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.kube.objects import ConflictError, GoneError
 from ome_selector.operator.conditions import (
+    CONFLICT_EVENT_REASON,
     build_condition,
+    condition_writers,
     current_condition,
     differs,
     only_counts_differ,
@@ -56,9 +66,10 @@ from ome_selector.operator.events import EventPipeline, PendingEvent, involved_r
 from ome_selector.operator.metrics import Metrics
 from ome_selector.operator.tasks import cancel_and_wait
 from ome_selector.operator.workqueue import WorkQueue
-from ome_selector.operator.writer import ApiWriter, NotLeaderError
+from ome_selector.operator.writer import COMPONENT, ApiWriter, NotLeaderError
+from ome_selector.selection import messages
 from ome_selector.selection.inheritance import RuntimeLookup
-from ome_selector.selection.outcome import Outcome, evaluate
+from ome_selector.selection.outcome import CONDITION_TYPE, Outcome, evaluate, selection_change
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +82,8 @@ CATALOG_QUIET_SECONDS = 1.0
 CATALOG_MAX_WAIT_SECONDS = 20.0
 #: Keys handed to the work queue, or grouped, per turn of the event loop.
 FEED_CHUNK = 1000
+#: Other writers reported per InferenceService, at most (their names come from the objects).
+MAX_REPORTED_WRITERS = 4
 
 
 class _Packed(tuple[Any, ...]):
@@ -97,22 +110,64 @@ def _unpack(condition: Any) -> Any:
     return condition
 
 
+#: The conditions' field managers when the product alone wrote them last: one tuple shared by all.
+_OURS = (COMPONENT,)
+#: Other tuples of field managers, shared while there are few (a cluster has a handful of writers).
+_WRITER_SETS: dict[tuple[str, ...], tuple[str, ...]] = {_OURS: _OURS, (): ()}
+_WRITER_SETS_HELD = 64
+
+
+def _shared_writers(writers: tuple[str, ...]) -> tuple[str, ...]:
+    shared = _WRITER_SETS.get(writers)
+    if shared is not None:
+        return shared
+    if len(_WRITER_SETS) < _WRITER_SETS_HELD:
+        writers = tuple(sys.intern(writer) for writer in writers)
+        _WRITER_SETS[writers] = writers
+    return writers
+
+
 class _Stored:
-    """What a write needs from the last seen body of an InferenceService: its version and conditions only
-    (whole bodies would keep every object's managedFields in memory).
+    """What a write needs from the last seen body of an InferenceService: its version, its conditions and the
+    field managers that own them (whole bodies would keep every object's managedFields in memory).
 
     One is kept per InferenceService, so compactly: the conditions as flat tuples of interned strings (the
     keys are the same everywhere; type, status, reason and often message and time are shared by many
     InferenceServices), not the body's dictionaries. :attr:`conditions` gives the list as it was read.
     """
 
-    __slots__ = ("_conditions", "resource_version")
+    __slots__ = ("_conditions", "ours", "reported", "resource_version", "uid", "writers")
 
-    def __init__(self, resource_version: str, conditions: Sequence[Any] | None) -> None:
+    def __init__(
+        self,
+        resource_version: str,
+        conditions: Sequence[Any] | None,
+        writers: tuple[str, ...] = (),
+        *,
+        uid: str | None = None,
+        previous: _Stored | None = None,
+    ) -> None:
         self.resource_version = resource_version
+        #: The field managers that own RuntimeReady (SPEC §5 "Another writer" names one of them).
+        self.writers = _shared_writers(writers)
+        self.uid = uid
         self._conditions: Sequence[Any] | None = (
             conditions if conditions is None or isinstance(conditions, str) else tuple(map(_pack, conditions))
         )
+        # SPEC §5 "Another writer", carried over from the previous body of the same object (uid): the
+        # RuntimeReady entry this process last wrote (None: none while it leads), and the other writers
+        # already reported.
+        same = previous is not None and previous.uid == uid
+        self.ours: Any = previous.ours if same and previous is not None else None
+        self.reported: tuple[str, ...] = previous.reported if same and previous is not None else ()
+
+    def runtime_ready(self) -> Any:
+        """The stored RuntimeReady entry as held (packed), None when there is none."""
+        for condition in self._conditions if isinstance(self._conditions, tuple) else ():
+            fields = _unpack(condition)
+            if isinstance(fields, Mapping) and fields.get("type") == CONDITION_TYPE:
+                return condition
+        return None
 
     @property
     def conditions(self) -> Sequence[Any] | None:
@@ -256,6 +311,12 @@ class Controller:
         self.ready.set()
         self.evaluate_all()
 
+    def forget_writes(self) -> None:
+        """This replica stopped leading: what it wrote may be overwritten by the next leader, which is no
+        other writer (SPEC §5, §8)."""
+        for stored in self._stored.values():
+            stored.ours = None
+
     def evaluate_all(self) -> None:
         """Queue every InferenceService once, e.g. on becoming the leader: the stored conditions are the
         memory, so only what differs is written."""
@@ -375,6 +436,8 @@ class Controller:
                     return
                 outcome = evaluate(self.catalog, isvc, self.runtime_lookup)
                 if outcome is None:
+                    # Left alone (SPEC §5): no metric row, also when it had one before.
+                    self.metrics.forget(key)
                     return
                 self.metrics.evaluations.labels(outcome.status, outcome.reason).inc()
                 self.metrics.record_verdict(key, outcome.status, outcome.reason)
@@ -383,7 +446,7 @@ class Controller:
                     logger.debug("verdict for %s, not written: %s %s", key, outcome.reason, outcome.message)
                     return
                 try:
-                    await self._write(key, outcome, started=started)
+                    await self._write(key, outcome, isvc.uid, started=started)
                     return
                 except NotLeaderError:
                     return  # the Lease was lost between the decision and the write
@@ -396,7 +459,7 @@ class Controller:
         finally:
             self.metrics.evaluation_seconds.observe(time.perf_counter() - started)
 
-    async def _write(self, key: ObjectKey, outcome: Outcome, *, started: float) -> None:
+    async def _write(self, key: ObjectKey, outcome: Outcome, uid: str | None, *, started: float) -> None:
         assert self._writer is not None
         assert key.namespace is not None
         stored = self._stored.get(key)
@@ -405,6 +468,9 @@ class Controller:
         condition_now = current_condition({"conditions": stored.conditions})
         if not differs(condition_now, outcome.status, outcome.reason, outcome.message):
             return
+        ours = stored.ours if stored.uid == uid else None  # else an earlier object of the same name
+        other = _other_writer(condition_now, ours, stored.writers)
+        switched = selection_change(condition_now, outcome)
         condition = build_condition(condition_now, outcome.status, outcome.reason, outcome.message)
         conditions = with_condition(stored.conditions, condition)
         # A message that changed only in its runtime counts is written without an event (SPEC §5).
@@ -413,6 +479,19 @@ class Controller:
             key.namespace, key.name, resource_version=stored.resource_version, conditions=conditions
         )
         self.observe(body)
+        involved = involved_reference(body)
+        after = self._stored.get(key)
+        if after is not None and after.uid == uid:
+            if after.resource_version == str((body.get("metadata") or {}).get("resourceVersion", "")):
+                after.ours = after.runtime_ready()  # what this write stored: the memory
+            if other is not None:
+                self.metrics.condition_conflicts.inc()
+                conflict = messages.condition_conflict(other)  # the name shown escaped, also in the log
+                logger.warning("%s: %s", key, conflict, extra=log_fields(key, reason=CONFLICT_EVENT_REASON))
+                if other not in after.reported and len(after.reported) < MAX_REPORTED_WRITERS:
+                    after.reported = (*after.reported, other)
+                    report = PendingEvent(involved, "Warning", CONFLICT_EVENT_REASON, conflict)
+                    self.events.submit(key, report)
         logger.info(
             "%s: RuntimeReady=%s %s: %s",
             key,
@@ -425,9 +504,10 @@ class Controller:
         )
         if outcome.event is not None and not counts_only:
             event = outcome.event
-            self.events.submit(
-                key, PendingEvent(involved_reference(body), event.type, event.reason, event.message)
-            )
+            self.events.submit(key, PendingEvent(involved, event.type, event.reason, event.message))
+        if switched is not None:
+            # With the write that changed the runtime, at most once (SPEC §12 "Switch events").
+            self.events.submit(key, PendingEvent(involved, switched.type, switched.reason, switched.message))
 
     async def _record_event(self, event: PendingEvent) -> None:
         assert self._writer is not None
@@ -508,10 +588,35 @@ class Controller:
         metadata = body.get("metadata") or {}
         status = body.get("status")
         conditions = status.get("conditions") if isinstance(status, Mapping) else None
+        uid = metadata.get("uid")
         self._stored[key] = _Stored(
             resource_version=str(metadata.get("resourceVersion", "")),
             conditions=conditions if isinstance(conditions, Sequence) else None,
+            # Only a writer reads them (SPEC §5 "Another writer").
+            writers=condition_writers(metadata) if conditions and not self.report_only else (),
+            uid=uid if isinstance(uid, str) else None,
+            previous=self._stored.get(key),
         )
+
+
+def _fields(condition: Mapping[str, Any]) -> tuple[Any, Any, Any]:
+    return condition.get("status"), condition.get("reason"), condition.get("message")
+
+
+def _other_writer(stored: Mapping[str, Any] | None, ours: Any, writers: Sequence[str]) -> str | None:
+    """Who else wrote the stored RuntimeReady, which differs from the verdict (SPEC §5 "Another writer"):
+    None when there is none to compare with, when it is what this process last wrote (``ours``, as held), or
+    when the managed fields say the product itself last wrote the conditions (a write whose answer was lost);
+    else the first other field manager that owns the conditions, or ``another writer`` when none does."""
+    written = _unpack(ours)
+    if stored is None or not isinstance(written, Mapping):
+        return None  # nothing stored (a removal is restored as before), or nothing written by this process
+    if _fields(stored) == _fields(written):
+        return None
+    others = [writer for writer in writers if writer != COMPONENT]
+    if others:
+        return others[0]
+    return None if COMPONENT in writers else messages.ANOTHER_WRITER
 
 
 def _same_inputs(previous: Resource, current: Resource) -> bool:

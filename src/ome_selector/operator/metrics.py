@@ -197,6 +197,12 @@ class Metrics:
             buckets=(0.5, 1.0, 2.5, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0),
             registry=self.registry,
         )
+        self.condition_conflicts = Counter(
+            "ome_selector_condition_conflicts",
+            "RuntimeReady conditions found changed by another writer and written again (SPEC §5: beside OME "
+            "v1.3 or later, run with --report-only)",
+            registry=self.registry,
+        )
         self._verdicts: dict[Hashable, tuple[str, str]] = {}
         self._tally: Tally[tuple[str, str]] = Tally()
 

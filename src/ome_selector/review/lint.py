@@ -196,7 +196,9 @@ def lint(
         (m for m in catalog.models() if m.namespace is None or m.namespace in scope),
         key=lambda m: object_order(m.key),
     )
-    isvcs = [i for i in catalog.inference_services() if i.namespace in scope]
+    # One that fronts standalone replicas is left alone, as selection leaves it (SPEC §5, §11): no mode
+    # finding, and a runtime it names is not in use through it.
+    isvcs = [i for i in catalog.inference_services() if i.namespace in scope and not i.has_replica_refs]
 
     # The chains of the runtimes that name a parent (a runtime without one is a chain of itself).
     chains = {

@@ -77,8 +77,8 @@ class Verdict:
 
 @dataclass(frozen=True, slots=True)
 class Change:
-    """One InferenceService whose verdict changes; ``before``/``after`` is None when it does not exist (or has
-    neither ``spec.model`` nor a named runtime) on that side."""
+    """One InferenceService whose verdict changes; ``before``/``after`` is None when it does not exist (or
+    selection leaves it alone) on that side."""
 
     namespace: str
     name: str
@@ -106,8 +106,9 @@ def what_if(
     lookup: RuntimeLookup = RuntimeLookup.V1_3,
 ) -> WhatIf:
     """Compare the verdict of every InferenceService (of ``namespaces``, or all when None) in ``before`` and
-    in ``after``, named runtimes found by ``lookup`` (SPEC §1). InferenceServices with neither ``spec.model``
-    nor a named runtime on both sides are left out, as selection leaves them alone."""
+    in ``after``, named runtimes found by ``lookup`` (SPEC §1). InferenceServices that selection leaves alone
+    on both sides (neither ``spec.model`` nor a named runtime, or ``spec.replicaRefs`` set: SPEC §5, §11) are
+    left out."""
     isvcs: dict[ObjectKey, list[InferenceService | None]] = {}
     for side, catalog in enumerate((before, after)):
         for isvc in catalog.inference_services():

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 __all__ = [
     "ADDITIONAL_COMPONENTS_MISSING",
     "ADMISSION_WARNING_LIMIT",
+    "ANOTHER_WRITER",
     "MESSAGE_LIMIT",
     "NIL",
     "PIPELINE_MISSING",
@@ -34,6 +35,7 @@ __all__ = [
     "autoselect_disabled_reason",
     "component_mismatch_reason",
     "component_missing_reason",
+    "condition_conflict",
     "control_escapes",
     "escape_controls",
     "format_label",
@@ -59,6 +61,7 @@ __all__ = [
     "runtime_entry",
     "runtime_not_found",
     "runtime_selected",
+    "runtime_selection_changed",
     "runtime_specified",
     "runtime_specified_unresolved",
     "runtime_specified_unsupported",
@@ -316,6 +319,27 @@ def selected_runtime(message: str) -> tuple[str, str] | None:
     return (found.group(1), found.group(2)) if found else None
 
 
+def runtime_selection_changed(old_kind: str, old_name: str, new_kind: str, new_name: str, score: int) -> str:
+    """The ``RuntimeSelectionChanged`` event (SPEC §12): the score is the new runtime's."""
+    old_name, new_name = shown(old_name, MESSAGE_LIMIT), shown(new_name, MESSAGE_LIMIT)
+    return truncate(
+        f"selected runtime changed from {old_kind} {old_name} to {new_kind} {new_name} (score {score})"
+    )
+
+
+#: Who wrote a ``RuntimeReady`` when the managed fields name no field manager for the conditions (SPEC §5).
+ANOTHER_WRITER = "another writer"
+
+
+def condition_conflict(manager: str) -> str:
+    """The ``RuntimeReadyConflict`` event (SPEC §5 "Another writer"); ``manager`` is a field manager's name as
+    the managed fields give it, or :data:`ANOTHER_WRITER`."""
+    return truncate(
+        f"RuntimeReady is also written by {shown(manager, MESSAGE_LIMIT)}; "
+        "beside OME v1.3 or later run ome-selector with --report-only"
+    )
+
+
 def runtime_specified(kind: str, name: str) -> str:
     return truncate(f"using specified {kind} {shown(name, MESSAGE_LIMIT)}")
 
@@ -407,10 +431,15 @@ def auto_selected_warning(runtime: str, model: str) -> str:
 
 
 def mode_conflict_warning(engine_mode: str, decoder_mode: str) -> str:
-    """SPEC §7: engine and decoder asking for different modes, one of them ``OMENative``."""
+    """SPEC §7: engine and decoder asking for different raw modes, one of them ``OMENative``. An empty mode
+    is written ``""``, a value with control characters quoted and escaped; the admission warning's cut keeps
+    at most :data:`ADMISSION_WARNING_LIMIT` characters, so no more of a value is copied."""
+    engine, decoder = (
+        shown(mode, ADMISSION_WARNING_LIMIT) if mode else '""' for mode in (engine_mode, decoder_mode)
+    )
     return (
-        f"spec.engine and spec.decoder ask for different deployment modes ({engine_mode}, {decoder_mode}); "
-        "OME v1.3 denies this"
+        f"spec.engine and spec.decoder ask for different deployment modes ({engine}, {decoder}); "
+        "OME denies this: InvalidDeploymentModeCombination"
     )
 
 

@@ -38,16 +38,21 @@ from ome_selector.selection.view import CatalogView
 __all__ = [
     "CONDITION_TYPE",
     "ROWS",
+    "SELECTION_CHANGED_REASON",
     "EventSpec",
     "Outcome",
     "OutcomeKind",
     "Row",
     "auto_selection",
     "evaluate",
+    "selection_change",
 ]
 
 #: The one condition the product keeps on an InferenceService (SPEC §5).
 CONDITION_TYPE = "RuntimeReady"
+
+#: The Normal event recorded when auto-selection moves an InferenceService to another runtime (SPEC §12).
+SELECTION_CHANGED_REASON = "RuntimeSelectionChanged"
 
 ConditionStatus = Literal["True", "False", "Unknown"]
 EventType = Literal["Normal", "Warning"]
@@ -170,8 +175,11 @@ class Outcome:
 def evaluate(
     catalog: CatalogView, isvc: InferenceService, lookup: RuntimeLookup = RuntimeLookup.V1_3
 ) -> Outcome | None:
-    """The SPEC §5 outcome for ``isvc``; None when it has neither ``spec.model`` nor a named runtime (it is
-    left alone). ``lookup`` is the named-runtime lookup rule (SPEC §1, ``--runtime-lookup``)."""
+    """The SPEC §5 outcome for ``isvc``; None when it is left alone: it has neither ``spec.model`` nor a named
+    runtime, or it sets ``spec.replicaRefs`` (OME serves it from standalone replicas and resolves no model or
+    runtime for it). ``lookup`` is the named-runtime lookup rule (SPEC §1, ``--runtime-lookup``)."""
+    if isvc.has_replica_refs:
+        return None
     model_name, runtime_name = isvc.model_name, isvc.runtime_name
     if model_name is None:
         if runtime_name is None:
@@ -309,3 +317,22 @@ def auto_selection(
         cluster_count=cluster,
         other_formats=namespaced + cluster - len(formats),
     )
+
+
+def selection_change(stored: Mapping[str, object] | None, outcome: Outcome) -> EventSpec | None:
+    """SPEC §12 "Switch events": the Normal ``RuntimeSelectionChanged`` event when the stored condition is
+    ``True``/``RuntimeSelected`` naming one runtime and ``outcome`` selects another (by kind and name), with
+    the new runtime's score; None otherwise — also when the stored message is not one the product writes
+    (another writer's), so the runtime it named is unknown."""
+    runtime, score = outcome.runtime, outcome.score
+    if outcome.kind is not OutcomeKind.RUNTIME_SELECTED or runtime is None or score is None:
+        return None
+    if stored is None or (stored.get("status"), stored.get("reason")) != ("True", "RuntimeSelected"):
+        return None
+    message = stored.get("message")
+    before = messages.selected_runtime(message) if isinstance(message, str) else None
+    after = (runtime.kind.value, runtime.name)
+    if before is None or before == after:
+        return None
+    text = messages.runtime_selection_changed(*before, *after, score)
+    return EventSpec(type="Normal", reason=SELECTION_CHANGED_REASON, message=text)

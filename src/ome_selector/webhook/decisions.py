@@ -122,8 +122,8 @@ def decide_inference_service(
 ) -> Decision:
     """SPEC §7 for an InferenceService CREATE or UPDATE (``new`` is the object, ``old`` the stored one).
 
-    - other operations, objects that are not InferenceServices, and InferenceServices without ``spec.engine``
-      or with ``metadata.deletionTimestamp`` are allowed without a look;
+    - other operations, objects that are not InferenceServices, and InferenceServices without ``spec.engine``,
+      with ``metadata.deletionTimestamp`` or with ``spec.replicaRefs`` are allowed without a look;
     - an UPDATE that changes no field the matcher reads is allowed, with the verdict as a warning when the
       object would have been denied;
     - otherwise the SPEC §5 outcome decides: model missing or disabled, named runtime missing, with a broken
@@ -142,6 +142,8 @@ def decide_inference_service(
     isvc = _load_inference_service(new, namespace)
     if isvc is None or not isvc.has_engine or isvc.deletion_timestamp is not None:
         return ALLOWED
+    if isvc.has_replica_refs:
+        return ALLOWED  # it fronts standalone replicas: untouched, without even the mode warning (SPEC §7)
     verdict = _verdict(catalog, isvc, confirmed=confirmed, lookup=lookup, report_only=report_only)
     mode = mode_warning(isvc)
     if operation == Operation.UPDATE and old is not None:
@@ -172,12 +174,14 @@ def _also(warning: str | None) -> tuple[str, ...]:
 
 
 def mode_warning(isvc: InferenceService) -> str | None:
-    """SPEC §7's mode warning: with ``spec.decoder``, engine and decoder modes both declared, different, one
-    of them ``OMENative`` (OME v1.3 denies such an InferenceService; the product only warns)."""
-    if isvc.spec.decoder is None:
+    """SPEC §7's mode warning: with ``spec.engine`` and ``spec.decoder`` both present, the raw modes
+    (:attr:`~ome_selector.api.resources.InferenceService.raw_deployment_modes`: an empty or invalid value
+    counts as written) differ and one of them is ``OMENative`` — OME denies such an InferenceService
+    (``InvalidDeploymentModeCombination``); the product only warns."""
+    if isvc.spec.engine is None or isvc.spec.decoder is None:
         return None
-    engine, decoder = isvc.deployment_modes
-    if engine is None or decoder is None or engine == decoder or "OMENative" not in (engine, decoder):
+    engine, decoder = isvc.raw_deployment_modes
+    if engine == decoder or "OMENative" not in (engine, decoder):
         return None
     return messages.admission_warning(messages.mode_conflict_warning(engine, decoder))
 

@@ -4,7 +4,8 @@ and the chart installed on top of them.
 The imported tests run here a second time, with this directory's `control_plane` (OME's CRDs): conditions and
 events (every §5 row the CRDs can hold), the webhook's denials, explain live against offline (two cases,
 conftest.py deselects the others),
-`kubectl ome status`, cleanup beside another writer of RuntimeReady, and the samples. A subset: OME's CRDs
+`kubectl ome status`, cleanup beside another writer of RuntimeReady, `spec.replicaRefs` (which OME's CRDs
+prune), and the samples. A subset: OME's CRDs
 cost the control plane seconds to install, and the other tests read nothing the CRDs change.
 """
 
@@ -27,6 +28,7 @@ from tests.integration.test_operator import test_every_outcome_row_with_its_cond
 from tests.integration.test_operator_surface import (
     test_cleanup_keeps_a_condition_another_writer_owns_and_says_so,
 )
+from tests.integration.test_operator_v5 import test_an_inference_service_with_replica_refs_on_either_crds
 from tests.integration.test_samples_apply import (
     applied,
     test_every_sample_is_accepted_in_file_order,
@@ -39,6 +41,7 @@ __all__ = [
     "applied",
     "kubectl",
     "samples_applied",
+    "test_an_inference_service_with_replica_refs_on_either_crds",
     "test_cleanup_keeps_a_condition_another_writer_owns_and_says_so",
     "test_denials_carry_the_exact_messages",
     "test_every_outcome_row_with_its_condition_and_event",

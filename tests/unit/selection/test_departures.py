@@ -3,9 +3,10 @@ rows that name it): one test per row that runtime selection decides, each pinnin
 and, where it is observable, showing what upstream does instead. Three rows are decided outside selection
 and pinned where they are decided: updates (tests/unit/webhook/test_decisions.py), model metadata and
 runtime edits (the indexes that re-evaluate InferenceServices, tests/unit/catalog/test_catalog.py); the
-success text of the last row is the webhook's (tests/unit/webhook/test_decisions_v4.py). Last come the two
-v3 rows that v4 no longer lists because OME v1.3 now does what this contract does: kept behaviour, no
-longer departures."""
+success text of the last row is the webhook's (tests/unit/webhook/test_decisions_v4.py), and the webhook's
+side of the v5 rows is in tests/unit/webhook/test_decisions_v5.py. Last come the rows that later versions no
+longer list because OME now does what this contract does (two of v3, the model lookup of v4): kept behaviour,
+no longer departures."""
 
 from __future__ import annotations
 
@@ -163,12 +164,44 @@ def test_an_empty_accelerator_class_is_skipped() -> None:
 
 
 def test_the_model_lookup_ignores_spec_model_kind_everywhere() -> None:
-    # Upstream's controller looks the model up by spec.model.kind (default ClusterBaseModel); here the
-    # namespace's BaseModel comes first, as OME's own webhook and explain do.
+    # SPEC §9 (v5): no longer a departure — OME's controller now also looks in the namespace first, whatever
+    # spec.model.kind says, as its webhook and explain do. Kept behaviour: the namespace's BaseModel first.
     c = catalog(model(namespace=NS, size="3B"), model(size="300B"), runtime("rt", entry(), max="10B"))
     result = evaluate(c, isvc())
     assert result is not None
     assert result.message == "selected ClusterServingRuntime rt (score 1)"
+
+
+def test_a_virtual_deployment_is_evaluated_like_any_other() -> None:
+    # SPEC §9 (v5): upstream's controller resolves no runtime for an InferenceService annotated
+    # ome.io/deploymentMode: VirtualDeployment (it writes Ready=True/VirtualDeployment, never RuntimeReady);
+    # here it gets the condition of what selection would do, as upstream's webhook still checks selection.
+    virtual = {"ome.io/deploymentMode": "VirtualDeployment"}
+    c = catalog(model(size="3B"), runtime("rt", entry(), max="10B"))
+    result = evaluate(c, isvc(annotations=virtual))
+    assert result is not None
+    assert (result.status, result.reason, result.message) == (
+        "True",
+        "RuntimeSelected",
+        "selected ClusterServingRuntime rt (score 1)",
+    )
+    missing = evaluate(catalog(model(size="3B")), isvc(annotations=virtual))
+    assert missing is not None
+    assert (missing.reason, missing.event is not None) == ("RuntimeNotFound", True)
+
+
+def test_a_pinned_model_less_inference_service_still_has_its_disabled_runtime_checked() -> None:
+    # SPEC §9 (v5): upstream's webhook runs no check at all for a model-less InferenceService pinned with
+    # autoSync: false; here its named runtime is still judged on §5's second table, so a disabled one is
+    # RuntimeDisabled (and denied at admission, tests/unit/webhook/test_decisions_v5.py).
+    c = catalog(runtime("rt", entry(), disabled=True))
+    result = evaluate(c, isvc(model_name=None, runtime_name="rt", auto_sync=False))
+    assert result is not None
+    assert (result.kind, result.message, result.denies_admission) == (
+        OutcomeKind.RUNTIME_DISABLED,
+        "cluster-scoped runtime rt is disabled",
+        True,
+    )
 
 
 def test_a_broken_chain_is_a_condition_of_its_own_not_a_retry() -> None:

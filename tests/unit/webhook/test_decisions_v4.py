@@ -16,7 +16,8 @@ from ome_selector.webhook.decisions import Decision, Lookup, decide_inference_se
 
 GV = "ome.io/v1beta1"
 MODE_WARNING = (
-    "spec.engine and spec.decoder ask for different deployment modes ({}, {}); OME v1.3 denies this"
+    "spec.engine and spec.decoder ask for different deployment modes ({}, {}); "
+    "OME denies this: InvalidDeploymentModeCombination"
 )
 
 
@@ -174,7 +175,7 @@ def test_success_warning_and_report_only() -> None:
         (
             {"engine": {"annotations": {"ome.io/deploymentMode": "RawDeployment"}}, "decoder": {}},
             None,
-        ),  # decoder declares none
+        ),  # the decoder's raw mode is "": neither is OMENative
     ],
 )
 def test_the_mode_warning(spec: dict[str, Any], warning: tuple[str, str] | None) -> None:
