@@ -52,6 +52,9 @@ logger = logging.getLogger(__name__)
 #: After Kopf's listing events stop for this long (or at most after RELIST_MAX_DELAY), resync.
 RELIST_QUIET_SECONDS = 0.5
 RELIST_MAX_DELAY_SECONDS = 5.0
+#: A resync after a listing that fails is tried again after this long, doubling up to the maximum.
+RELIST_RETRY_SECONDS = 1.0
+RELIST_RETRY_MAX_SECONDS = 16.0
 #: A listing event of a kind this long after the previous one belongs to a new listing (a watch gap): longer
 #: than the pause between two pages of one listing.
 RELIST_GAP_SECONDS = 2.0
@@ -181,9 +184,10 @@ class Operator:
             self._relist = asyncio.create_task(self._resync_after_listing(), name="resync-after-relist")
 
     async def _resync_after_listing(self) -> None:
-        """Resync once Kopf's listing events have stopped for a moment (within a few seconds at most), and
-        again for a listing that started while the resync ran."""
+        """Resync once Kopf's listing events have stopped for a moment (within a few seconds at most), again
+        for a listing that started while the resync ran, and until one succeeds."""
         loop = asyncio.get_running_loop()
+        retry = RELIST_RETRY_SECONDS
         while self._resync_wanted:
             deadline = loop.time() + RELIST_MAX_DELAY_SECONDS
             while (wait := min(self._last_listing_event + RELIST_QUIET_SECONDS, deadline) - loop.time()) > 0:
@@ -194,9 +198,18 @@ class Operator:
                 logger.info("the watch was listed again (a gap in the watch): resyncing")
             try:
                 await self.resync(evaluate=relisted)
-            except Exception as error:  # the periodic resync tries again
+            except Exception as error:
+                # A failed listing removes nothing (Controller.reconcile), so the catalog may still hold what
+                # vanished during the gap: try again soon rather than at the periodic resync (SPEC §5: within
+                # seconds). An apiserver that just restarted refuses or drops requests for a while.
                 self.metrics.api_errors.labels("list").inc()
-                logger.warning("resync after a watch listing failed: %s", error)
+                logger.warning("resync after a watch listing failed (again in %.0f s): %s", retry, error)
+                self._relisted = self._relisted or relisted
+                self._resync_wanted = True
+                await asyncio.sleep(retry)
+                retry = min(retry * 2, RELIST_RETRY_MAX_SECONDS)
+            else:
+                retry = RELIST_RETRY_SECONDS
 
     async def _startup(self, settings: kopf.OperatorSettings, **_: Any) -> None:
         configure_settings(settings, self.config)

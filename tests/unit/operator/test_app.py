@@ -153,3 +153,36 @@ def test_one_resync_per_listing_however_long_kopf_takes_to_hand_it_over(monkeypa
 
     asyncio.run(scenario())
     assert resyncs == [False, True, False]
+
+
+def test_a_resync_after_a_gap_that_fails_is_tried_again_until_it_succeeds(monkeypatch: Any) -> None:
+    """SPEC §5: a relist after a watch gap is reconciled within seconds. A failed listing removes nothing, so
+    a resync that fails (an apiserver that just restarted drops requests) is tried again soon, still
+    evaluating, rather than left to the periodic resync minutes later."""
+    from ome_selector.operator import app
+
+    monkeypatch.setattr(app, "RELIST_QUIET_SECONDS", 0.01)
+    monkeypatch.setattr(app, "RELIST_GAP_SECONDS", 0.05)
+    monkeypatch.setattr(app, "RELIST_RETRY_SECONDS", 0.01)
+    operator = Operator(OperatorConfig(health_address=None))
+    attempts: list[bool] = []
+
+    async def resync(*, evaluate: bool = True) -> None:
+        attempts.append(evaluate)
+        if 2 <= len(attempts) <= 3:
+            raise ConnectionResetError("the apiserver is restarting")
+
+    monkeypatch.setattr(operator, "resync", resync)
+
+    async def scenario() -> None:
+        operator._listing_seen("ClusterBaseModel")  # the first listing (start)
+        assert operator._relist is not None
+        await asyncio.wait_for(operator._relist, 5)
+        await asyncio.sleep(0.1)  # past RELIST_GAP: the next listing is a gap's
+        operator._listing_seen("ClusterBaseModel")
+        assert operator._relist is not None
+        await asyncio.wait_for(operator._relist, 5)
+
+    asyncio.run(scenario())
+    # The start's resync (nothing to evaluate); the gap's failed twice, then succeeded, evaluating every time.
+    assert attempts == [False, True, True, True]
