@@ -11,7 +11,9 @@ faults:
 - ``restart-apiserver`` and ``restart-etcd``;
 - ``kill-replica``: SIGKILL, then the same replica started again;
 - ``leader-change``: the Lease holder stopped (SIGTERM, it hands the Lease over) and started again;
-- ``saturate``: both cores kept busy by other processes for the next steps.
+- ``saturate``: both cores kept busy by other processes for the next steps;
+- ``cut-connections`` and ``slow-connections``: the replicas reach the apiserver through a loopback TCP proxy
+  (:mod:`harness.tcpproxy`) that closes every connection at once, or delays every chunk for a while.
 
 After every ``--check-every`` steps (and at the end) it waits for the cluster to settle and checks the
 invariants against a fresh listing evaluated offline by the product's own pure core (as ``kubectl ome runtime
@@ -44,6 +46,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kubernetes import client
@@ -54,6 +57,7 @@ from harness.controlplane import ControlPlane, free_port, running_control_plane
 from harness.hostile import WebhookClient, path_of, review, webhook_address
 from harness.kube import api_client_for, create, delete, list_objects, patch
 from harness.operator_process import healthy
+from harness.tcpproxy import TcpProxy
 from ome_selector.api.resources import InferenceService, Kind, ObjectKey
 from ome_selector.cli.sources import RawObject, load_catalog
 from ome_selector.selection.inheritance import RuntimeLookup
@@ -101,6 +105,8 @@ FAULTS = (
     "kill-replica",
     "leader-change",
     "saturate",
+    "cut-connections",
+    "slow-connections",
 )
 
 
@@ -207,6 +213,8 @@ def _fault(rng: random.Random, world: _World) -> Step:
         return Step(action, {"replica": rng.choice(["leader", "follower"])})
     if action == "saturate":
         return Step(action, {"seconds": rng.choice([10, 20, 30])})
+    if action == "slow-connections":
+        return Step(action, {"delay": rng.choice([0.1, 0.5, 1.0]), "seconds": rng.choice([5, 10, 20])})
     return Step(action)
 
 
@@ -228,13 +236,14 @@ class Replica:
 
     plane: ControlPlane
     name: str
+    kubeconfig: Path
     process: subprocess.Popen[bytes] | None = None
     health_port: int = 0
 
     def start(self) -> None:
         self.health_port = free_port()
         argv = [
-            sys.executable, "-m", "ome_selector.cli.ome_selector", "--kubeconfig", str(self.plane.kubeconfig),
+            sys.executable, "-m", "ome_selector.cli.ome_selector", "--kubeconfig", str(self.kubeconfig),
             "run", "--health-bind-address", f"127.0.0.1:{self.health_port}", "--log-format", "plain",
             "--resync-seconds", "3600", "--leader-election", "--leader-election-namespace", "default",
             *LEASE, *RETRY, "--webhook-bind-address", "127.0.0.1:0", "--instance", self.name,
@@ -298,7 +307,13 @@ class Chaos:
 
     def __init__(self, plane: ControlPlane, api: Any, report: Report, *, log: Callable[[str], None]) -> None:
         self.plane, self.api, self.report, self.log = plane, api, report, log
-        self.replicas = [Replica(plane, f"replica-{i}") for i in range(REPLICAS)]
+        # The replicas reach the apiserver through a proxy the network faults act on.
+        self.proxy = TcpProxy(plane.api_port)
+        kubeconfig = plane.workdir / "kubeconfig-proxied"
+        kubeconfig.write_text(
+            plane.kubeconfig.read_text().replace(plane.server, f"https://127.0.0.1:{self.proxy.port}")
+        )
+        self.replicas = [Replica(plane, f"replica-{i}", kubeconfig) for i in range(REPLICAS)]
         self._burners: list[multiprocessing.Process] = []
 
     # --- the cluster ------------------------------------------------------------------------------------
@@ -315,6 +330,7 @@ class Chaos:
             burner.join()
         for replica in self.replicas:
             replica.stop()
+        self.proxy.close()
 
     def leader(self) -> Replica | None:
         try:
@@ -407,6 +423,10 @@ class Chaos:
                 burner = multiprocessing.Process(target=_burn, args=(until,), daemon=True)
                 burner.start()
                 self._burners.append(burner)
+        elif step.action == "cut-connections":
+            self.proxy.cut()
+        elif step.action == "slow-connections":
+            self.proxy.slow(a["delay"], a["seconds"])
         else:
             raise ValueError(f"unknown fault {step.action}")
 

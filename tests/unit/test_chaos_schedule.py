@@ -44,21 +44,24 @@ def test_every_operation_acts_on_what_the_schedule_has_made(seed: int, steps: in
     for step in _operations(plan):
         name = step.args.get("name")
         if step.action == "create-model":
-            assert name in MODELS and name not in models
+            assert name in MODELS
+            assert name not in models
             models.add(name)
         elif step.action in ("size-model", "delete-model"):
             assert name in models
             if step.action == "delete-model":
                 models.discard(name)
         elif step.action == "create-runtime":
-            assert name in RUNTIMES and name not in runtimes
+            assert name in RUNTIMES
+            assert name not in runtimes
             runtimes.add(name)
         elif step.action in ("edit-runtime", "inherit-runtime", "delete-runtime"):
             assert name in runtimes
             if step.action == "delete-runtime":
                 runtimes.discard(name)
         elif step.action == "create-isvc":
-            assert name in SERVICES and name not in services
+            assert name in SERVICES
+            assert name not in services
             services.add(name)
         elif step.action == "delete-isvc":
             assert name in services
