@@ -35,7 +35,7 @@ from ome_selector.kube.connection import ClusterAccess, kopf_connection
 from ome_selector.kube.leaderelection import ApiLeaseStore, LeaderElector, LeaseTimings, default_identity
 from ome_selector.kube.objects import ALL_KINDS, PAGE_SIZE, Objects
 from ome_selector.operator.controller import Controller
-from ome_selector.operator.kopflisting import resume_expired_listings
+from ome_selector.operator.kopflisting import observe_listings, resume_expired_listings
 from ome_selector.operator.learning import LearningConfig, ModelMetadataLearner
 from ome_selector.operator.looplag import watch_loop_lag
 from ome_selector.operator.metrics import Metrics
@@ -58,6 +58,7 @@ RELIST_RETRY_MAX_SECONDS = 16.0
 #: A listing event of a kind this long after the previous one belongs to a new listing (a watch gap): longer
 #: than the pause between two pages of one listing.
 RELIST_GAP_SECONDS = 2.0
+_KINDS_BY_PLURAL = {kind.plural: kind.value for kind in ALL_KINDS}
 #: Items per page of Kopf's own listing of a kind (as our listing's PAGE_SIZE).
 KOPF_LIST_CHUNK = PAGE_SIZE
 #: How long Kopf keeps an object's worker task after its last event.
@@ -168,6 +169,13 @@ class Operator:
         if event["type"] is None:  # Kopf is listing: at start, or after a gap in the watch
             self._listing_seen(str(event["object"].get("kind")))
 
+    def _kopf_listed(self, plural: str) -> None:
+        """Kopf read the first page of a listing: a relist after a watch gap, even of a kind that has become
+        empty, whose listing hands no event to :meth:`_on_event` (SPEC §5)."""
+        kind = _KINDS_BY_PLURAL.get(plural)
+        if kind is not None:
+            self._listing_seen(kind)
+
     def _listing_seen(self, kind: str) -> None:
         """One resync for each listing Kopf starts, not one per few seconds of it: Kopf hands a listing of
         100,000 objects to its handlers over minutes, and a full resync every RELIST_MAX_DELAY of that made
@@ -213,6 +221,7 @@ class Operator:
 
     async def _startup(self, settings: kopf.OperatorSettings, **_: Any) -> None:
         configure_settings(settings, self.config)
+        observe_listings(self._kopf_listed)
         self._api_client = await self.access.api_client()
         objects = self._objects = Objects(self._api_client)
         election = self.config.leader_election

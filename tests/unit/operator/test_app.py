@@ -186,3 +186,31 @@ def test_a_resync_after_a_gap_that_fails_is_tried_again_until_it_succeeds(monkey
     asyncio.run(scenario())
     # The start's resync (nothing to evaluate); the gap's failed twice, then succeeded, evaluating every time.
     assert attempts == [False, True, True, True]
+
+
+def test_an_empty_relisting_after_a_gap_resyncs_and_evaluates(monkeypatch: Any) -> None:
+    """SPEC §5: the only runtime deleted during a watch gap leaves its kind empty, and Kopf's relisting of it
+    hands no event to any handler; the listing itself still makes a resync that evaluates everything."""
+    from ome_selector.operator import app
+
+    monkeypatch.setattr(app, "RELIST_QUIET_SECONDS", 0.01)
+    monkeypatch.setattr(app, "RELIST_GAP_SECONDS", 0.05)
+    operator = Operator(OperatorConfig(health_address=None))
+    resyncs: list[bool] = []
+
+    async def resync(*, evaluate: bool = True) -> None:
+        resyncs.append(evaluate)
+
+    monkeypatch.setattr(operator, "resync", resync)
+
+    async def scenario() -> None:
+        operator._kopf_listed("clusterservingruntimes")  # the start
+        operator._kopf_listed("events")  # not a kind of ours
+        assert operator._relist is not None
+        await asyncio.wait_for(operator._relist, 5)
+        await asyncio.sleep(0.1)  # a gap: Kopf lists the kind again, empty now
+        operator._kopf_listed("clusterservingruntimes")
+        await asyncio.wait_for(operator._relist, 5)
+
+    asyncio.run(scenario())
+    assert resyncs == [False, True]
