@@ -40,6 +40,7 @@ import json
 import multiprocessing
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -315,6 +316,7 @@ class Chaos:
         )
         self.replicas = [Replica(plane, f"replica-{i}", kubeconfig) for i in range(REPLICAS)]
         self._burners: list[multiprocessing.Process] = []
+        self._faults_end = 0.0  # when the timed faults (slow connections, saturated cores) are over
 
     # --- the cluster ------------------------------------------------------------------------------------
 
@@ -419,6 +421,7 @@ class Chaos:
             replica.start()
         elif step.action == "saturate":
             until = time.time() + a["seconds"]
+            self._faults_end = max(self._faults_end, time.monotonic() + a["seconds"])
             for _ in range(os.cpu_count() or 2):
                 burner = multiprocessing.Process(target=_burn, args=(until,), daemon=True)
                 burner.start()
@@ -427,16 +430,18 @@ class Chaos:
             self.proxy.cut()
         elif step.action == "slow-connections":
             self.proxy.slow(a["delay"], a["seconds"])
+            self._faults_end = max(self._faults_end, time.monotonic() + a["seconds"])
         else:
             raise ValueError(f"unknown fault {step.action}")
 
     # --- invariants -------------------------------------------------------------------------------------
 
     def check(self) -> float:
-        """Wait until the invariants hold (at most CONVERGE_SECONDS), then that nothing is written; returns
-        the seconds it took to converge. Raises :class:`InvariantError` otherwise."""
+        """Wait until the invariants hold, at most CONVERGE_SECONDS after the last step or the end of the timed
+        faults still under way, then that nothing is written; returns the seconds it took to converge from
+        then. Raises :class:`InvariantError` otherwise."""
         self.report.checks += 1
-        began = time.monotonic()
+        began = max(time.monotonic(), self._faults_end)
         problems: list[str] = []
         while True:
             try:
@@ -445,12 +450,12 @@ class Chaos:
                 problems = [f"could not read the cluster: {error}"]
             if not problems:
                 break
-            if time.monotonic() - began > CONVERGE_SECONDS:
+            if time.monotonic() - began > CONVERGE_SECONDS:  # (negative while a timed fault lasts)
                 raise InvariantError(
                     f"not converged within {CONVERGE_SECONDS:.0f} s:\n  " + "\n  ".join(problems[:20])
                 )
             time.sleep(0.25)
-        converged = time.monotonic() - began
+        converged = max(0.0, time.monotonic() - began)
         self.report.converge_seconds.append(converged)
         before = self._written()
         time.sleep(QUIET_SECONDS)
@@ -582,7 +587,7 @@ def _retrying(call: Callable[[], Any], seconds: float = 60.0) -> None:
         time.sleep(0.5)
 
 
-def run(seed: int, steps: int, check_every: int) -> int:
+def run(seed: int, steps: int, check_every: int, keep_logs: str = ".chaos") -> int:
     plan = schedule(seed, steps)
     report = Report(seed, plan)
     failed: BaseException | None = None
@@ -604,8 +609,11 @@ def run(seed: int, steps: int, check_every: int) -> int:
         except BaseException as error:
             failed = error
             log(f"chaos: VIOLATION after step {number}: {error}")
-            for replica in chaos.replicas:
-                log(f"--- {replica.name} log (tail) ---\n{replica.log_tail()}")
+            kept = Path(keep_logs) / f"seed-{seed}"
+            kept.mkdir(parents=True, exist_ok=True)
+            for path in plane.workdir.glob("*.log"):
+                shutil.copy(path, kept / path.name)
+            log(f"the replicas' and the control plane's logs are in {kept}")
         finally:
             chaos.stop()
     log(json.dumps(report.summary()))
@@ -625,12 +633,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--check-every", type=int, default=5, help="check the invariants every N steps")
     parser.add_argument("--print-schedule", action="store_true", help="print the schedule and exit")
+    parser.add_argument("--keep-logs", default=".chaos", help="where a failed run leaves its logs (.chaos)")
     args = parser.parse_args(argv)
     if args.print_schedule:
         for number, step in enumerate(schedule(args.seed, args.steps), start=1):
             print(f"{number}. {step.describe()}")
         return 0
-    return run(args.seed, args.steps, args.check_every)
+    return run(args.seed, args.steps, args.check_every, args.keep_logs)
 
 
 if __name__ == "__main__":
