@@ -450,7 +450,7 @@ class Chaos:
                 problems = [f"could not read the cluster: {error}"]
             if not problems:
                 break
-            if time.monotonic() - began > CONVERGE_SECONDS:  # began may lie ahead: a timed fault lasts
+            if time.monotonic() - began > CONVERGE_SECONDS:  # began is ahead while a fault lasts
                 raise InvariantError(
                     f"not converged within {CONVERGE_SECONDS:.0f} s:\n  " + "\n  ".join(problems[:20])
                 )
