@@ -437,9 +437,9 @@ class Chaos:
     # --- invariants -------------------------------------------------------------------------------------
 
     def check(self) -> float:
-        """Wait until the invariants hold, at most CONVERGE_SECONDS after the last step or the end of the timed
-        faults still under way, then that nothing is written; returns the seconds it took to converge from
-        then. Raises :class:`InvariantError` otherwise."""
+        """Wait until the invariants hold, at most CONVERGE_SECONDS after the last step or after the end of
+        the timed faults still under way, then that nothing is written; returns the seconds it took to
+        converge from then. Raises :class:`InvariantError` otherwise."""
         self.report.checks += 1
         began = max(time.monotonic(), self._faults_end)
         problems: list[str] = []
