@@ -52,9 +52,10 @@ logger = logging.getLogger(__name__)
 #: After Kopf's listing events stop for this long (or at most after RELIST_MAX_DELAY), resync.
 RELIST_QUIET_SECONDS = 0.5
 RELIST_MAX_DELAY_SECONDS = 5.0
-#: A resync after a listing that fails is tried again after this long, doubling up to the maximum.
+#: A resync after a listing that fails is tried again after this long, doubling up to the maximum, or as soon
+#: as Kopf reads a listing again.
 RELIST_RETRY_SECONDS = 1.0
-RELIST_RETRY_MAX_SECONDS = 16.0
+RELIST_RETRY_MAX_SECONDS = 8.0
 #: A listing event of a kind this long after the previous one belongs to a new listing (a watch gap): longer
 #: than the pause between two pages of one listing.
 RELIST_GAP_SECONDS = 2.0
@@ -214,7 +215,11 @@ class Operator:
                 logger.warning("resync after a watch listing failed (again in %.0f s): %s", retry, error)
                 self._relisted = self._relisted or relisted
                 self._resync_wanted = True
-                await asyncio.sleep(retry)
+                # A listing Kopf reads meanwhile shows that the apiserver answers again: no need to wait more.
+                listed = self._last_listing_event
+                waited = loop.time() + retry
+                while loop.time() < waited and self._last_listing_event == listed:
+                    await asyncio.sleep(min(RELIST_QUIET_SECONDS, waited - loop.time()))
                 retry = min(retry * 2, RELIST_RETRY_MAX_SECONDS)
             else:
                 retry = RELIST_RETRY_SECONDS

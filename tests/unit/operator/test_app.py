@@ -214,3 +214,33 @@ def test_an_empty_relisting_after_a_gap_resyncs_and_evaluates(monkeypatch: Any) 
 
     asyncio.run(scenario())
     assert resyncs == [False, True]
+
+
+def test_a_listing_cuts_the_wait_after_a_failed_resync_short(monkeypatch: Any) -> None:
+    """Once the apiserver answers Kopf's relisting, the resync does not wait out its backoff (SPEC §5: the
+    relist reconciles within seconds of the gap, however long the apiserver was away)."""
+    from ome_selector.operator import app
+
+    monkeypatch.setattr(app, "RELIST_QUIET_SECONDS", 0.01)
+    monkeypatch.setattr(app, "RELIST_GAP_SECONDS", 0.05)
+    monkeypatch.setattr(app, "RELIST_RETRY_SECONDS", 60.0)
+    operator = Operator(OperatorConfig(health_address=None))
+    attempts: list[bool] = []
+
+    async def resync(*, evaluate: bool = True) -> None:
+        attempts.append(evaluate)
+        if len(attempts) == 1:
+            raise ConnectionRefusedError("the apiserver is down")
+
+    monkeypatch.setattr(operator, "resync", resync)
+
+    async def scenario() -> None:
+        operator._kopf_listed("clusterbasemodels")
+        await asyncio.sleep(0.2)  # the first resync failed: a minute's wait begins
+        assert attempts == [False]
+        operator._kopf_listed("clusterbasemodels")  # Kopf lists again: the apiserver is back
+        assert operator._relist is not None
+        await asyncio.wait_for(operator._relist, 5)
+
+    asyncio.run(scenario())
+    assert attempts == [False, True]
