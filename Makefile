@@ -13,7 +13,7 @@ TEST_WORKERS ?= 3
 # (make test hands out the integration files first, the slowest, so the quick unit files fill the end.)
 PYTEST := $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
-.PHONY: help venv lint typecheck unit packaging integration prometheus test demo bench bench-scale binaries cluster-up cluster-down clean
+.PHONY: help venv lint typecheck unit packaging integration prometheus test demo bench bench-scale chaos binaries cluster-up cluster-down clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -83,6 +83,14 @@ SCALE_SIZES ?= 10000 30000
 bench-scale: venv ## scale benchmark (never part of make test or make bench): 10k/30k InferenceServices, ~10 min
 	@bindir=$$(hack/ensure-binaries.sh) && OME_SELECTOR_BIN_DIR="$$bindir" \
 	  $(PY) -m bench.scale --sizes $(SCALE_SIZES) $(if $(BENCH_OUT),--out $(basename $(BENCH_OUT))-scale.json)
+
+# SEED=N STEPS=K replays a schedule (a failure prints its seed); CHECK_EVERY=N checks the invariants every N steps.
+SEED ?= 1
+STEPS ?= 30
+CHECK_EVERY ?= 5
+chaos: venv ## seeded fault injection: two replicas, faults on the control plane, invariants against the cluster
+	@bindir=$$(hack/ensure-binaries.sh) && OME_SELECTOR_BIN_DIR="$$bindir" \
+	  $(PY) -m harness.chaos --seed $(SEED) --steps $(STEPS) --check-every $(CHECK_EVERY)
 
 cluster-up: venv ## start kube-apiserver + etcd in the background; kubeconfig at .cluster/kubeconfig
 	@bindir=$$(hack/ensure-binaries.sh) && OME_SELECTOR_BIN_DIR="$$bindir" $(PY) -m harness.controlplane up --dir $(CLUSTER_DIR)

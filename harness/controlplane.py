@@ -96,6 +96,7 @@ class ControlPlane:
     _processes: list[tuple[str, subprocess.Popen[bytes]]] = field(default_factory=list, init=False)
     api_port: int = field(default=0, init=False)
     etcd_port: int = field(default=0, init=False)
+    etcd_peer_port: int = field(default=0, init=False)
     startup_seconds: float = field(default=0.0, init=False)
 
     @property
@@ -160,6 +161,19 @@ class ControlPlane:
         self._processes.remove((name, process))
         while_down()
         self._start_apiserver(port=self.api_port)
+
+    def restart_etcd(self) -> None:
+        """Stop etcd (the apiserver's requests fail and its watches of etcd break) and start it again on the
+        same ports and data."""
+        name, process = next((n, p) for n, p in self._processes if n == "etcd")
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        self._processes.remove((name, process))
+        self._start_etcd(ports=(self.etcd_port, self.etcd_peer_port))
 
     # --- etcd, behind the apiserver's back (watch-gap tests) -------------------------------------------
 
@@ -268,8 +282,9 @@ class ControlPlane:
             f"{name} not ready after {START_TIMEOUT_S:.0f}s:\n{_tail(self.workdir / f'{name}.log')}"
         )
 
-    def _start_etcd(self) -> None:
-        self.etcd_port, peer_port = free_port(), free_port()
+    def _start_etcd(self, ports: tuple[int, int] | None = None) -> None:
+        self.etcd_port, peer_port = ports or (free_port(), free_port())
+        self.etcd_peer_port = peer_port
         client_url, peer_url = f"http://127.0.0.1:{self.etcd_port}", f"http://127.0.0.1:{peer_port}"
         process = self._spawn(
             "etcd",

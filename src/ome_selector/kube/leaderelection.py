@@ -9,7 +9,9 @@ are client-go's ``tools/leaderelection``:
 - The leader renews every ``retry_period``. Writes are fenced: :meth:`LeaderElector.may_write` is true only
   until ``renew_deadline`` after the *start* of the last successful renewal. Because ``renew_deadline`` is
   shorter than ``lease_duration``, a leader that cannot renew (partitioned, paused with SIGSTOP, starved)
-  stops writing before any other replica may take the Lease.
+  stops writing before any other replica may take the Lease. A renewal that lands after that deadline (the
+  timeout fires only when a starved loop gets to it) opens the fence again and counts as a new start:
+  ``on_started_leading`` runs again, since what was decided while the fence was closed was never written.
 - Stopping a leader (SIGTERM) releases the Lease: holder cleared and a one-second duration, so a follower
   takes over at its next retry instead of after a full lease duration.
 
@@ -175,6 +177,7 @@ class LeaderElector:
                     )
                     await self._set_leading(False)
                     return
+                previous = self._renewed_at
                 try:
                     # asyncio.timeout, not wait_for: Python 3.11's wait_for returns the inner result when a
                     # cancellation arrives as that result does, and a cancelled elector would run on.
@@ -183,12 +186,24 @@ class LeaderElector:
                 except TimeoutError:
                     renewed = False
                 if renewed:
+                    if self.may_write() and self._clock() - previous >= self.timings.renew_deadline:
+                        await self._fence_reopened()
                     break
                 if self._observed is not None and self._observed.holder not in ("", self.identity):
                     logger.warning("the Lease is held by %s now; stopping writes", self._observed.holder)
                     await self._set_leading(False)
                     return
                 await asyncio.sleep(min(self.timings.retry_period, max(remaining, 0.0)))
+
+    async def _fence_reopened(self) -> None:
+        """A renewal landed after the renew deadline had passed (a paused or starved process: the timeout
+        fires only when the loop gets to it). Writes were refused meanwhile while this replica still led, so
+        whatever was decided then was never written: as for a new leader, everything is looked at again."""
+        logger.warning("the Lease was renewed after the renew deadline had passed: writing again")
+        if self._on_started is not None:
+            result = self._on_started()
+            if result is not None:
+                await result
 
     async def _try_acquire_or_renew(self) -> bool:
         started = self._clock()

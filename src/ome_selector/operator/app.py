@@ -35,7 +35,7 @@ from ome_selector.kube.connection import ClusterAccess, kopf_connection
 from ome_selector.kube.leaderelection import ApiLeaseStore, LeaderElector, LeaseTimings, default_identity
 from ome_selector.kube.objects import ALL_KINDS, PAGE_SIZE, Objects
 from ome_selector.operator.controller import Controller
-from ome_selector.operator.kopflisting import resume_expired_listings
+from ome_selector.operator.kopflisting import observe_listings, resume_expired_listings
 from ome_selector.operator.learning import LearningConfig, ModelMetadataLearner
 from ome_selector.operator.looplag import watch_loop_lag
 from ome_selector.operator.metrics import Metrics
@@ -52,9 +52,14 @@ logger = logging.getLogger(__name__)
 #: After Kopf's listing events stop for this long (or at most after RELIST_MAX_DELAY), resync.
 RELIST_QUIET_SECONDS = 0.5
 RELIST_MAX_DELAY_SECONDS = 5.0
+#: A resync after a listing that fails is tried again after this long, doubling up to the maximum, or as soon
+#: as Kopf reads a listing again.
+RELIST_RETRY_SECONDS = 1.0
+RELIST_RETRY_MAX_SECONDS = 8.0
 #: A listing event of a kind this long after the previous one belongs to a new listing (a watch gap): longer
 #: than the pause between two pages of one listing.
 RELIST_GAP_SECONDS = 2.0
+_KINDS_BY_PLURAL = {kind.plural: kind.value for kind in ALL_KINDS}
 #: Items per page of Kopf's own listing of a kind (as our listing's PAGE_SIZE).
 KOPF_LIST_CHUNK = PAGE_SIZE
 #: How long Kopf keeps an object's worker task after its last event.
@@ -165,6 +170,13 @@ class Operator:
         if event["type"] is None:  # Kopf is listing: at start, or after a gap in the watch
             self._listing_seen(str(event["object"].get("kind")))
 
+    def _kopf_listed(self, plural: str) -> None:
+        """Kopf read the first page of a listing: a relist after a watch gap, even of a kind that has become
+        empty, whose listing hands no event to :meth:`_on_event` (SPEC §5)."""
+        kind = _KINDS_BY_PLURAL.get(plural)
+        if kind is not None:
+            self._listing_seen(kind)
+
     def _listing_seen(self, kind: str) -> None:
         """One resync for each listing Kopf starts, not one per few seconds of it: Kopf hands a listing of
         100,000 objects to its handlers over minutes, and a full resync every RELIST_MAX_DELAY of that made
@@ -181,9 +193,10 @@ class Operator:
             self._relist = asyncio.create_task(self._resync_after_listing(), name="resync-after-relist")
 
     async def _resync_after_listing(self) -> None:
-        """Resync once Kopf's listing events have stopped for a moment (within a few seconds at most), and
-        again for a listing that started while the resync ran."""
+        """Resync once Kopf's listing events have stopped for a moment (within a few seconds at most), again
+        for a listing that started while the resync ran, and until one succeeds."""
         loop = asyncio.get_running_loop()
+        retry = RELIST_RETRY_SECONDS
         while self._resync_wanted:
             deadline = loop.time() + RELIST_MAX_DELAY_SECONDS
             while (wait := min(self._last_listing_event + RELIST_QUIET_SECONDS, deadline) - loop.time()) > 0:
@@ -194,12 +207,26 @@ class Operator:
                 logger.info("the watch was listed again (a gap in the watch): resyncing")
             try:
                 await self.resync(evaluate=relisted)
-            except Exception as error:  # the periodic resync tries again
+            except Exception as error:
+                # A failed listing removes nothing (Controller.reconcile), so the catalog may still hold what
+                # vanished during the gap: try again soon rather than at the periodic resync (SPEC §5: within
+                # seconds). An apiserver that just restarted refuses or drops requests for a while.
                 self.metrics.api_errors.labels("list").inc()
-                logger.warning("resync after a watch listing failed: %s", error)
+                logger.warning("resync after a watch listing failed (again in %.0f s): %s", retry, error)
+                self._relisted = self._relisted or relisted
+                self._resync_wanted = True
+                # A listing Kopf reads meanwhile shows that the apiserver answers again: no need to wait more.
+                listed = self._last_listing_event
+                waited = loop.time() + retry
+                while loop.time() < waited and self._last_listing_event == listed:
+                    await asyncio.sleep(min(RELIST_QUIET_SECONDS, waited - loop.time()))
+                retry = min(retry * 2, RELIST_RETRY_MAX_SECONDS)
+            else:
+                retry = RELIST_RETRY_SECONDS
 
     async def _startup(self, settings: kopf.OperatorSettings, **_: Any) -> None:
         configure_settings(settings, self.config)
+        observe_listings(self._kopf_listed)
         self._api_client = await self.access.api_client()
         objects = self._objects = Objects(self._api_client)
         election = self.config.leader_election

@@ -148,3 +148,55 @@ def test_a_cancellation_arriving_as_a_renewal_completes_stops_the_elector() -> N
         return task in done and task.cancelled()
 
     assert asyncio.run(scenario()) is True
+
+
+class LateRenewalStore:
+    """Acquires at t=0; the first renewal starts at t=1.4 and lands at t=1.6, past the 1.5 s renew deadline,
+    before the loop's timeout gets to run (a starved or paused process). Later renewals land at once."""
+
+    def __init__(self, now: list[float]) -> None:
+        self.now = now
+        self.record: LeaseRecord | None = None
+        self.fenced_at_landing: bool | None = None
+
+    async def get(self) -> LeaseRecord | None:
+        if self.record is not None and self.now[0] == 1.4:
+            self.now[0] = 1.6
+        return self.record
+
+    async def create(self, record: LeaseRecord) -> LeaseRecord | None:
+        self.record = record
+        self.now[0] = 1.4  # the next renewal starts just before the deadline
+        return record
+
+    async def update(self, record: LeaseRecord) -> LeaseRecord | None:
+        self.record = record
+        return record
+
+
+def test_a_renewal_landing_after_the_deadline_counts_as_a_new_start() -> None:
+    """Between the renew deadline and a late renewal the fence refused every write while this replica still
+    led; on_started_leading runs again once writes are allowed again, so those verdicts are not lost."""
+    now = [0.0]
+    store = LateRenewalStore(now)
+    starts: list[bool] = []
+
+    async def scenario() -> None:
+        elector: LeaderElector
+
+        def started() -> None:
+            starts.append(elector.may_write())
+
+        elector = LeaderElector(
+            store, "me", LeaseTimings(2, 1.5, 0.01), clock=lambda: now[0], on_started_leading=started
+        )
+        task = asyncio.create_task(elector.run())
+        for _ in range(500):
+            await asyncio.sleep(0.01)
+            if len(starts) >= 2:
+                break
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(scenario())
+    assert starts == [True, True]  # the acquisition, then the late renewal: both with writes allowed

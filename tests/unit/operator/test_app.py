@@ -153,3 +153,94 @@ def test_one_resync_per_listing_however_long_kopf_takes_to_hand_it_over(monkeypa
 
     asyncio.run(scenario())
     assert resyncs == [False, True, False]
+
+
+def test_a_resync_after_a_gap_that_fails_is_tried_again_until_it_succeeds(monkeypatch: Any) -> None:
+    """SPEC §5: a relist after a watch gap is reconciled within seconds. A failed listing removes nothing, so
+    a resync that fails (an apiserver that just restarted drops requests) is tried again soon, still
+    evaluating, rather than left to the periodic resync minutes later."""
+    from ome_selector.operator import app
+
+    monkeypatch.setattr(app, "RELIST_QUIET_SECONDS", 0.01)
+    monkeypatch.setattr(app, "RELIST_GAP_SECONDS", 0.05)
+    monkeypatch.setattr(app, "RELIST_RETRY_SECONDS", 0.01)
+    operator = Operator(OperatorConfig(health_address=None))
+    attempts: list[bool] = []
+
+    async def resync(*, evaluate: bool = True) -> None:
+        attempts.append(evaluate)
+        if 2 <= len(attempts) <= 3:
+            raise ConnectionResetError("the apiserver is restarting")
+
+    monkeypatch.setattr(operator, "resync", resync)
+
+    async def scenario() -> None:
+        operator._listing_seen("ClusterBaseModel")  # the first listing (start)
+        assert operator._relist is not None
+        await asyncio.wait_for(operator._relist, 5)
+        await asyncio.sleep(0.1)  # past RELIST_GAP: the next listing is a gap's
+        operator._listing_seen("ClusterBaseModel")
+        assert operator._relist is not None
+        await asyncio.wait_for(operator._relist, 5)
+
+    asyncio.run(scenario())
+    # The start's resync (nothing to evaluate); the gap's failed twice, then succeeded, evaluating every time.
+    assert attempts == [False, True, True, True]
+
+
+def test_an_empty_relisting_after_a_gap_resyncs_and_evaluates(monkeypatch: Any) -> None:
+    """SPEC §5: the only runtime deleted during a watch gap leaves its kind empty, and Kopf's relisting of it
+    hands no event to any handler; the listing itself still makes a resync that evaluates everything."""
+    from ome_selector.operator import app
+
+    monkeypatch.setattr(app, "RELIST_QUIET_SECONDS", 0.01)
+    monkeypatch.setattr(app, "RELIST_GAP_SECONDS", 0.05)
+    operator = Operator(OperatorConfig(health_address=None))
+    resyncs: list[bool] = []
+
+    async def resync(*, evaluate: bool = True) -> None:
+        resyncs.append(evaluate)
+
+    monkeypatch.setattr(operator, "resync", resync)
+
+    async def scenario() -> None:
+        operator._kopf_listed("clusterservingruntimes")  # the start
+        operator._kopf_listed("events")  # not a kind of ours
+        assert operator._relist is not None
+        await asyncio.wait_for(operator._relist, 5)
+        await asyncio.sleep(0.1)  # a gap: Kopf lists the kind again, empty now
+        operator._kopf_listed("clusterservingruntimes")
+        await asyncio.wait_for(operator._relist, 5)
+
+    asyncio.run(scenario())
+    assert resyncs == [False, True]
+
+
+def test_a_listing_cuts_the_wait_after_a_failed_resync_short(monkeypatch: Any) -> None:
+    """Once the apiserver answers Kopf's relisting, the resync does not wait out its backoff (SPEC §5: the
+    relist reconciles within seconds of the gap, however long the apiserver was away)."""
+    from ome_selector.operator import app
+
+    monkeypatch.setattr(app, "RELIST_QUIET_SECONDS", 0.01)
+    monkeypatch.setattr(app, "RELIST_GAP_SECONDS", 0.05)
+    monkeypatch.setattr(app, "RELIST_RETRY_SECONDS", 60.0)
+    operator = Operator(OperatorConfig(health_address=None))
+    attempts: list[bool] = []
+
+    async def resync(*, evaluate: bool = True) -> None:
+        attempts.append(evaluate)
+        if len(attempts) == 1:
+            raise ConnectionRefusedError("the apiserver is down")
+
+    monkeypatch.setattr(operator, "resync", resync)
+
+    async def scenario() -> None:
+        operator._kopf_listed("clusterbasemodels")
+        await asyncio.sleep(0.2)  # the first resync failed: a minute's wait begins
+        assert attempts == [False]
+        operator._kopf_listed("clusterbasemodels")  # Kopf lists again: the apiserver is back
+        assert operator._relist is not None
+        await asyncio.wait_for(operator._relist, 5)
+
+    asyncio.run(scenario())
+    assert attempts == [False, True]

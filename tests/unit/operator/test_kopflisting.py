@@ -69,3 +69,39 @@ def test_kopf_s_listing_reads_through_it_once_installed() -> None:
     installed = kopf_fetching.api  # type: ignore[attr-defined]
     assert isinstance(installed, kopflisting._ResumingApi)
     assert not isinstance(installed._api, kopflisting._ResumingApi)
+
+
+@pytest.mark.parametrize(
+    ("url", "plural"),
+    [
+        pytest.param(
+            "https://h/apis/ome.io/v1beta1/clusterservingruntimes?limit=500", "clusterservingruntimes"
+        ),
+        pytest.param("/apis/ome.io/v1beta1/namespaces/a/inferenceservices?limit=5", "inferenceservices"),
+        pytest.param("/apis/ome.io/v1beta1/basemodels", "basemodels", id="no query"),
+        pytest.param("/apis/ome.io/v1beta1/basemodels?limit=5&continue=abc", None, id="a later page"),
+        pytest.param("/apis/ome.io/v1beta1/basemodels?watch=true", None, id="a watch"),
+    ],
+)
+def test_the_first_page_of_a_listing_names_its_kind(url: str, plural: str | None) -> None:
+    assert kopflisting.listed_plural(url) == plural
+
+
+def test_a_listing_is_seen_on_its_own_loop_also_when_it_is_empty() -> None:
+    """A kind whose last object vanished during a watch gap lists empty: no event reaches any handler, so the
+    listing itself is reported (SPEC §5), once per listing, and only to the operator on that event loop."""
+    seen: list[str] = []
+    first = "/apis/ome.io/v1beta1/clusterservingruntimes?limit=500"
+
+    async def operator() -> None:
+        kopflisting.observe_listings(seen.append)
+        api = kopflisting._ResumingApi(_Api({"items": [], "metadata": {"continue": "next"}}, {"items": []}))
+        await api.get(first)
+        await api.get(first + "&continue=next")
+
+    async def another_operator() -> None:  # its own loop, no observer
+        await kopflisting._ResumingApi(_Api({"items": []})).get(first)
+
+    asyncio.run(operator())
+    asyncio.run(another_operator())
+    assert seen == ["clusterservingruntimes"]

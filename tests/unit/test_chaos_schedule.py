@@ -1,0 +1,68 @@
+"""The fault-injection check's schedules (harness.chaos): a pure function of the seed, and always playable."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.chaos import FAULTS, MODELS, OPERATIONS, RUNTIMES, SERVICES, Step, schedule
+
+
+def test_a_seed_always_gives_the_same_schedule_and_another_seed_another() -> None:
+    assert schedule(7, 40) == schedule(7, 40)
+    assert schedule(7, 40) != schedule(8, 40)
+    assert schedule(7, 10) == schedule(7, 40)[:10]  # a shorter run is the start of the longer one
+
+
+def test_a_long_schedule_has_every_fault_and_every_operation() -> None:
+    actions = {step.action for step in schedule(3, 400)}
+    assert actions >= set(FAULTS) | set(OPERATIONS)
+
+
+def _operations(plan: list[Step]) -> list[Step]:
+    """The operations in the order they are applied, those played during a pause included."""
+    played: list[Step] = []
+    for step in plan:
+        if step.action == "pause-across-compaction":
+            during = step.args["during"]
+            played.append(Step(during["action"], during["args"]))
+        elif step.action in OPERATIONS:
+            played.append(step)
+    return played
+
+
+@settings(max_examples=50, deadline=None)
+@given(seed=st.integers(min_value=0, max_value=2**32), steps=st.integers(min_value=1, max_value=120))
+def test_every_operation_acts_on_what_the_schedule_has_made(seed: int, steps: int) -> None:
+    """Deletes and edits name objects that exist at that point, creates names that do not (reused names are
+    created again only after their deletion); a fault never comes first (there is nothing to disturb)."""
+    plan = schedule(seed, steps)
+    assert plan[0].action in OPERATIONS
+    models: set[str] = set()
+    runtimes: set[str] = set()
+    services: set[str] = set()
+    for step in _operations(plan):
+        name = step.args.get("name")
+        if step.action == "create-model":
+            assert name in MODELS
+            assert name not in models
+            models.add(name)
+        elif step.action in ("size-model", "delete-model"):
+            assert name in models
+            if step.action == "delete-model":
+                models.discard(name)
+        elif step.action == "create-runtime":
+            assert name in RUNTIMES
+            assert name not in runtimes
+            runtimes.add(name)
+        elif step.action in ("edit-runtime", "inherit-runtime", "delete-runtime"):
+            assert name in runtimes
+            if step.action == "delete-runtime":
+                runtimes.discard(name)
+        elif step.action == "create-isvc":
+            assert name in SERVICES
+            assert name not in services
+            services.add(name)
+        elif step.action == "delete-isvc":
+            assert name in services
+            services.discard(name)
