@@ -23,7 +23,8 @@ explain -f`` evaluates files):
    ``CONVERGE_SECONDS`` of the last step;
 2. each replica's webhook answers a probe InferenceService per model (and one of a missing model) as the
    verdict says (SPEC §7: denied with the §5 message when the verdict is False, else allowed);
-3. no condition change recorded two events (no two consecutive events of an InferenceService alike);
+3. no condition change recorded two events: a watch of its own counts every change of each condition, and
+   the events recorded between two checks are at most as many (one of the state, one switch event);
 4. nothing is written when nothing changed (no InferenceService and no event changes for ``QUIET_SECONDS``).
 
 A failure prints the seed, the schedule and the replay command, and the exit status is 1. The schedule is a
@@ -35,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import itertools
 import json
 import multiprocessing
 import os
@@ -44,13 +44,15 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kubernetes import client
+from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from harness import objects
@@ -59,12 +61,15 @@ from harness.hostile import WebhookClient, path_of, review, webhook_address
 from harness.kube import api_client_for, create, delete, list_objects, patch
 from harness.operator_process import healthy
 from harness.tcpproxy import TcpProxy
-from ome_selector.api.resources import InferenceService, Kind, ObjectKey
+from ome_selector.api.resources import API_GROUP, API_VERSION, InferenceService, Kind, ObjectKey
 from ome_selector.cli.sources import RawObject, load_catalog
 from ome_selector.selection.inheritance import RuntimeLookup
 from ome_selector.selection.outcome import evaluate
 
 NAMESPACE = "chaos"
+PLURAL = Kind.INFERENCE_SERVICE.plural
+SWITCH_EVENT = "RuntimeSelectionChanged"
+CONFLICT_EVENT = "RuntimeReadyConflict"
 MODELS = ("m0", "m1", "m2", "m3")
 RUNTIMES = ("rt0", "rt1", "rt2", "rt3")
 SERVICES = tuple(f"s{i}" for i in range(8))
@@ -289,6 +294,7 @@ class Report:
     faults: int = 0
     operations: int = 0
     converge_seconds: list[float] = field(default_factory=list)
+    event_checks_skipped: int = 0  # intervals in which the condition watch had a gap
 
     def summary(self) -> dict[str, Any]:
         times = sorted(self.converge_seconds)
@@ -298,9 +304,77 @@ class Report:
             "operations": self.operations,
             "faults": self.faults,
             "invariant_checks": self.checks,
+            "event_checks_skipped": self.event_checks_skipped,
             "converge_max_s": round(times[-1], 2) if times else None,
             "converge_median_s": round(times[len(times) // 2], 2) if times else None,
         }
+
+
+class ConditionWatch:
+    """Counts every change of each InferenceService's RuntimeReady (by uid) from a watch of its own, straight
+    to the apiserver. Changes it cannot see (its watch relisted after a gap: an apiserver restart, a
+    compaction) are counted in :attr:`gaps`, and an interval with a gap is not held to the event count."""
+
+    def __init__(self, api: Any) -> None:
+        self._api = api
+        self._lock = threading.Lock()
+        self._states: dict[str, tuple[Any, ...] | None] = {}
+        self.changes: Counter[str] = Counter()
+        self.gaps = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="condition-watch", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def snapshot(self) -> tuple[Counter[str], int]:
+        with self._lock:
+            return Counter(self.changes), self.gaps
+
+    def _see(self, body: dict[str, Any], *, count: bool) -> None:
+        uid = body["metadata"]["uid"]
+        condition = _runtime_ready(body)
+        state = (condition["status"], condition["reason"], condition["message"]) if condition else None
+        with self._lock:
+            if count and state is not None and self._states.get(uid) != state:
+                self.changes[uid] += 1
+            self._states[uid] = state
+
+    def _run(self) -> None:
+        custom: Any = client.CustomObjectsApi(self._api)
+        version: str | None = None
+        while not self._stop.is_set():
+            try:
+                if version is None:  # (re)list: what changed meanwhile is not seen one change at a time
+                    listing = custom.list_namespaced_custom_object(API_GROUP, API_VERSION, NAMESPACE, PLURAL)
+                    for body in listing["items"]:
+                        self._see(body, count=False)
+                    version = listing["metadata"]["resourceVersion"]
+                watcher: Any = watch.Watch()  # type: ignore[no-untyped-call]  # the official client is untyped
+                stream = watcher.stream(
+                    custom.list_namespaced_custom_object,
+                    API_GROUP,
+                    API_VERSION,
+                    NAMESPACE,
+                    PLURAL,
+                    resource_version=version,
+                    timeout_seconds=30,
+                )
+                for event in stream:
+                    body = event["object"]
+                    if event["type"] in ("ADDED", "MODIFIED"):
+                        self._see(body, count=True)
+                    version = body["metadata"]["resourceVersion"]
+                    if self._stop.is_set():
+                        return
+            except Exception:  # any break of the watch is a gap; the next turn relists
+                with self._lock:
+                    self.gaps += 1
+                version = None
+                time.sleep(0.5)
 
 
 class Chaos:
@@ -317,6 +391,8 @@ class Chaos:
         self.replicas = [Replica(plane, f"replica-{i}", kubeconfig) for i in range(REPLICAS)]
         self._burners: list[multiprocessing.Process] = []
         self._faults_end = 0.0  # when the timed faults (slow connections, saturated cores) are over
+        self.conditions = ConditionWatch(api)
+        self._accounted: tuple[tuple[Counter[str], int], set[str]] = ((Counter(), 0), set())
 
     # --- the cluster ------------------------------------------------------------------------------------
 
@@ -325,6 +401,8 @@ class Chaos:
         core.create_namespace({"metadata": {"name": NAMESPACE}})
         for replica in self.replicas:
             replica.start()
+        self.conditions.start()
+        self._accounted = (self.conditions.snapshot(), set[str]())
 
     def stop(self) -> None:
         for burner in self._burners:
@@ -333,6 +411,7 @@ class Chaos:
         for replica in self.replicas:
             replica.stop()
         self.proxy.close()
+        self.conditions.stop()
 
     def leader(self) -> Replica | None:
         try:
@@ -463,7 +542,7 @@ class Chaos:
         if after != before:
             changed = sorted(k for k in after.keys() | before.keys() if after.get(k) != before.get(k))
             raise InvariantError(f"written while nothing changed: {changed[:10]}")
-        duplicates = self._duplicate_events()
+        duplicates = self._events_per_change()
         if duplicates:
             raise InvariantError("a condition change recorded two events:\n  " + "\n  ".join(duplicates[:10]))
         return converged
@@ -541,24 +620,36 @@ class Chaos:
         versions |= {f"event/{e.metadata.name}": e.metadata.resource_version for e in events}
         return versions
 
-    def _duplicate_events(self) -> list[str]:
-        by_object: dict[str, list[Any]] = {}
-        for event in client.CoreV1Api(self.api).list_namespaced_event(NAMESPACE).items:
+    def _events_per_change(self) -> list[str]:
+        """Each change of a condition recorded at most one event of its state and one switch event (SPEC §5,
+        §12): for the changes and events since the last check, unless the watch had a gap meanwhile."""
+        (changes, gaps), recorded = self.conditions.snapshot(), self._accounted[1]
+        (changes_before, gaps_before), _ = self._accounted
+        events: dict[str, Counter[str]] = {}
+        names: set[str] = set()
+        core: Any = client.CoreV1Api(self.api)
+        for event in core.list_namespaced_event(NAMESPACE).items:
+            names.add(event.metadata.name)
             uid = event.involved_object.uid
-            if event.involved_object.kind == "InferenceService" and uid:
-                by_object.setdefault(uid, []).append(event)
-        duplicates: list[str] = []
-        for events in by_object.values():
-            events.sort(key=lambda e: int(e.metadata.resource_version))
-            for first, second in itertools.pairwise(events):
-                if (first.reason, first.message) == (second.reason, second.message):
-                    duplicates.append(f"{second.involved_object.name}: {second.reason} {second.message}")
-            duplicates.extend(
-                f"{e.involved_object.name}: {e.reason} counted {e.count} times"
-                for e in events
-                if (e.count or 1) > 1
-            )
-        return duplicates
+            if event.metadata.name in recorded or event.involved_object.kind != "InferenceService" or not uid:
+                continue
+            if (event.count or 1) > 1:
+                return [f"{event.involved_object.name}: {event.reason} counted {event.count} times"]
+            kind = event.reason if event.reason in (SWITCH_EVENT, CONFLICT_EVENT) else "state"
+            events.setdefault(uid, Counter())[kind] += 1
+        self._accounted = ((changes, gaps), names)
+        if gaps != gaps_before:
+            self.report.event_checks_skipped += 1
+            return []
+        problems: list[str] = []
+        for uid, counts in events.items():
+            changed = changes[uid] - changes_before[uid]
+            for kind in ("state", SWITCH_EVENT):
+                if counts[kind] > changed:
+                    problems.append(
+                        f"InferenceService {uid}: {counts[kind]} {kind} events for {changed} changes"
+                    )
+        return problems
 
 
 def _runtime_ready(body: dict[str, Any]) -> dict[str, Any] | None:
