@@ -353,6 +353,8 @@ class ConditionWatch:
                     for body in listing["items"]:
                         self._see(body, count=False)
                     version = listing["metadata"]["resourceVersion"]
+                    with self._lock:
+                        self.gaps += 1  # the changes folded into the listing belong to the interval it ends
                 watcher: Any = watch.Watch()  # type: ignore[no-untyped-call]  # the official client is untyped
                 stream = watcher.stream(
                     custom.list_namespaced_custom_object,
