@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "OUTPUT_FORMATS",
+    "QUANT_AWARE_RULE",
     "add_model_command",
     "apply_target",
     "render_applied",
@@ -128,12 +129,21 @@ def _name_version(name: str | None, version: str | None) -> str:
     return f"{name} {version}" if version else name
 
 
+#: How the count was made, for the table (SPEC §10: the quantization-aware rule, or every stored element).
+QUANT_AWARE_RULE = (
+    "exact, quantization-aware: a U8 tensor counts two 4-bit values per byte, scales not counted"
+)
+
+
+def _counted_by(metadata: ModelMetadata) -> str:
+    if metadata.estimated:
+        return "estimated from config.json"
+    return QUANT_AWARE_RULE if metadata.quant_aware else "exact"
+
+
 def _summary(metadata: ModelMetadata) -> str:
     count = metadata.parameter_count
-    if count is None:
-        parameters = EMPTY
-    else:
-        parameters = f"{count} ({'estimated from config.json' if metadata.estimated else 'exact'})"
+    parameters = EMPTY if count is None else f"{count} ({_counted_by(metadata)})"
     model_format, framework = metadata.model_format, metadata.framework
     rows = [
         ("Source:", metadata.source),
