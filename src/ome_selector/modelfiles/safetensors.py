@@ -78,11 +78,12 @@ class QuantAwareCounting:
     __slots__ = ("_by_parts",)
 
     def __init__(self, exclusions: Iterable[str] = ()) -> None:
-        by_parts: dict[int, set[tuple[str, ...]]] = {}
+        by_parts: dict[int, set[object]] = {}
         for module in exclusions:
             parts = tuple(module.split("."))
-            by_parts.setdefault(len(parts), set()).add(parts)
-        self._by_parts = sorted(by_parts.items())
+            # One part is compared with the name's parts as a string, more as a tuple of consecutive parts.
+            by_parts.setdefault(len(parts), set()).add(parts if len(parts) > 1 else parts[0])
+        self._by_parts = sorted(by_parts.items(), key=lambda item: item[0])
 
     def steps(self, parts: int) -> int:
         """What matching a name of ``parts`` parts costs, counted before it is done."""
