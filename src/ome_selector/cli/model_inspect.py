@@ -45,9 +45,12 @@ EXIT_ERROR = 1
 
 _DESCRIPTION = f"""\
 Learn a model's size, format, architecture, framework, quantization and context length from its files, as
-OME's model agent does: config.json (or model_index.json for a diffusers pipeline) and the safetensors
-headers (model.safetensors, or the shards of model.safetensors.index.json). Of each safetensors file only the
-8-byte length and the JSON header are read, never the weights.
+OME's model agent does: config.json (or model_index.json for a diffusers pipeline), ModelOpt's
+hf_quant_config.json beside it, and the safetensors headers (model.safetensors, or the shards of
+model.safetensors.index.json). Of each safetensors file only the 8-byte length and the JSON header are read,
+never the weights. For an nvfp4 or mxfp4 checkpoint the count is quantization-aware, as OME counts: each U8
+tensor holds two 4-bit values per byte and counts twice (unless its module is in the quantization config's
+exclusion lists), and *_scale(s) tensors are not parameters; "quantAware" in -o json says so.
 
 SOURCE is a local folder or hf://ORG/NAME[@REVISION] on the Hugging Face Hub (HF_ENDPOINT, HF_TOKEN honoured;
 only range requests for the headers). Without safetensors weights the size is estimated from config.json for

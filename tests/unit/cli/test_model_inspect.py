@@ -236,6 +236,8 @@ def test_help_shows_the_synopsis(capsys: pytest.CaptureFixture[str]) -> None:
     assert "(DIR | hf://ORG/NAME[@REVISION]) [-o table|json|yaml] [-v]" in out
     assert "[--apply KIND/NAME [-n NAMESPACE] [--kubeconfig PATH] [--context NAME]]" in out
     assert "llama, mistral, qwen2, qwen3" in out
+    assert "hf_quant_config.json" in out
+    assert "quantization-aware" in out
 
 
 def test_the_installed_command_reads_the_hub(minilm: Path, tmp_path: Path) -> None:
