@@ -8,6 +8,8 @@ needed here: the weights are never read.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -75,7 +77,7 @@ class QuantAwareCounting:
     not the lists' length.
     """
 
-    __slots__ = ("_by_parts",)
+    __slots__ = ("_by_parts", "_length_sums", "_lengths")
 
     def __init__(self, exclusions: Iterable[str] = ()) -> None:
         by_parts: dict[int, set[object]] = {}
@@ -84,10 +86,14 @@ class QuantAwareCounting:
             # One part is compared with the name's parts as a string, more as a tuple of consecutive parts.
             by_parts.setdefault(len(parts), set()).add(parts if len(parts) > 1 else parts[0])
         self._by_parts = sorted(by_parts.items(), key=lambda item: item[0])
+        # The lengths and their running sums: what a name costs is found by bisection, whatever the lists hold.
+        self._lengths = [length for length, _ in self._by_parts]
+        self._length_sums = [0, *itertools.accumulate(self._lengths)]
 
     def steps(self, parts: int) -> int:
-        """What matching a name of ``parts`` parts costs, counted before it is done."""
-        return parts * sum(length for length, _ in self._by_parts if length <= parts)
+        """What matching a name of ``parts`` parts costs (each list shape up to ``parts`` parts, each a pass
+        over the name), counted before it is done."""
+        return parts * self._length_sums[bisect.bisect_right(self._lengths, parts)]
 
     def excludes(self, parts: Sequence[str]) -> bool:
         """Whether the name of ``parts`` contains a module of the exclusion lists."""

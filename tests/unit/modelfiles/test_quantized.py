@@ -327,3 +327,15 @@ def test_gpt_oss_small_layout_counts_blocks_twice_and_drops_scales(tmp_path: Pat
     # down 2 x 64 x 64 + bias 2 x 64; scales 0.
     expected = 1280 + 192 + 1040 + 1040 + 1088 + 2 + 130 + 2 * 128 * 64 + 256 + 2 * 64 * 64 + 128
     assert inspect_model(str(tmp_path)).metadata.parameter_count == expected == 29_732
+
+
+def test_many_list_shapes_are_counted_not_looped_over() -> None:
+    """Lists of 2,000 distinct shapes (1 to 2,000 parts): a short name costs only the shapes up to its own
+    parts, found without looking at the others, and a long one is refused before any matching."""
+    counting = QuantAwareCounting(".".join(["x"] * parts) for parts in range(1, 2001))
+    assert (counting.steps(1), counting.steps(3), counting.steps(2000)) == (1, 3 * 6, 2000 * 2001 * 1000)
+    short = {f"m{index}.weight": ("U8", [1]) for index in range(20_000)}
+    assert parse_header(FILE, _header(short), counting).parameters == 40_000
+    long_name = {".".join(["y"] * 3000): ("U8", [1])}
+    with pytest.raises(ModelFileError, match="takes more than 10000000 steps"):
+        parse_header(FILE, _header(long_name), counting)
