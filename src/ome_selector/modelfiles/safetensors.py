@@ -86,7 +86,7 @@ class QuantAwareCounting:
             # One part is compared with the name's parts as a string, more as a tuple of consecutive parts.
             by_parts.setdefault(len(parts), set()).add(parts if len(parts) > 1 else parts[0])
         self._by_parts = sorted(by_parts.items(), key=lambda item: item[0])
-        # The lengths and their running sums: what a name costs is found by bisection, whatever the lists hold.
+        # The lengths and their running sums: a name's cost is found by bisection, whatever the lists hold.
         self._lengths = [length for length, _ in self._by_parts]
         self._length_sums = [0, *itertools.accumulate(self._lengths)]
 
