@@ -74,6 +74,21 @@ def _big_index(folder: Path) -> None:
     (folder / "model.safetensors.index.json").write_text(text)
 
 
+def _quant_exclusions(folder: Path) -> None:
+    # An MXFP4 config.json under 4 MB whose exclusion lists hold 200,000 modules of 1 to 8 parts, and a header
+    # of 2,700 U8 tensors named by 100 parts each: 9,720,000 steps of matching, just under SPEC §10's bound of
+    # 10,000,000 (the most one header's quantization-aware count may cost). Nothing matches: 5,400 parameters.
+    modules = [".".join(["a"] * (index % 8) + [f"m{index}"]) for index in range(200_000)]
+    config = {**LLAMA_3_2_1B, "quantization_config": {"quant_method": "mxfp4", "ignore": modules}}
+    (folder / "config.json").write_text(json.dumps(config, separators=(",", ":")))
+    name = ".".join(["a"] * 99)
+    entries = b",".join(
+        b'"%s.%d":{"dtype":"U8","shape":[1],"data_offsets":[0,0]}' % (name.encode(), index)
+        for index in range(2_700)
+    )
+    _safetensors(folder / "model.safetensors", b"{" + entries + b"}")
+
+
 #: name -> (writer, what v3 did with it).
 HOSTILE = {
     "huge-shape": (_huge_shape, "2 MB header, a shape of 100,000 huge integers: 40 s of CPU"),
@@ -83,13 +98,17 @@ HOSTILE = {
     "long-numbers": (_long_numbers, "900 numbers of 4,300 digits in config.json"),
     "big-config": (_big_config, "a 20 MB config.json: +508 MiB"),
     "big-index": (_big_index, "an index of 420,000 entries under 32 MB (v3: 1,000,000 entries, +434 MiB)"),
+    "quant-exclusions": (
+        _quant_exclusions,
+        "v5: 200,000 excluded modules, 2,700 U8 names of 100 parts: the costliest quantization-aware count",
+    ),
 }
 
 
 def write_hostile(folder: Path, name: str) -> Path:
     """Write the hostile model ``name`` into ``folder`` (a config.json too unless it is the hostile file)."""
     folder.mkdir(parents=True, exist_ok=True)
-    if name not in ("long-numbers", "big-config"):
+    if name not in ("long-numbers", "big-config", "quant-exclusions"):
         write_json(folder / "config.json", LLAMA_3_2_1B)
     HOSTILE[name][0](folder)
     return folder

@@ -31,12 +31,13 @@ from harness.hostile_models import HOSTILE, write_hostile
 from harness.kube import create, events_for, eventually, get, patch, runtime_ready
 from harness.model_folders import LLAMA_3_2_1B, decoder_tensors, write_json, write_safetensors
 from harness.operator_thread import OperatorThread
+from harness.quantized_models import QUANTIZED_MODELS, write_quantized
 from ome_selector.api.resources import Kind, ObjectKey
 from ome_selector.cli import model_apply
 from ome_selector.cli.kubectl_ome import run
 from ome_selector.kube.objects import Objects
 from ome_selector.operator.app import LeaderElectionConfig
-from ome_selector.operator.learning import SKIP_ANNOTATION, LearningConfig
+from ome_selector.operator.learning import OME_SKIP_ANNOTATION, SKIP_ANNOTATION, LearningConfig
 from ome_selector.webhook.config import WebhookConfig
 
 #: What Llama 3.2 1B's files give (its published config.json and tensor shapes).
@@ -342,6 +343,59 @@ def test_the_operator_learns_what_models_lack_and_the_size_re_evaluates(
         assert _events(api_client, where, name, "ModelMetadataUnavailable") == []
 
 
+def test_a_4bit_checkpoint_is_learned_at_its_logical_size_under_ome_s_opt_out(
+    api_client: Any, namespace: str, hub: HubStandIn, running_operator: Any, tmp_path: Path
+) -> None:
+    """SPEC §10 (v5): an NVFP4 export's size is its logical size and its quantization OME's value, so a
+    runtime entry for `quantization: nvfp4` and 7B-9B serves it; OME's `skip-config-parsing` keeps the
+    operator away as the product's own annotation does; a malformed hf_quant_config.json is a Warning."""
+    write_quantized(tmp_path / "fp4", QUANTIZED_MODELS["Llama-3.1-8B-Instruct-FP4"])
+    write_json(tmp_path / "bad" / "config.json", LLAMA_3_2_1B)
+    write_safetensors(tmp_path / "bad" / "model.safetensors", {"w": ("U8", [8])})
+    (tmp_path / "bad" / "hf_quant_config.json").write_bytes(b'{"quantization": {"quant_algo": "NVFP4"')
+    hub.repos["nvidia/fp4"] = Repo(tmp_path / "fp4")
+    hub.repos["nvidia/bad"] = Repo(tmp_path / "bad")
+    fp4 = objects.model("fp4", namespace=namespace)
+    fp4["spec"]["storage"]["storageUri"] = "hf://nvidia/fp4"
+    fp4["metadata"]["annotations"] = {OME_SKIP_ANNOTATION: "True"}
+    create(api_client, fp4)
+    bad = objects.model("bad-quant", namespace=namespace)
+    bad["spec"]["storage"]["storageUri"] = "hf://nvidia/bad"
+    create(api_client, bad)
+    runtime = objects.runtime("rt-8b-nvfp4", namespace=namespace, size_range=("7B", "9B"))
+    runtime["spec"]["supportedModelFormats"][0]["quantization"] = "nvfp4"
+    create(api_client, runtime)
+    create(api_client, objects.inference_service("chat", namespace=namespace, model_name="fp4"))
+
+    running_operator(namespaces=[namespace], model_metadata=LearningConfig(endpoint=hub.url))
+
+    (warning,) = _wait_event(api_client, namespace, "bad-quant", "ModelMetadataUnavailable")
+    assert (warning.type, warning.message) == (
+        "Warning",
+        "Cannot read the model's files: hf://nvidia/bad/hf_quant_config.json: invalid JSON: Expecting ',' "
+        "delimiter at line 1; next attempt in 30s",
+    )
+    # OME's opt-out: neither read nor written, and the runtime that wants nvfp4 does not serve it yet.
+    assert _requests_for(hub, "nvidia/fp4") == 0
+    assert "quantization" not in _spec(api_client, "BaseModel", "fp4", namespace)
+    assert (runtime_ready(api_client, "chat", namespace) or {}).get("reason") == "RuntimeNotFound"
+
+    patch(
+        api_client, "BaseModel", "fp4", {"metadata": {"annotations": {OME_SKIP_ANNOTATION: None}}}, namespace
+    )
+    (learned,) = _wait_event(api_client, namespace, "fp4", "ModelMetadataLearned")
+    assert learned.message == (
+        "Learned from hf://nvidia/fp4: modelParameterSize 8.03B, quantization nvfp4, maxTokens 131072"
+    )
+    spec = _spec(api_client, "BaseModel", "fp4", namespace)
+    assert (spec["modelParameterSize"], spec["quantization"]) == ("8.03B", "nvfp4")
+    eventually(
+        lambda: (runtime_ready(api_client, "chat", namespace) or {}).get("reason") == "RuntimeSelected",
+        timeout=30,
+        what="chat to be served by rt-8b-nvfp4",
+    )
+
+
 def test_hub_failures_back_off_and_recover(
     api_client: Any,
     namespace: str,
@@ -555,6 +609,10 @@ def _read_hostile_models(
         "attempt in 60m",
         "big-index": f"{prefix}big-index/model-00001-of-01024.safetensors: missing (a shard named in "
         "model.safetensors.index.json); next attempt in 60m",
+        # 2,700 U8 tensors of one element, none excluded: two 4-bit parameters each.
+        "quant-exclusions": "Learned from hf://hostile/quant-exclusions: modelParameterSize 5400, "
+        "modelFormat safetensors 1.0.0, modelArchitecture LlamaForCausalLM, modelFramework transformers "
+        "4.45.0.dev0, quantization mxfp4, maxTokens 131072",
     }
     failed = sum(1 for message in outcomes.values() if message.startswith("Cannot read"))
     assert _result(runner, "failed") == failed

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "OUTPUT_FORMATS",
+    "QUANT_AWARE_RULE",
     "add_model_command",
     "apply_target",
     "render_applied",
@@ -44,9 +45,12 @@ EXIT_ERROR = 1
 
 _DESCRIPTION = f"""\
 Learn a model's size, format, architecture, framework, quantization and context length from its files, as
-OME's model agent does: config.json (or model_index.json for a diffusers pipeline) and the safetensors
-headers (model.safetensors, or the shards of model.safetensors.index.json). Of each safetensors file only the
-8-byte length and the JSON header are read, never the weights.
+OME's model agent does: config.json (or model_index.json for a diffusers pipeline), ModelOpt's
+hf_quant_config.json beside it, and the safetensors headers (model.safetensors, or the shards of
+model.safetensors.index.json). Of each safetensors file only the 8-byte length and the JSON header are read,
+never the weights. For an nvfp4 or mxfp4 checkpoint the count is quantization-aware, as OME counts: each U8
+tensor holds two 4-bit values per byte and counts twice (unless its module is in the quantization config's
+exclusion lists), and *_scale(s) tensors are not parameters; "quantAware" in -o json says so.
 
 SOURCE is a local folder or hf://ORG/NAME[@REVISION] on the Hugging Face Hub (HF_ENDPOINT, HF_TOKEN honoured;
 only range requests for the headers). Without safetensors weights the size is estimated from config.json for
@@ -128,12 +132,21 @@ def _name_version(name: str | None, version: str | None) -> str:
     return f"{name} {version}" if version else name
 
 
+#: How the count was made, for the table (SPEC §10: the quantization-aware rule, or every stored element).
+QUANT_AWARE_RULE = (
+    "exact, quantization-aware: a U8 tensor counts two 4-bit values per byte, scales not counted"
+)
+
+
+def _counted_by(metadata: ModelMetadata) -> str:
+    if metadata.estimated:
+        return "estimated from config.json"
+    return QUANT_AWARE_RULE if metadata.quant_aware else "exact"
+
+
 def _summary(metadata: ModelMetadata) -> str:
     count = metadata.parameter_count
-    if count is None:
-        parameters = EMPTY
-    else:
-        parameters = f"{count} ({'estimated from config.json' if metadata.estimated else 'exact'})"
+    parameters = EMPTY if count is None else f"{count} ({_counted_by(metadata)})"
     model_format, framework = metadata.model_format, metadata.framework
     rows = [
         ("Source:", metadata.source),

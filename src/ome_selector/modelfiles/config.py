@@ -1,4 +1,5 @@
-"""What ``config.json`` and ``model_index.json`` say about a model (SPEC §10; pure, no I/O).
+"""What ``config.json``, ``hf_quant_config.json`` and ``model_index.json`` say about a model (SPEC §10; pure,
+no I/O).
 
 Values of the wrong type, or outside their grammar (SPEC §10.3), teach nothing: they leave the field unset
 rather than fail the whole model, since everything else may still be learnable.
@@ -12,7 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "EXCLUSION_KEYS",
+    "MAX_QUANTIZATION_TEXT",
     "MAX_TOKENS",
+    "QUANTIZATIONS",
+    "QUANT_AWARE",
     "DiffusersPipeline",
     "TransformersConfig",
     "diffusers_pipeline",
@@ -28,6 +33,19 @@ _ARCHITECTURE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,127}")
 _VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}")
 #: OME's ``maxTokens`` is an int32.
 MAX_TOKENS = 2**31 - 1
+#: Every ``quantization`` SPEC §10 learns (OME main's values).
+QUANTIZATIONS = frozenset({"fbgemm_fp8", "nvfp4", "mxfp4", "compressed-tensors", "int4", "fp8"})
+#: The learned values under which the parameter count is quantization-aware (SPEC §10).
+QUANT_AWARE = frozenset({"nvfp4", "mxfp4"})
+#: A longer algorithm name is not guessed at (no "contains int4" over megabytes): the limit of the longest
+#: grammar of SPEC §10.3, ``modelArchitecture``.
+MAX_QUANTIZATION_TEXT = 128
+#: The lists of modules a quantization config leaves unquantized (ModelOpt, transformers, compressed-tensors,
+#: FBGEMM/vLLM): their ``U8`` tensors count once even in a 4-bit checkpoint (SPEC §10).
+EXCLUSION_KEYS = ("exclude_modules", "modules_to_not_convert", "ignore", "ignored_layers")
+#: gptq and awq name their bits apart: ``bits: 4`` reads as ``int4_gptq`` (OME main).
+_BITS_METHODS = frozenset({"gptq", "awq"})
+_MAX_BITS = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +56,13 @@ class TransformersConfig:
     transformers_version: str | None
     quantization: str | None
     max_tokens: int | None
+    #: The module names of the quantization configs' exclusion lists (SPEC §10), each once.
+    exclusions: frozenset[str] = frozenset()
+
+    @property
+    def quant_aware(self) -> bool:
+        """Whether the parameter count follows SPEC §10's quantization-aware rule."""
+        return self.quantization in QUANT_AWARE
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,29 +98,71 @@ def learned_max_tokens(value: object) -> int | None:
     return None
 
 
-def quantization(quant_method: object) -> str | None:
-    """OME's mapping of ``quantization_config.quant_method``: ``int4``, else ``fp8``, else unset."""
-    if not isinstance(quant_method, str):
+def quantization(algorithm: object, bits: object = None) -> str | None:
+    """OME main's mapping of a quantization algorithm (SPEC §10): lower-cased and trimmed, exactly
+    ``fbgemm_fp8``, ``nvfp4``, ``mxfp4`` or ``compressed-tensors`` (also ``compressed_tensors``), else one
+    containing ``int4`` or ``w4a`` is ``int4``, else one containing ``fp8`` is ``fp8``, else unset.
+    ``gptq``/``awq`` with an integer ``bits`` read as ``int<bits>_gptq``/``int<bits>_awq`` first. A value
+    longer than :data:`MAX_QUANTIZATION_TEXT` characters is not guessed at."""
+    if not isinstance(algorithm, str) or len(algorithm) > MAX_QUANTIZATION_TEXT:
         return None
-    if "int4" in quant_method:
+    name = algorithm.strip().lower()
+    if name in _BITS_METHODS and type(bits) is int and 0 < bits <= _MAX_BITS:
+        name = f"int{bits}_{name}"
+    if name in ("fbgemm_fp8", "nvfp4", "mxfp4"):
+        return name
+    if name in ("compressed-tensors", "compressed_tensors"):
+        return "compressed-tensors"
+    if "int4" in name or "w4a" in name:
         return "int4"
-    if "fp8" in quant_method:
+    if "fp8" in name:
         return "fp8"
     return None
 
 
-def transformers_config(document: Mapping[str, Any]) -> TransformersConfig:
-    """The metadata a ``config.json`` document gives."""
+def _section(document: Mapping[str, Any] | None, key: str) -> Mapping[str, Any]:
+    section = document.get(key) if document is not None else None
+    return section if isinstance(section, dict) else {}
+
+
+def _algorithm(section: Mapping[str, Any]) -> object:
+    """``quant_algo`` when it is a string, else ``quant_method`` (ModelOpt's name before transformers')."""
+    algorithm = section.get("quant_algo")
+    return algorithm if isinstance(algorithm, str) else section.get("quant_method")
+
+
+def _exclusions(*sections: Mapping[str, Any]) -> frozenset[str]:
+    """Every non-empty string of the sections' exclusion lists (anything else in them names no module)."""
+    names: set[str] = set()
+    for section in sections:
+        for key in EXCLUSION_KEYS:
+            entries = section.get(key)
+            if isinstance(entries, list):
+                names.update(entry for entry in entries if isinstance(entry, str) and entry)
+    return frozenset(names)
+
+
+def transformers_config(
+    document: Mapping[str, Any], hf_quant_config: Mapping[str, Any] | None = None
+) -> TransformersConfig:
+    """The metadata a ``config.json`` document gives, with the ``hf_quant_config.json`` beside it (ModelOpt)
+    when there is one: its ``quantization.quant_algo`` wins over ``quantization_config`` (SPEC §10)."""
     architectures = document.get("architectures")
     first = architectures[0] if isinstance(architectures, list) and architectures else None
-    quantization_config = document.get("quantization_config")
-    quant_method = quantization_config.get("quant_method") if isinstance(quantization_config, dict) else None
+    embedded = _section(document, "quantization_config")
+    modelopt = _section(hf_quant_config, "quantization")
+    algorithm = modelopt.get("quant_algo")
+    if isinstance(algorithm, str):
+        learned = quantization(algorithm)
+    else:  # a ModelOpt file without an algorithm says nothing about it: config.json does
+        learned = quantization(_algorithm(embedded), embedded.get("bits"))
     max_tokens = document.get("max_position_embeddings")
     return TransformersConfig(
         architecture=learned_architecture(first),
         transformers_version=learned_version(document.get("transformers_version")),
-        quantization=quantization(quant_method),
+        quantization=learned,
         max_tokens=learned_max_tokens(max_tokens),
+        exclusions=_exclusions(modelopt, embedded) if learned in QUANT_AWARE else frozenset(),
     )
 
 

@@ -50,6 +50,7 @@ from ome_selector.modelfiles.limits import (
 from ome_selector.modelfiles.safetensors import (
     PREFIX_BYTES,
     Header,
+    QuantAwareCounting,
     check_file_size,
     check_header_fits,
     header_length,
@@ -252,12 +253,12 @@ class HubModelRepo:
         data, _ = self._get_file(name, start=0, length=None, limit=limit)
         return json_object(self.location(name), data)
 
-    def read_headers(self, names: Sequence[str]) -> list[Header]:
+    def read_headers(self, names: Sequence[str], counting: QuantAwareCounting | None = None) -> list[Header]:
         if len(names) <= 1:
-            return [self._read_header(name) for name in names]
-        return self._in_parallel(names)
+            return [self._read_header(name, counting) for name in names]
+        return self._in_parallel(names, counting)
 
-    def _in_parallel(self, names: Sequence[str]) -> list[Header]:
+    def _in_parallel(self, names: Sequence[str], counting: QuantAwareCounting | None) -> list[Header]:
         """Each file's header, :data:`CONCURRENT_SHARDS` at a time; after an error no more requests start,
         and the error of the first such file (in order) is raised. The threads are daemons: Ctrl-C ends the
         command at once, without waiting for the requests in flight (each ends within its own deadline)."""
@@ -274,7 +275,7 @@ class HubModelRepo:
                     return
                 index, name = item
                 try:
-                    headers[index] = self._read_header(name)
+                    headers[index] = self._read_header(name, counting)
                 except BaseException as error:  # raised again below, in the caller's thread
                     with lock:
                         errors[index] = error
@@ -292,14 +293,14 @@ class HubModelRepo:
             raise errors[min(errors)]
         return [header for header in headers if header is not None]
 
-    def _read_header(self, name: str) -> Header:
+    def _read_header(self, name: str, counting: QuantAwareCounting | None) -> Header:
         location = self.location(name)
         prefix, file_size = self._get_file(name, start=0, length=PREFIX_BYTES)
         length = header_length(location, prefix)
         if file_size is not None:
             check_header_fits(location, length, file_size)
         data = self._get_file(name, start=PREFIX_BYTES, length=length)[0] if length else b""
-        header = parse_header(location, data)
+        header = parse_header(location, data, counting)
         if file_size is not None:
             check_file_size(location, length, header, file_size)
         return header

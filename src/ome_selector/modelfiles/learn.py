@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ome_selector.modelfiles.config import (
+    QUANTIZATIONS,
     DiffusersPipeline,
     diffusers_pipeline,
     learned_architecture,
@@ -29,11 +30,12 @@ from ome_selector.modelfiles.limits import (
     parameters_reason,
     quoted,
 )
-from ome_selector.modelfiles.safetensors import Header
+from ome_selector.modelfiles.safetensors import Header, QuantAwareCounting
 from ome_selector.selection.quantity import format_parameter_count
 
 __all__ = [
     "CONFIG",
+    "HF_QUANT_CONFIG",
     "MODEL_INDEX",
     "SAFETENSORS_FORMAT",
     "SAFETENSORS_INDEX",
@@ -49,6 +51,8 @@ __all__ = [
 ]
 
 CONFIG = "config.json"
+#: ModelOpt's quantization config, beside ``config.json``: its algorithm wins (SPEC §10).
+HF_QUANT_CONFIG = "hf_quant_config.json"
 MODEL_INDEX = "model_index.json"
 SAFETENSORS_SINGLE = "model.safetensors"
 SAFETENSORS_INDEX = "model.safetensors.index.json"
@@ -71,9 +75,9 @@ class ModelFiles(Protocol):
         """The JSON object in the file; ModelFileError when it is missing, over ``limit`` bytes or not a
         JSON object."""
 
-    def read_headers(self, names: Sequence[str]) -> list[Header]:
-        """What the safetensors headers of the files say, in order, read no further; ModelFileError when
-        invalid."""
+    def read_headers(self, names: Sequence[str], counting: QuantAwareCounting | None = None) -> list[Header]:
+        """What the safetensors headers of the files say, in order, read no further (parameters counted
+        quantization-aware with ``counting``); ModelFileError when invalid."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +113,8 @@ class ModelMetadata:
     quantization: str | None
     max_tokens: int | None
     files: tuple[WeightFile, ...]
+    #: Whether the count followed SPEC §10's quantization-aware rule (``nvfp4``, ``mxfp4``).
+    quant_aware: bool = False
 
     @property
     def model_parameter_size(self) -> str | None:
@@ -214,6 +220,10 @@ def learn(files: ModelFiles, source: str) -> ModelMetadata:
     count and format are learned, nothing else (SPEC §10 "Bounds").
     """
     config = files.read_json(CONFIG, MAX_CONFIG_BYTES) if files.exists(CONFIG) else None
+    # Read with config.json's own bounds, and only beside it (SPEC §10).
+    hf_quant_config = None
+    if config is not None and files.exists(HF_QUANT_CONFIG):
+        hf_quant_config = files.read_json(HF_QUANT_CONFIG, MAX_CONFIG_BYTES)
     pipeline = None
     if files.exists(MODEL_INDEX):
         pipeline = diffusers_pipeline(files.read_json(MODEL_INDEX, MAX_CONFIG_BYTES))
@@ -226,9 +236,9 @@ def learn(files: ModelFiles, source: str) -> ModelMetadata:
         weights_format = SAFETENSORS_FORMAT
     if config is None and pipeline is None and not weight_names:
         raise ModelFileError(files.location(CONFIG), f"missing (and no {MODEL_INDEX}): not a model folder")
-    weight_files = _weight_files(files, weight_names)
-
-    settings = transformers_config(config or {})
+    settings = transformers_config(config or {}, hf_quant_config)
+    counting = QuantAwareCounting(settings.exclusions) if settings.quant_aware else None
+    weight_files = _weight_files(files, weight_names, counting)
     parameter_count: int | None
     if weight_files:
         parameter_count, estimated = sum(file.parameters for file in weight_files), False
@@ -246,14 +256,17 @@ def learn(files: ModelFiles, source: str) -> ModelMetadata:
         quantization=settings.quantization,
         max_tokens=settings.max_tokens,
         files=weight_files,
+        quant_aware=counting is not None and bool(weight_files),
     )
 
 
-def _weight_files(files: ModelFiles, names: Sequence[str]) -> tuple[WeightFile, ...]:
+def _weight_files(
+    files: ModelFiles, names: Sequence[str], counting: QuantAwareCounting | None
+) -> tuple[WeightFile, ...]:
     """Each file's summary; the running total is refused at the file where it passes the limit."""
     weight_files: list[WeightFile] = []
     total = 0
-    for name, header in zip(names, files.read_headers(names), strict=True):
+    for name, header in zip(names, files.read_headers(names, counting), strict=True):
         total += header.parameters
         if total > MAX_PARAMETERS:
             raise ModelFileError(files.location(name), parameters_reason())
@@ -271,6 +284,7 @@ def metadata_document(metadata: ModelMetadata) -> dict[str, Any]:
         "source": metadata.source,
         "parameterCount": metadata.parameter_count,
         "estimated": metadata.estimated,
+        "quantAware": metadata.quant_aware,
         "modelParameterSize": metadata.model_parameter_size,
         "modelFormat": _name_version(metadata.model_format),
         "modelArchitecture": metadata.architecture,
@@ -285,7 +299,6 @@ def metadata_document(metadata: ModelMetadata) -> dict[str, Any]:
 
 
 _FORMAT_NAMES = frozenset({"safetensors", "diffusers"})
-_QUANTIZATIONS = frozenset({"int4", "fp8"})
 
 
 def _learned_name_version(value: object, names: frozenset[str]) -> NameVersion | None:
@@ -323,8 +336,11 @@ def metadata_from_document(document: object) -> ModelMetadata:
             raise ValueError(key)
         checked[key] = value
     quantization = document.get("quantization")
-    if quantization is not None and quantization not in _QUANTIZATIONS:
+    if quantization is not None and quantization not in QUANTIZATIONS:
         raise ValueError("quantization")
+    quant_aware = document.get("quantAware")
+    if not isinstance(quant_aware, bool):
+        raise ValueError("quantAware")
     model_format = document.get("modelFormat")
     framework = document.get("modelFramework")
     return ModelMetadata(
@@ -339,4 +355,5 @@ def metadata_from_document(document: object) -> ModelMetadata:
         quantization=quantization,
         max_tokens=checked["maxTokens"],
         files=(),
+        quant_aware=quant_aware,
     )

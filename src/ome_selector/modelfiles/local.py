@@ -21,6 +21,7 @@ from ome_selector.modelfiles.limits import ReadBudget, json_object, oversized_re
 from ome_selector.modelfiles.safetensors import (
     PREFIX_BYTES,
     Header,
+    QuantAwareCounting,
     check_file_size,
     check_header_fits,
     header_length,
@@ -116,10 +117,10 @@ class LocalModelFolder:
             raise ModelFileError(location, oversized_reason(limit))
         return json_object(location, data)
 
-    def read_headers(self, names: Sequence[str]) -> list[Header]:
-        return [self._read_header(name) for name in names]
+    def read_headers(self, names: Sequence[str], counting: QuantAwareCounting | None = None) -> list[Header]:
+        return [self._read_header(name, counting) for name in names]
 
-    def _read_header(self, name: str) -> Header:
+    def _read_header(self, name: str, counting: QuantAwareCounting | None) -> Header:
         location = self.location(name)
         with self._open(name) as (descriptor, size):
             length = header_length(location, self._read(descriptor, name, PREFIX_BYTES, size))
@@ -127,6 +128,6 @@ class LocalModelFolder:
             data = self._read(descriptor, name, length, size - PREFIX_BYTES)
             if len(data) < length:  # it shrank meanwhile
                 check_header_fits(location, length, PREFIX_BYTES + len(data))
-        header = parse_header(location, data)
+        header = parse_header(location, data, counting)
         check_file_size(location, length, header, size)
         return header

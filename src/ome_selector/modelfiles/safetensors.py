@@ -8,22 +8,28 @@ needed here: the weights are never read.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from ome_selector.modelfiles.errors import ModelFileError
 from ome_selector.modelfiles.limits import MAX_PARAMETERS, parameters_reason, parse_json, quoted
 
 __all__ = [
     "MAX_DIMENSION",
+    "MAX_EXCLUSION_STEPS",
     "MAX_HEADER_BYTES",
     "MAX_HEADER_DEPTH",
     "MAX_HEADER_VALUES",
     "MAX_RANK",
     "MAX_TENSORS",
+    "PACKED_DTYPE",
     "PREFIX_BYTES",
+    "SCALE_SUFFIXES",
     "Header",
+    "QuantAwareCounting",
     "check_file_size",
     "check_header_fits",
     "count_parameters",
@@ -47,6 +53,63 @@ MAX_DIMENSION = 2**40
 
 _METADATA_KEY = "__metadata__"
 _INVALID = "invalid safetensors header"
+
+#: In an NVFP4 or MXFP4 checkpoint a ``U8`` tensor packs two 4-bit values per byte (SPEC §10).
+PACKED_DTYPE: Final = "U8"
+#: Block scales stored beside 4-bit weights are not parameters: ModelOpt's ``weight_scale``/``input_scale``
+#: end in ``_scale``, gpt-oss's ``*_blocks`` come with ``*_scales`` (a choice where SPEC §10 is silent: OME's
+#: count for gpt-oss-120b, about 117B, leaves them out).
+SCALE_SUFFIXES: Final = ("_scale", "_scales")
+#: Name parts looked at to match one header's ``U8`` tensor names against the exclusion lists. Real headers
+#: need at most a few hundred thousand (100,000 tensors of 10 parts, two list shapes); the limit keeps a
+#: hostile header with hostile lists as cheap as the rest of the parse.
+MAX_EXCLUSION_STEPS: Final = 10_000_000
+
+
+class QuantAwareCounting:
+    """SPEC §10's quantization-aware count, for a checkpoint whose learned quantization is ``nvfp4`` or
+    ``mxfp4``: a ``U8`` tensor counts twice its elements unless its name contains a module of the exclusion
+    lists, and a tensor whose name ends in ``_scale`` or ``_scales`` does not count.
+
+    A name contains a module when the module's dot-separated parts are consecutive parts of the name
+    (``lm_head`` in ``lm_head.weight`` and ``model.lm_head.weight``; ``mlp.gate`` in ``mlp.gate.weight`` but
+    not in ``mlp.gate_up_proj.weight``): sets of part tuples, so a name costs its parts times the list shapes,
+    not the lists' length.
+    """
+
+    __slots__ = ("_by_parts", "_length_sums", "_lengths")
+
+    def __init__(self, exclusions: Iterable[str] = ()) -> None:
+        by_parts: dict[int, set[object]] = {}
+        for module in exclusions:
+            parts = tuple(module.split("."))
+            # One part is compared with the name's parts as a string, more as a tuple of consecutive parts.
+            by_parts.setdefault(len(parts), set()).add(parts if len(parts) > 1 else parts[0])
+        self._by_parts = sorted(by_parts.items(), key=lambda item: item[0])
+        # The lengths and their running sums: a name's cost is found by bisection, whatever the lists hold.
+        self._lengths = [length for length, _ in self._by_parts]
+        self._length_sums = [0, *itertools.accumulate(self._lengths)]
+
+    def steps(self, parts: int) -> int:
+        """What matching a name of ``parts`` parts costs (each list shape up to ``parts`` parts, each a pass
+        over the name), counted before it is done."""
+        return parts * self._length_sums[bisect.bisect_right(self._lengths, parts)]
+
+    def excludes(self, parts: Sequence[str]) -> bool:
+        """Whether the name of ``parts`` contains a module of the exclusion lists."""
+        for length, modules in self._by_parts:
+            if length > len(parts):
+                break
+            if length == 1:
+                if not modules.isdisjoint(parts):
+                    return True
+            elif not modules.isdisjoint(zip(*(parts[start:] for start in range(length)), strict=False)):
+                return True
+        return False
+
+    @property
+    def has_exclusions(self) -> bool:
+        return bool(self._by_parts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +191,10 @@ def _invalid(location: str, name: str, what: str) -> ModelFileError:
 
 
 _NO_SHAPE = "has no shape (a list of integers >= 0)"
+_EXCLUSION_REASON = (
+    f"{_INVALID}: matching its U8 tensor names against the quantization exclusion lists takes more than "
+    f"{MAX_EXCLUSION_STEPS} steps"
+)
 
 
 def _tensor(location: str, name: str, entry: object) -> tuple[int, int]:
@@ -182,17 +249,32 @@ def _document(location: str, data: bytes | bytearray) -> dict[str, Any]:
     return document
 
 
-def parse_header(location: str, data: bytes | bytearray) -> Header:
+def parse_header(
+    location: str, data: bytes | bytearray, counting: QuantAwareCounting | None = None
+) -> Header:
     """The header in ``data`` (the JSON after the length prefix); ModelFileError naming ``location``.
 
-    The running total is compared with :data:`MAX_PARAMETERS` after each tensor.
+    With ``counting``, parameters are counted quantization-aware (SPEC §10). The running total is compared
+    with :data:`MAX_PARAMETERS` after each tensor.
     """
     document = _document(location, data)
-    tensors = parameters = data_bytes = 0
+    tensors = parameters = data_bytes = steps = 0
     for name, entry in document.items():
         if name == _METADATA_KEY:
             continue
         count, end = _tensor(location, name, entry)
+        if counting is not None and count:
+            if name.endswith(SCALE_SUFFIXES):
+                count = 0
+            elif entry["dtype"] == PACKED_DTYPE:
+                if counting.has_exclusions:
+                    parts = name.split(".")
+                    steps += counting.steps(len(parts))
+                    if steps > MAX_EXCLUSION_STEPS:
+                        raise ModelFileError(location, _EXCLUSION_REASON)
+                    count *= 1 if counting.excludes(parts) else 2
+                else:
+                    count *= 2
         tensors += 1
         parameters += count
         data_bytes = max(data_bytes, end)

@@ -1,8 +1,9 @@
 """Learning models' metadata from their files on the Hub (SPEC §10; opt-in: ``--learn-model-metadata``).
 
 A BaseModel or ClusterBaseModel is a candidate when its ``spec.storage.storageUri`` is ``hf://…``, its spec
-lacks a learnable field (:func:`~ome_selector.modelfiles.missing_fields`), it does not carry the annotation
-``ome-selector.ome.io/skip-metadata: "true"`` and it is not being deleted. For each candidate the learner:
+lacks a learnable field (:func:`~ome_selector.modelfiles.missing_fields`), it carries neither the annotation
+``ome-selector.ome.io/skip-metadata: "true"`` nor OME's ``ome.oracle.com/skip-config-parsing: "true"`` (any
+case) and it is not being deleted. For each candidate the learner:
 
 1. reads the model's files in a child process (:mod:`.modelreader`, SPEC §10.7: no parse can hold the event
    loop), one model at a time, with the Hub token only when :func:`may_use_token` allows it (a
@@ -55,8 +56,10 @@ from ome_selector.selection.messages import escape_controls, truncate
 __all__ = [
     "DEFAULT_RETRY_DELAYS",
     "LEARNED",
+    "OME_SKIP_ANNOTATION",
     "RESULTS",
     "SKIP_ANNOTATION",
+    "SKIP_ANNOTATIONS",
     "UNAVAILABLE",
     "Candidate",
     "LearningConfig",
@@ -70,6 +73,10 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 SKIP_ANNOTATION = "ome-selector.ome.io/skip-metadata"
+#: OME's model agent's own opt-out, honoured alike: a model OME must not learn about, this product leaves
+#: alone too (SPEC §10).
+OME_SKIP_ANNOTATION = "ome.oracle.com/skip-config-parsing"
+SKIP_ANNOTATIONS = (SKIP_ANNOTATION, OME_SKIP_ANNOTATION)
 HUB_SCHEME = "hf://"
 LEARNED = "ModelMetadataLearned"
 UNAVAILABLE = "ModelMetadataUnavailable"
@@ -188,8 +195,12 @@ def _storage_uri(spec: Any) -> str | None:
 
 def _skipped(metadata: Mapping[str, Any]) -> bool:
     annotations = metadata.get("annotations")
-    value = annotations.get(SKIP_ANNOTATION) if isinstance(annotations, Mapping) else None
-    return isinstance(value, str) and value.strip().lower() == "true"
+    if not isinstance(annotations, Mapping):
+        return False
+    return any(
+        isinstance(value := annotations.get(key), str) and value.strip().lower() == "true"
+        for key in SKIP_ANNOTATIONS
+    )
 
 
 def candidate(body: Mapping[str, Any]) -> Candidate | None:

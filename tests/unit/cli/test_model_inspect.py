@@ -49,6 +49,7 @@ def _minilm_document(source: str) -> dict[str, object]:
         "source": source,
         "parameterCount": 22713728,
         "estimated": False,
+        "quantAware": False,
         "modelParameterSize": "22.71M",
         "modelFormat": {"name": "safetensors", "version": "1.0.0"},
         "modelArchitecture": "BertModel",
@@ -235,6 +236,8 @@ def test_help_shows_the_synopsis(capsys: pytest.CaptureFixture[str]) -> None:
     assert "(DIR | hf://ORG/NAME[@REVISION]) [-o table|json|yaml] [-v]" in out
     assert "[--apply KIND/NAME [-n NAMESPACE] [--kubeconfig PATH] [--context NAME]]" in out
     assert "llama, mistral, qwen2, qwen3" in out
+    assert "hf_quant_config.json" in out
+    assert "quantization-aware" in out
 
 
 def test_the_installed_command_reads_the_hub(minilm: Path, tmp_path: Path) -> None:
@@ -442,3 +445,97 @@ def test_an_apply_error_line_is_escaped(
     monkeypatch.setattr(model_apply, "apply_metadata", refuse)
     assert run(["model", "inspect", str(minilm), "--apply", "basemodel/b", "-n", "a"]) == 1
     assert capsys.readouterr() == ("", "error: cannot patch BaseModel a/b: denied \\x1b[2J\\u202e\n")
+
+
+# --- SPEC §10 (v5): quantization-aware counts and OME main's quantization values ---------------------------
+
+
+def _nvfp4(folder: Path) -> Path:
+    """A ModelOpt NVFP4 export in small: a packed U8 weight, its F8 weight_scale, a scalar weight_scale_2."""
+    write_json(
+        folder / "config.json", {"architectures": ["LlamaForCausalLM"], "transformers_version": "4.48.0"}
+    )
+    write_json(
+        folder / "hf_quant_config.json",
+        {
+            "producer": {"name": "modelopt"},
+            "quantization": {"quant_algo": "NVFP4", "exclude_modules": ["lm_head"]},
+        },
+    )
+    tensors = {
+        "model.layers.0.mlp.down_proj.weight": ("U8", [64, 32]),  # 2048 bytes: 4096 parameters
+        "model.layers.0.mlp.down_proj.weight_scale": ("F8_E4M3", [64, 4]),  # not a parameter
+        "model.layers.0.mlp.down_proj.weight_scale_2": ("F32", []),  # a scalar
+        "lm_head.weight": ("BF16", [10, 64]),  # excluded, BF16: 640
+    }
+    write_safetensors(folder / "model.safetensors", tensors, {"format": "pt"})
+    return folder
+
+
+def test_json_says_the_count_is_quantization_aware(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = _nvfp4(tmp_path)
+    assert run(["model", "inspect", str(folder), "-o", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {
+        "source": str(folder),
+        "parameterCount": 4736,
+        "estimated": False,
+        "quantAware": True,
+        "modelParameterSize": "4736",
+        "modelFormat": {"name": "safetensors", "version": "1.0.0"},
+        "modelArchitecture": "LlamaForCausalLM",
+        "modelFramework": {"name": "transformers", "version": "4.48.0"},
+        "quantization": "nvfp4",
+        "maxTokens": None,
+        "files": [{"name": "model.safetensors", "tensors": 4, "parameters": 4736}],
+    }
+
+
+def test_the_table_says_which_rule_counted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = _nvfp4(tmp_path)
+    assert run(["model", "inspect", str(folder)]) == 0
+    assert capsys.readouterr().out == (
+        f"Source:              {folder}\n"
+        "Parameters:          4736 (exact, quantization-aware: a U8 tensor counts two 4-bit values per byte, "
+        "scales not counted)\n"
+        "modelParameterSize:  4736\n"
+        "modelFormat:         safetensors 1.0.0\n"
+        "modelArchitecture:   LlamaForCausalLM\n"
+        "modelFramework:      transformers 4.48.0\n"
+        "quantization:        nvfp4\n"
+        "maxTokens:           -\n"
+        "\n"
+        "FILE                TENSORS   PARAMETERS\n"
+        "model.safetensors   4         4736\n"
+    )
+    # Without hf_quant_config.json the file says nothing of NVFP4: every stored element counts.
+    os.remove(folder / "hf_quant_config.json")
+    assert run(["model", "inspect", str(folder), "-o", "yaml"]) == 0
+    document = yaml.safe_load(capsys.readouterr().out)
+    assert (document["parameterCount"], document["quantAware"], document["quantization"]) == (
+        2944,
+        False,
+        None,
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b'{"quantization": {"quant_algo": "NVFP4"', "invalid JSON: "),
+        (b"[" * 101 + b"]" * 101, "invalid JSON: nested deeper than 100 levels"),
+        (b" " * 4_000_001, "larger than 4000000 bytes: not model metadata"),
+    ],
+)
+def test_a_malformed_hf_quant_config_exits_1_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, reason: str
+) -> None:
+    folder = _nvfp4(tmp_path)
+    (folder / "hf_quant_config.json").write_bytes(content)
+    assert run(["model", "inspect", str(folder)]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith(f"error: {folder / 'hf_quant_config.json'}: {reason}")
+    assert err.count("\n") == 1
+    assert "Traceback" not in err

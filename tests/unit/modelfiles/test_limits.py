@@ -312,6 +312,7 @@ def test_weights_without_config_learn_the_count_and_format_only(tmp_path: Path, 
         "source": str(tmp_path),
         "parameterCount": 100 * shards,
         "estimated": False,
+        "quantAware": False,
         "modelParameterSize": str(100 * shards),
         "modelFormat": {"name": "safetensors", "version": "1.0.0"},
         "modelArchitecture": None,
@@ -366,6 +367,9 @@ def test_a_value_outside_its_grammar_leaves_the_rest_learned(tmp_path: Path) -> 
         {"parameterCount": True},
         {"estimated": 1},
         {"quantization": "int8"},
+        {"quantization": "NVFP4"},  # learned values are lower-case
+        {"quantAware": None},
+        {"quantAware": "true"},
         {"modelFormat": {"name": "gguf", "version": None}},
         {"modelFramework": {"name": "transformers", "version": "4\u202e"}},
         {"source": None},
@@ -376,6 +380,7 @@ def test_another_process_answer_is_checked_value_by_value(change: dict[str, Any]
         "source": "hf://a/b",
         "parameterCount": 8,
         "estimated": False,
+        "quantAware": False,
         "modelFormat": {"name": "safetensors", "version": "1.0.0"},
         "modelArchitecture": "LlamaForCausalLM",
         "modelFramework": {"name": "transformers", "version": "4.45.0"},
@@ -384,6 +389,12 @@ def test_another_process_answer_is_checked_value_by_value(change: dict[str, Any]
         "files": [],
     }
     assert metadata_from_document(good).architecture == "LlamaForCausalLM"
+    # every quantization SPEC §10 (v5) learns is taken, and quantAware as sent
+    for value in ("fbgemm_fp8", "nvfp4", "mxfp4", "compressed-tensors", "int4", "fp8", None):
+        metadata = metadata_from_document(
+            good | {"quantization": value, "quantAware": value in ("nvfp4", "mxfp4")}
+        )
+        assert (metadata.quantization, metadata.quant_aware) == (value, value in ("nvfp4", "mxfp4"))
     with pytest.raises(ValueError):  # noqa: PT011 - any ValueError: the parent says "something other"
         metadata_from_document(good | change)
 

@@ -119,6 +119,7 @@ def test_without_safetensors_the_count_is_estimated(tmp_path: Path) -> None:
         "source": str(tmp_path),
         "parameterCount": 7_615_616_512,
         "estimated": True,
+        "quantAware": False,
         "modelParameterSize": "7.62B",
         "modelFormat": None,
         "modelArchitecture": "Qwen2ForCausalLM",
@@ -145,7 +146,12 @@ def test_quantized_model(tmp_path: Path) -> None:
     write_safetensors(tmp_path / "model.safetensors", {"w": ("F8_E4M3", [16, 16]), "s": ("F32", [])})
     write_json(tmp_path / "config.json", {"quantization_config": {"quant_method": "fbgemm_fp8"}})
     metadata = inspect_model(str(tmp_path)).metadata
-    assert (metadata.quantization, metadata.parameter_count) == ("fp8", 256)
+    # SPEC §10 (v5): fbgemm_fp8 is kept apart from fp8, and an FP8 count is not quantization-aware.
+    assert (metadata.quantization, metadata.parameter_count, metadata.quant_aware) == (
+        "fbgemm_fp8",
+        256,
+        False,
+    )
 
 
 def test_diffusers_pipeline_counts_its_components(tmp_path: Path) -> None:

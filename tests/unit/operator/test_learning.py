@@ -15,14 +15,17 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from hub_standin import Repo, hub_standin
 from hypothesis import given
 from hypothesis import strategies as st
 
+from harness.model_folders import write_json, write_safetensors
 from ome_selector.api.resources import Kind, ObjectKey
 from ome_selector.kube.objects import ApiError, ConflictError, Objects
 from ome_selector.modelfiles import LEARNABLE_FIELDS, ModelFileError, ModelMetadata, NameVersion
 from ome_selector.operator.learning import (
     DEFAULT_RETRY_DELAYS,
+    OME_SKIP_ANNOTATION,
     SKIP_ANNOTATION,
     Candidate,
     LearningConfig,
@@ -159,6 +162,12 @@ def test_a_hub_model_lacking_fields_is_a_candidate() -> None:
         pytest.param(_model(uri=["hf://a/b"]), id="a storage URI that is not a string"),
         pytest.param(_model(annotations={SKIP_ANNOTATION: "true"}), id="opted out"),
         pytest.param(_model(annotations={SKIP_ANNOTATION: " True "}), id="opted out in any case"),
+        # SPEC §10 (v5): OME's own opt-out is honoured alike
+        pytest.param(_model(annotations={OME_SKIP_ANNOTATION: "true"}), id="OME's opt-out"),
+        pytest.param(_model(annotations={OME_SKIP_ANNOTATION: "TRUE"}), id="OME's opt-out in any case"),
+        pytest.param(
+            _model(annotations={SKIP_ANNOTATION: "false", OME_SKIP_ANNOTATION: "true"}), id="either opts out"
+        ),
         pytest.param(_model(deleting=True), id="being deleted"),
         pytest.param(_model("ServingRuntime"), id="not a model"),
         pytest.param({"kind": "ClusterBaseModel", "metadata": {}}, id="no name"),
@@ -169,8 +178,14 @@ def test_not_candidates(body: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("value", ["false", "", "yes", None])
-def test_only_true_opts_out(value: Any) -> None:
-    assert candidate(_model(annotations={SKIP_ANNOTATION: value})) is not None
+@pytest.mark.parametrize("annotation", [SKIP_ANNOTATION, OME_SKIP_ANNOTATION])
+def test_only_true_opts_out(annotation: str, value: Any) -> None:
+    assert candidate(_model(annotations={annotation: value})) is not None
+
+
+def test_the_ome_skip_annotation_is_ome_s_key() -> None:
+    assert OME_SKIP_ANNOTATION == "ome.oracle.com/skip-config-parsing"
+    assert candidate(_model(annotations={"ome.io/skip-config-parsing": "true"})) is not None  # not OME's key
 
 
 # --- a full listing, a page at a time -----------------------------------------------------------------------
@@ -569,4 +584,49 @@ def test_two_model_reads_never_run_their_children_at_the_same_time(tmp_path: Pat
     assert sorted(message for _, _, message in objects.events) == [
         f"Cannot read the model's files: hf://org/model-{index}: stand-in; next attempt in 30s"
         for index in range(3)
+    ]
+
+
+# --- SPEC §10 (v5) through the real child: an NVFP4 export, a malformed hf_quant_config.json ----------------
+
+
+def test_the_learner_writes_the_logical_size_and_ome_s_quantization_of_a_4bit_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for folder in (good, bad):
+        write_json(folder / "config.json", {"architectures": ["LlamaForCausalLM"]})
+        write_safetensors(
+            folder / "model.safetensors", {"w": ("U8", [1000, 500]), "w_scale": ("F8_E4M3", [1000])}
+        )
+    write_json(good / "hf_quant_config.json", {"quantization": {"quant_algo": "NVFP4"}})
+    (bad / "hf_quant_config.json").write_bytes(b'{"quantization": {"quant_algo": "NVFP4"')
+    good_model = _model(uri="hf://nvidia/good", spec={"modelFormat": {"name": "safetensors"}})
+    bad_model = _model(uri="hf://nvidia/bad")
+    bad_model["metadata"]["name"] = "bad"
+    objects = StandInObjects(good_model, bad_model)
+    with hub_standin() as hub:
+        hub.repos["nvidia/good"] = Repo(good)
+        hub.repos["nvidia/bad"] = Repo(bad)
+        asyncio.run(
+            _learn_once(objects, config=LearningConfig(endpoint=hub.url), reader=ModelReaderProcess())
+        )
+    # 500,000 bytes of U8 are 1,000,000 4-bit parameters; the scale is not one.
+    assert [patch["spec"] for patch in objects.patches] == [
+        {"modelParameterSize": "1M", "modelArchitecture": "LlamaForCausalLM", "quantization": "nvfp4"}
+    ]
+    assert sorted(objects.events) == [
+        (
+            "Normal",
+            "ModelMetadataLearned",
+            "Learned from hf://nvidia/good: modelParameterSize 1M, modelArchitecture LlamaForCausalLM, "
+            "quantization nvfp4",
+        ),
+        (
+            "Warning",
+            "ModelMetadataUnavailable",
+            "Cannot read the model's files: hf://nvidia/bad/hf_quant_config.json: invalid JSON: Expecting "
+            "',' delimiter at line 1; next attempt in 30s",
+        ),
     ]
