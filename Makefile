@@ -84,13 +84,15 @@ bench-scale: venv ## scale benchmark (never part of make test or make bench): 10
 	@bindir=$$(hack/ensure-binaries.sh) && OME_SELECTOR_BIN_DIR="$$bindir" \
 	  $(PY) -m bench.scale --sizes $(SCALE_SIZES) $(if $(BENCH_OUT),--out $(basename $(BENCH_OUT))-scale.json)
 
-# SEED=N STEPS=K replays a schedule (a failure prints its seed); CHECK_EVERY=N checks the invariants every N steps.
+# SEED=N STEPS=K replays a schedule (a failure prints its seed); CHECK_EVERY=N checks the invariants every N steps;
+# FAULT_SHARE=0.6 draws more faults (soak runs).
 SEED ?= 1
 STEPS ?= 30
 CHECK_EVERY ?= 5
+FAULT_SHARE ?= 0.3
 chaos: venv ## seeded fault injection: two replicas, faults on the control plane, invariants against the cluster
 	@bindir=$$(hack/ensure-binaries.sh) && OME_SELECTOR_BIN_DIR="$$bindir" \
-	  $(PY) -m harness.chaos --seed $(SEED) --steps $(STEPS) --check-every $(CHECK_EVERY)
+	  $(PY) -m harness.chaos --seed $(SEED) --steps $(STEPS) --check-every $(CHECK_EVERY) --fault-share $(FAULT_SHARE)
 
 cluster-up: venv ## start kube-apiserver + etcd in the background; kubeconfig at .cluster/kubeconfig
 	@bindir=$$(hack/ensure-binaries.sh) && OME_SELECTOR_BIN_DIR="$$bindir" $(PY) -m harness.controlplane up --dir $(CLUSTER_DIR)

@@ -680,8 +680,8 @@ def _retrying(call: Callable[[], Any], seconds: float = 60.0) -> None:
         time.sleep(0.5)
 
 
-def run(seed: int, steps: int, check_every: int, keep_logs: str = ".chaos") -> int:
-    plan = schedule(seed, steps)
+def run(seed: int, steps: int, check_every: int, keep_logs: str = ".chaos", fault_share: float = 0.3) -> int:
+    plan = schedule(seed, steps, fault_share=fault_share)
     report = Report(seed, plan)
     failed: BaseException | None = None
 
@@ -714,7 +714,8 @@ def run(seed: int, steps: int, check_every: int, keep_logs: str = ".chaos") -> i
         log(f"chaos: seed {seed}, schedule:")
         for number, step in enumerate(plan, start=1):
             log(f"  {number}. {step.describe()}")
-        log(f"replay: make chaos SEED={seed} STEPS={steps}")
+        share = "" if fault_share == 0.3 else f" FAULT_SHARE={fault_share}"
+        log(f"replay: make chaos SEED={seed} STEPS={steps}{share}")
         return 1
     log(f"chaos: 1 passed, 0 failed (seed {seed}, {report.faults} faults, {report.checks} checks)")
     return 0
@@ -725,14 +726,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--check-every", type=int, default=5, help="check the invariants every N steps")
+    parser.add_argument("--fault-share", type=float, default=0.3, help="the share of faults among the steps")
     parser.add_argument("--print-schedule", action="store_true", help="print the schedule and exit")
     parser.add_argument("--keep-logs", default=".chaos", help="where a failed run leaves its logs (.chaos)")
     args = parser.parse_args(argv)
     if args.print_schedule:
-        for number, step in enumerate(schedule(args.seed, args.steps), start=1):
+        for number, step in enumerate(schedule(args.seed, args.steps, fault_share=args.fault_share), start=1):
             print(f"{number}. {step.describe()}")
         return 0
-    return run(args.seed, args.steps, args.check_every, args.keep_logs)
+    return run(args.seed, args.steps, args.check_every, args.keep_logs, args.fault_share)
 
 
 if __name__ == "__main__":
