@@ -69,11 +69,11 @@ def test_both_e2e_entry_points_run_the_same_suite() -> None:
     assert '"$E2E/suite.sh" run' in (HACK / "e2e" / "run.sh").read_text()
 
 
-def test_ci_runs_make_test_then_make_e2e() -> None:
+def test_ci_runs_make_test_then_one_chaos_schedule_then_make_e2e() -> None:
     commands = [
         line for line in (REPO_ROOT / ".ci" / "run").read_text().splitlines() if line.startswith("make")
     ]
-    assert commands == ["make test", "make e2e"]
+    assert commands == ["make test", "make chaos SEED=8 STEPS=12 CHECK_EVERY=3", "make e2e"]
 
 
 def test_suite_runs_the_shared_scenario_with_arguments_it_accepts() -> None:
