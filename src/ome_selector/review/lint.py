@@ -427,6 +427,38 @@ def _overlap_findings(profiles: Sequence[RuntimeProfile]) -> Iterator[Finding]:
                     yield _overlap_finding(a, b)
 
 
+def overlaps_with(profile: RuntimeProfile, others: Iterable[RuntimeProfile]) -> set[Finding]:
+    """The SIZE003 findings that pair ``profile`` with one of ``others`` (runtimes of its scope): what
+    :func:`lint` reports for those pairs, for the admission review of one runtime change (SPEC §12)."""
+    own = list(_auto_entries(profile))
+    if not own:
+        return set()
+    found: set[Finding] = set()
+    for other in others:
+        if other.runtime.key == profile.runtime.key:
+            continue
+        for theirs in _auto_entries(other):
+            pair = [(auto, theirs) for auto in own if _bucket(auto) == _bucket(theirs)]
+            for mine, candidate in pair:
+                if not _ranges_overlap(mine.profile, candidate.profile):
+                    continue
+                a, b = sorted((mine, candidate), key=lambda auto: object_order(auto.key))
+                if _entries_overlap(a, b):
+                    found.add(_overlap_finding(a, b))
+                    break
+            else:
+                continue
+            break
+    return found
+
+
+def _ranges_overlap(a: RuntimeProfile, b: RuntimeProfile) -> bool:
+    """Whether some size is in both ranges (a missing bound is open), as :func:`_overlap_findings` sweeps."""
+    if a.upper is not None and b.lower is not None and b.lower > a.upper:
+        return False
+    return not (b.upper is not None and a.lower is not None and a.lower > b.upper)
+
+
 def _overlap_finding(first: _AutoEntry, second: _AutoEntry) -> Finding:
     entry, framework = first.entry, first.entry.model_framework
     label = messages.format_label(
@@ -607,8 +639,9 @@ class _RankingReview:
             known = self.outranked.get(key)
             if known is None or candidate.order < known.order:
                 self.outranked[key] = candidate
-        if len(ranked) > 1 and keys[0][:3] == keys[1][:3]:
-            self.found.add(_tie(model, first, ranked[1]))
+        tie = rank_tie(model, first, ranked[1] if len(ranked) > 1 else None)
+        if tie is not None:
+            self.found.add(tie)
         # RANK002 (no bound) and RANK003 (one bound): the winner is closer than the runtimes with more bounds.
         bounds = _bounds(first.profile)
         if first.model.size is not None and bounds < 2:
@@ -658,6 +691,15 @@ def _wins_on_distance(winner: RankKey, other: RankKey) -> bool:
 def _model_title(model: Model) -> str:
     size = model.spec.model_parameter_size
     return f"{model.key} ({size})" if size else f"{model.key} (no modelParameterSize)"
+
+
+def rank_tie(model: Model, first: RuntimeCheck, second: RuntimeCheck | None) -> Finding | None:
+    """RANK001 for ``model`` whose rank-1 and rank-2 runtimes (SPEC §4) are ``first`` and ``second`` (None:
+    only one is auto-selectable): a finding when they differ only by name. Lint and the admission review of a
+    runtime change (SPEC §12) both decide it here."""
+    if second is None or rank_key(first)[:3] != rank_key(second)[:3]:
+        return None
+    return _tie(model, first, second)
 
 
 def _tie(model: Model, first: RuntimeCheck, second: RuntimeCheck) -> Finding:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from ome_selector.api.resources import NO_MODES, DeploymentModes, InferenceService, Model, Runtime
 from ome_selector.selection import messages
@@ -38,11 +38,13 @@ from ome_selector.selection.view import CatalogView
 __all__ = [
     "CONDITION_TYPE",
     "ROWS",
+    "DecisionInputs",
     "EventSpec",
     "Outcome",
     "OutcomeKind",
     "Row",
     "auto_selection",
+    "decision_inputs",
     "evaluate",
 ]
 
@@ -167,6 +169,34 @@ class Outcome:
         return ROWS[self.kind].denies_admission
 
 
+class DecisionInputs(NamedTuple):
+    """Everything :func:`evaluate` reads from an InferenceService: two InferenceServices with equal inputs get
+    the same status, reason and runtime in any catalog (only the no-runtime message names the InferenceService
+    itself). The catalog groups InferenceServices by them, so a catalog change is judged once per group
+    (SPEC §12), not once per InferenceService. Whatever :func:`evaluate` comes to read must be added here."""
+
+    namespace: str
+    model_name: str | None
+    runtime_name: str | None
+    runtime_kind: str | None
+    auto_sync: bool
+    accelerator_classes: tuple[str, ...]
+    deployment_modes: DeploymentModes
+
+
+def decision_inputs(isvc: InferenceService) -> DecisionInputs:
+    """The :class:`DecisionInputs` of ``isvc``."""
+    return DecisionInputs(
+        isvc.namespace,
+        isvc.model_name,
+        isvc.runtime_name,
+        isvc.runtime_kind,
+        isvc.auto_sync,
+        isvc.accelerator_classes,
+        isvc.deployment_modes,
+    )
+
+
 def evaluate(
     catalog: CatalogView, isvc: InferenceService, lookup: RuntimeLookup = RuntimeLookup.V1_3
 ) -> Outcome | None:
@@ -288,7 +318,8 @@ def auto_selection(
     candidates = catalog.runtime_profiles_for_match_key(namespace, model.match_key)
     ranking = rank(candidates, model, accelerator_classes, modes)
     if ranking.selected is not None:
-        return AutoSelection(model, ranking.selected)
+        runner_up = ranking.ranked[1] if len(ranking.ranked) > 1 else None
+        return AutoSelection(model, ranking.selected, runner_up=runner_up, runner_up_known=True)
     formats = catalog.runtime_profiles_for_format(namespace, model.format_name)
     writer = FormatReasons(model.spec, messages.MESSAGE_LIMIT)
     entries = (

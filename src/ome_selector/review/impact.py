@@ -1,0 +1,527 @@
+"""What a catalog change does to the InferenceServices (SPEC §11 what-if, SPEC §12 at admission): one
+implementation for both.
+
+A change is a set of objects stored or removed (:data:`Changes`: key → the object after the change, None
+when it is deleted). :class:`CatalogAfter` is the catalog after it without a copy: the live catalog with those
+objects laid over it, and an auto-selection memo that starts from the live one's results and replays the
+runtime changes (:func:`~ome_selector.selection.memo.replay`), so a model costs one check, not a ranking.
+
+:class:`ImpactRun` finds what the change can move from the catalog's indexes — the InferenceServices that name
+a changed runtime or one of its descendants (SPEC §5), those that auto-select among the runtimes of a changed
+runtime's match keys, those of a changed model — grouped by their decision inputs
+(:class:`~ome_selector.selection.outcome.DecisionInputs`), and decides each group once before and once after
+with :func:`~ome_selector.selection.outcome.evaluate`, the operator's own decision. Its work is a generator of
+steps (one group, one model): what-if runs it to the end, the webhook between turns of its event loop and
+under a deadline. :class:`AmbiguityRun` is the SIZE003/RANK001 part of SPEC §12, with lint's own rules
+(:func:`~.lint.overlaps_with`, :func:`~.lint.rank_tie`).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ome_selector.api.resources import (
+    NO_MODES,
+    DeploymentModes,
+    InferenceService,
+    Kind,
+    Model,
+    ObjectKey,
+    Resource,
+    Runtime,
+)
+from ome_selector.catalog.catalog import Catalog
+from ome_selector.review.lint import Code, Finding, object_order, overlaps_with, rank_tie
+from ome_selector.selection.inheritance import RuntimeLookup
+from ome_selector.selection.memo import AutoSelection, AutoSelectionMemo, RuntimeChange, replay
+from ome_selector.selection.outcome import DecisionInputs, Outcome, auto_selection, evaluate
+from ome_selector.selection.profiles import MatchKey, ModelProfile, RuntimeProfile
+from ome_selector.selection.view import CatalogView
+
+__all__ = [
+    "AmbiguityRun",
+    "CatalogAfter",
+    "Changes",
+    "ImpactRun",
+    "Moved",
+    "Verdict",
+    "run_to_end",
+]
+
+#: A change: each key with the object after it (None: deleted).
+Changes = Mapping[ObjectKey, Resource | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What SPEC §11 compares: the condition's status and reason and ``<Kind>/<name>`` of the selected or
+    named runtime — the one the lookup finds, also when it is disabled or its chain is broken (None when it is
+    missing or nothing is selected)."""
+
+    status: str
+    reason: str
+    runtime: str | None
+
+    @classmethod
+    def of(cls, outcome: Outcome) -> Verdict:
+        runtime = outcome.runtime
+        return cls(
+            status=outcome.status,
+            reason=outcome.reason,
+            runtime=f"{runtime.kind.value}/{runtime.name}" if runtime is not None else None,
+        )
+
+    def document(self) -> dict[str, Any]:
+        return {"status": self.status, "reason": self.reason, "runtime": self.runtime}
+
+
+def verdict(catalog: CatalogView, isvc: InferenceService | None, lookup: RuntimeLookup) -> Verdict | None:
+    """The verdict of ``isvc`` in ``catalog``; None when it does not exist or is left alone."""
+    outcome = evaluate(catalog, isvc, lookup) if isvc is not None else None
+    return Verdict.of(outcome) if outcome is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class Moved:
+    """InferenceServices whose verdict the change moves, all alike (``keys``, unsorted)."""
+
+    before: Verdict | None
+    after: Verdict | None
+    keys: tuple[ObjectKey, ...]
+
+
+def _runtime_profile(resource: Resource | None) -> RuntimeProfile | None:
+    return RuntimeProfile.of(resource) if isinstance(resource, Runtime) else None
+
+
+def _order(profile: RuntimeProfile) -> tuple[bool, str]:
+    return profile.is_cluster, profile.name  # a catalog's order: namespaced first, each by name
+
+
+class CatalogAfter:
+    """The catalog ``before`` with ``changes`` laid over it, as a :class:`CatalogView` (nothing is copied)."""
+
+    def __init__(self, before: Catalog, changes: Changes) -> None:
+        self.before = before
+        self.changes = changes
+        self._runtimes: dict[ObjectKey, RuntimeProfile | None] = {}
+        self._models: dict[ObjectKey, Model | None] = {}
+        self._model_profiles: dict[ObjectKey, ModelProfile] = {}
+        runtime_changes: list[RuntimeChange] = []
+        for key, resource in changes.items():
+            if key.kind in (Kind.SERVING_RUNTIME, Kind.CLUSTER_SERVING_RUNTIME):
+                profile = _runtime_profile(resource)
+                self._runtimes[key] = profile
+                runtime_changes.append((key.namespace, key, profile))
+            elif key.kind in (Kind.BASE_MODEL, Kind.CLUSTER_BASE_MODEL):
+                model = resource if isinstance(resource, Model) else None
+                self._models[key] = model
+                if model is not None:
+                    self._model_profiles[key] = ModelProfile.of(model)
+        self._memo = _MemoAfter(self, runtime_changes)
+
+    @property
+    def runtime_changes(self) -> Mapping[ObjectKey, RuntimeProfile | None]:
+        return self._runtimes
+
+    @property
+    def model_changes(self) -> Mapping[ObjectKey, Model | None]:
+        return self._models
+
+    def get(self, key: ObjectKey) -> Resource | None:
+        if key in self.changes:
+            return self.changes[key]
+        return self.before.get(key)
+
+    def resolve_model(self, namespace: str, name: str) -> Model | None:
+        if self._models:
+            for kind, where in ((Kind.BASE_MODEL, namespace), (Kind.CLUSTER_BASE_MODEL, None)):
+                key = ObjectKey(kind, where, name)
+                if key in self._models:
+                    changed = self._models[key]
+                    if changed is not None:
+                        return changed
+                    continue
+                found = self.before.get(key)
+                if isinstance(found, Model):
+                    return found
+            return None
+        return self.before.resolve_model(namespace, name)
+
+    def model_profile(self, model: Model) -> ModelProfile:
+        profile = self._model_profiles.get(model.key)
+        if profile is not None and profile.model is model:
+            return profile
+        return self.before.model_profile(model)
+
+    def resolve_runtime_profile(self, namespace: str, name: str) -> RuntimeProfile | None:
+        return self.runtime_profile(Kind.SERVING_RUNTIME, namespace, name) or self.runtime_profile(
+            Kind.CLUSTER_SERVING_RUNTIME, None, name
+        )
+
+    def runtime_profile(self, kind: Kind, namespace: str | None, name: str) -> RuntimeProfile | None:
+        key = ObjectKey(kind, namespace if kind.namespaced else None, name)
+        if key in self._runtimes:
+            return self._runtimes[key]
+        return self.before.runtime_profile(kind, namespace, name)
+
+    def runtime_profiles_visible_from(self, namespace: str) -> list[RuntimeProfile]:
+        return self._amend(self.before.runtime_profiles_visible_from(namespace), namespace, lambda _: True)
+
+    def runtime_profiles_for_format(self, namespace: str, format_name: str) -> list[RuntimeProfile]:
+        live = self.before.runtime_profiles_for_format(namespace, format_name)
+        return self._amend(live, namespace, lambda profile: format_name in profile.format_names)
+
+    def runtime_profiles_for_match_key(self, namespace: str, key: MatchKey) -> list[RuntimeProfile]:
+        live = self.before.runtime_profiles_for_match_key(namespace, key)
+        return self._amend(live, namespace, lambda profile: key in profile.entries_by_key)
+
+    def runtime_counts(self, namespace: str) -> tuple[int, int]:
+        namespaced, cluster = self.before.runtime_counts(namespace)
+        for key, profile in self._runtimes.items():
+            if key.namespace not in (namespace, None):
+                continue
+            change = (profile is not None) - isinstance(self.before.get(key), Runtime)
+            if key.namespace is None:
+                cluster += change
+            else:
+                namespaced += change
+        return namespaced, cluster
+
+    @property
+    def auto_selections(self) -> AutoSelectionMemo:
+        return self._memo
+
+    def _amend(
+        self, live: Sequence[RuntimeProfile], namespace: str, wanted: Callable[[RuntimeProfile], bool]
+    ) -> list[RuntimeProfile]:
+        changed = self._runtimes
+        if not changed:
+            return list(live)
+        kept = [profile for profile in live if profile.runtime.key not in changed]
+        added = [
+            profile
+            for key, profile in changed.items()
+            if profile is not None and key.namespace in (namespace, None) and wanted(profile)
+        ]
+        return sorted([*kept, *added], key=_order) if added else kept
+
+
+class _MemoAfter(AutoSelectionMemo):
+    """Auto-selection results after the change: the live catalog's result for the same model, accelerator
+    classes and modes, with the change's runtime changes replayed (SPEC §4: one check per changed runtime,
+    two candidates when the selected runtime changed); computed in the view after the change only when the
+    replay cannot decide."""
+
+    def __init__(self, after: CatalogAfter, changes: list[RuntimeChange]) -> None:
+        super().__init__()
+        self._after = after
+        self._changes = changes
+
+    def get(
+        self,
+        scope: str | None,
+        model: ModelProfile,
+        accelerator_classes: tuple[str, ...],
+        modes: DeploymentModes = NO_MODES,
+    ) -> AutoSelection | None:
+        kept = super().get(scope, model, accelerator_classes, modes)
+        if kept is not None:
+            return kept
+        if model.model.key in self._after.model_changes:
+            return None  # a changed model: no result of the live catalog is for its spec
+        before = self._after.before
+        # The namespace's view before the change: its own when it had ServingRuntimes, else the shared one
+        # (a namespace that loses its last ServingRuntime sees the cluster's runtimes, like every such one).
+        before_scope = scope if scope is not None and before.runtime_counts(scope)[0] else None
+        found = before_selection(before, before_scope, model, accelerator_classes, modes)
+        replayed = replay(scope, found, accelerator_classes, modes, self._changes)
+        if replayed is not None:
+            self.put(scope, accelerator_classes, replayed, modes)
+        return replayed
+
+
+def before_selection(
+    catalog: Catalog,
+    scope: str | None,
+    model: ModelProfile,
+    accelerator_classes: tuple[str, ...] = (),
+    modes: DeploymentModes = NO_MODES,
+) -> AutoSelection:
+    """The live catalog's auto-selection for ``model`` in ``scope`` (None: every namespace without
+    ServingRuntimes), from its memo, else computed and kept there."""
+    memo = catalog.auto_selections
+    found = memo.get(scope, model, accelerator_classes, modes)
+    if found is None:
+        # "" is no namespace: it has no ServingRuntimes, so it sees what every such namespace sees.
+        found = auto_selection(catalog, model, scope or "", accelerator_classes, modes)
+        memo.put(scope, accelerator_classes, found, modes)
+    return found
+
+
+def _in_scope(inputs: DecisionInputs, namespace: str | None) -> bool:
+    return namespace is None or inputs.namespace == namespace
+
+
+class ImpactRun:
+    """The verdicts a change moves (:attr:`moved`), found by :meth:`steps`.
+
+    ``namespaces`` limits the InferenceServices judged (None: all). InferenceServices among the changed
+    objects (what-if's ``-f``) are judged one by one; the others by group.
+    """
+
+    def __init__(
+        self,
+        before: Catalog,
+        changes: Changes,
+        *,
+        namespaces: Collection[str] | None = None,
+        lookup: RuntimeLookup = RuntimeLookup.V1_3,
+    ) -> None:
+        self.before = before
+        self.after = CatalogAfter(before, changes)
+        self.changes = changes
+        self.namespaces = namespaces
+        self.lookup = lookup
+        self.moved: list[Moved] = []
+        #: How many InferenceServices were judged (each group counts its members).
+        self.judged = 0
+        self._groups: dict[DecisionInputs, None] = {}
+
+    def _wanted(self, inputs: DecisionInputs) -> bool:
+        return self.namespaces is None or inputs.namespace in self.namespaces
+
+    def steps(self) -> Iterator[None]:
+        """Do the work, one model or one group per step (the caller may stop between two)."""
+        yield from self._collect()
+        changed_isvcs = {key for key in self.changes if key.kind is Kind.INFERENCE_SERVICE}
+        for inputs in self._groups:
+            members = self.before.decision_group(inputs)
+            keys = [key for key in members if key not in changed_isvcs] if changed_isvcs else list(members)
+            if not keys:
+                continue
+            isvc = self.before.inference_service(keys[0])
+            old, new = verdict(self.before, isvc, self.lookup), verdict(self.after, isvc, self.lookup)
+            if old is None and new is None:
+                continue
+            self.judged += len(keys)
+            if old != new:
+                self.moved.append(Moved(old, new, tuple(keys)))
+            yield
+        for key in sorted(changed_isvcs, key=object_order):
+            if self.namespaces is not None and key.namespace not in self.namespaces:
+                continue
+            old_isvc = self.before.inference_service(key)
+            new_isvc = self.changes[key]
+            new_verdict = verdict(
+                self.after, new_isvc if isinstance(new_isvc, InferenceService) else None, self.lookup
+            )
+            old_verdict = verdict(self.before, old_isvc, self.lookup)
+            if old_verdict is None and new_verdict is None:
+                continue
+            self.judged += 1
+            if old_verdict != new_verdict:
+                self.moved.append(Moved(old_verdict, new_verdict, (key,)))
+            yield
+
+    def _add(self, groups: Collection[DecisionInputs], namespace: str | None, auto_only: bool) -> None:
+        for inputs in groups:
+            if auto_only and inputs.runtime_name is not None:
+                continue
+            if _in_scope(inputs, namespace) and self._wanted(inputs):
+                self._groups[inputs] = None
+
+    def _collect(self) -> Iterator[None]:
+        """The groups the change can move (SPEC §5 "who to re-evaluate", per group)."""
+        before = self.before
+        for key, resource in self.changes.items():
+            if key.kind in (Kind.BASE_MODEL, Kind.CLUSTER_BASE_MODEL):
+                self._add(before.decision_groups_for_model_name(key.name), key.namespace, auto_only=False)
+                continue
+            if key.kind is Kind.INFERENCE_SERVICE:
+                continue
+            # A runtime: those that name it or a descendant (by name, as their lookup may find them)...
+            for named in (key, *before.runtime_descendants(key)):
+                self._add(before.decision_groups_naming(named.name), named.namespace, auto_only=False)
+            # ... and those that auto-select among the runtimes of its match keys, before or after.
+            old, new = before.runtime_profile(key.kind, key.namespace, key.name), _runtime_profile(resource)
+            match_keys = {*(old.entries_by_key if old else ()), *(new.entries_by_key if new else ())}
+            for match_key in match_keys:
+                for model in self._models_with(match_key):
+                    # A BaseModel serves its namespace only; a ServingRuntime is seen from its own only.
+                    where = model.namespace if model.namespace is not None else key.namespace
+                    if key.namespace is not None and where not in (None, key.namespace):
+                        continue
+                    self._add(before.decision_groups_for_model_name(model.name), where, auto_only=True)
+                    yield
+        yield
+
+    def _models_with(self, match_key: MatchKey) -> list[Model]:
+        found = {
+            model.key: model
+            for model in self.before.models_with_match_key(match_key)
+            if model.key not in self.after.model_changes
+        }
+        for key, model in self.after.model_changes.items():
+            if model is not None and self.after.model_profile(model).match_key == match_key:
+                found[key] = model
+        return list(found.values())
+
+
+def run_to_end(steps: Iterator[None]) -> None:
+    """Run every step (what-if, tests)."""
+    for _ in steps:
+        pass
+
+
+# --- the SPEC §12 texts
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Tally:
+    """The moved InferenceServices of SPEC §12 by category, with the first of each (by namespace and name)
+    and, for "lose", the first ones with their reason after the change."""
+
+    moved: int = 0
+    lose: int = 0
+    switch: int = 0
+    gain: int = 0
+    first: dict[str, tuple[tuple[str, str], Verdict | None, Verdict | None]] = field(default_factory=dict)
+    stranded: list[tuple[tuple[str, str], str]] = field(default_factory=list)
+
+
+def category(before: Verdict | None, after: Verdict | None) -> str | None:
+    """``lose`` (True before, not after), ``switch`` (True both times, another runtime), ``gain`` (not True
+    before, True after), or None (another change of status, reason or runtime)."""
+    was = before is not None and before.status == "True"
+    now = after is not None and after.status == "True"
+    if was and not now:
+        return "lose"
+    if was and now and before is not None and after is not None and before.runtime != after.runtime:
+        return "switch"
+    if now and not was:
+        return "gain"
+    return None
+
+
+#: How many stranded InferenceServices a denial can name at most (each takes more than 10 characters of the
+#: 1,024).
+STRANDED_LISTED = 100
+
+
+def tally(moved: Sequence[Moved], *, stranded: bool = False) -> Iterator[Tally | None]:
+    """Count ``moved`` by category and find the first of each, one group per step; the last step yields the
+    :class:`Tally`. With ``stranded``, also the first :data:`STRANDED_LISTED` "lose" InferenceServices."""
+    result = Tally()
+    lost: list[tuple[tuple[str, str], str]] = []
+    for item in moved:
+        count = len(item.keys)
+        result.moved += count
+        kind = category(item.before, item.after)
+        if kind is not None:
+            setattr(result, kind, getattr(result, kind) + count)
+            first = min((key.namespace or "", key.name) for key in item.keys)
+            known = result.first.get(kind)
+            if known is None or first < known[0]:
+                result.first[kind] = (first, item.before, item.after)
+            if kind == "lose" and stranded:
+                reason = item.after.reason if item.after is not None else ""
+                names = heapq.nsmallest(STRANDED_LISTED, ((k.namespace or "", k.name) for k in item.keys))
+                lost = heapq.nsmallest(STRANDED_LISTED, [*lost, *((name, reason) for name in names)])
+        yield None
+    result.stranded = lost
+    yield result
+
+
+def findings_involving(findings: Collection[Finding], key: ObjectKey) -> set[Finding]:
+    return {finding for finding in findings if key in finding.objects}
+
+
+class AmbiguityRun:
+    """The SIZE003 and RANK001 findings (SPEC §11) involving one changed runtime that the catalog after the
+    change has and the catalog before it does not (a finding of the same code and objects before counts as
+    had), sorted as lint sorts them: :attr:`new`, found by :meth:`steps`."""
+
+    def __init__(self, after: CatalogAfter, key: ObjectKey) -> None:
+        self.after = after
+        self.before = after.before
+        self.key = key
+        self.new: list[Finding] = []
+
+    def steps(self) -> Iterator[None]:
+        key, before = self.key, self.before
+        new_profile = self.after.runtime_changes.get(key)
+        if new_profile is None:
+            return  # a deletion adds no finding
+        old_profile = before.runtime_profile(key.kind, key.namespace, key.name)
+        after_findings: set[Finding] = set()
+        before_findings: set[Finding] = set()
+        # SIZE003: the runtime against the others of its scope that share a match key with it.
+        for profile, found in ((new_profile, after_findings), (old_profile, before_findings)):
+            if profile is None:
+                continue
+            others: dict[ObjectKey, RuntimeProfile] = {}
+            for match_key in profile.entries_by_key:
+                for other in before.runtime_profiles_of_scope_for_match_key(key.namespace, match_key):
+                    others[other.runtime.key] = other
+            found.update(overlaps_with(profile, others.values()))
+            yield
+        # RANK001: the models the runtime can rank for, in each view that sees it.
+        models: dict[ObjectKey, Model] = {}
+        for match_key in new_profile.entries_by_key:
+            for model in before.models_with_match_key(match_key):
+                if model.spec.has_format and (
+                    key.namespace is None or model.namespace in (None, key.namespace)
+                ):
+                    models[model.key] = model
+        for model in sorted(models.values(), key=lambda m: object_order(m.key)):
+            for view in self._views(model):
+                for catalog, found in ((self.after, after_findings), (before, before_findings)):
+                    tie = self._tie(catalog, model, view)
+                    if tie is not None:
+                        found.add(tie)
+                yield
+        had = {(finding.code, finding.objects) for finding in before_findings}
+        self.new = sorted(
+            (
+                finding
+                for finding in findings_involving(after_findings, key)
+                if finding.code in (Code.SIZE003, Code.RANK001) and (finding.code, finding.objects) not in had
+            ),
+            key=lambda finding: finding.order,
+        )
+
+    def _views(self, model: Model) -> list[str | None]:
+        """The scopes whose InferenceServices see both the model and the runtime: the runtime's namespace, or
+        for a ClusterServingRuntime the namespaces without ServingRuntimes (None) — a BaseModel's own
+        namespace, or for a ClusterBaseModel also each namespace with ServingRuntimes that no BaseModel of
+        the name shadows."""
+        if self.key.namespace is not None:
+            return [self.key.namespace]
+        if model.namespace is not None:
+            return [model.namespace]
+        views: list[str | None] = [None]
+        for namespace in self.before.namespaces_with_runtimes():
+            if self.before.resolve_model(namespace, model.name) is model:
+                views.append(namespace)
+        return views
+
+    def _tie(self, catalog: CatalogView, model: Model, view: str | None) -> Finding | None:
+        """RANK001 for ``model`` in ``view`` of ``catalog`` (before or after the change), from the memo's
+        rank 1 and rank 2 when it knows both, else from a ranking."""
+        profile = catalog.model_profile(model)
+        if catalog is self.before:
+            scope = view if view is not None and self.before.runtime_counts(view)[0] else None
+            found: AutoSelection | None = before_selection(self.before, scope, profile)
+        else:
+            found = catalog.auto_selections.get(view, profile, (), NO_MODES)
+        if found is not None and found.selected is None:
+            return None
+        if found is None or found.top_two is None:
+            found = auto_selection(catalog, profile, view or "")
+        top_two = found.top_two
+        return rank_tie(model, *top_two) if top_two is not None else None
