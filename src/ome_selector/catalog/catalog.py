@@ -151,6 +151,7 @@ class Catalog:
         self._groups_by_model_name: dict[str, dict[DecisionInputs, None]] = {}
         self._groups_by_runtime_name: dict[str, dict[DecisionInputs, None]] = {}
         self._models_by_match_key: dict[MatchKey, dict[ObjectKey, None]] = {}
+        self._version = 0  # every store and removal: a reader that yielded can tell nothing changed
 
     # --- construction and updates ---------------------------------------------------------------------------
 
@@ -167,6 +168,7 @@ class Catalog:
         key = resource.key
         if key in self._objects:
             self.remove(key)
+        self._version += 1
         self._objects[key] = resource
         self._counts[key.kind] += 1
         scope = key.namespace
@@ -210,6 +212,7 @@ class Catalog:
         resource = self._objects.pop(key, None)
         if resource is None:
             return None
+        self._version += 1
         self._counts[key.kind] -= 1
         scope = key.namespace
         if isinstance(resource, Runtime):
@@ -315,6 +318,11 @@ class Catalog:
     def namespaces_with_runtimes(self) -> list[str]:
         """The namespaces that have ServingRuntimes."""
         return [scope for scope in self._runtimes if scope is not None]
+
+    @property
+    def version(self) -> int:
+        """A number that grows with every object stored or removed."""
+        return self._version
 
     @property
     def runtimes_stamp(self) -> int:

@@ -35,6 +35,7 @@ from ome_selector.api.resources import (
 )
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.review.lint import Code, Finding, object_order, overlaps_with, rank_tie
+from ome_selector.selection import messages
 from ome_selector.selection.inheritance import RuntimeLookup
 from ome_selector.selection.memo import AutoSelection, AutoSelectionMemo, RuntimeChange, replay
 from ome_selector.selection.outcome import DecisionInputs, Outcome, auto_selection, evaluate
@@ -424,14 +425,15 @@ def tally(moved: Sequence[Moved], *, stranded: bool = False) -> Iterator[Tally |
         kind = category(item.before, item.after)
         if kind is not None:
             setattr(result, kind, getattr(result, kind) + count)
-            first = min((key.namespace or "", key.name) for key in item.keys)
-            known = result.first.get(kind)
+        first = min((key.namespace or "", key.name) for key in item.keys)
+        for where in (kind or "other", "other"):
+            known = result.first.get(where)
             if known is None or first < known[0]:
-                result.first[kind] = (first, item.before, item.after)
-            if kind == "lose" and stranded:
-                reason = item.after.reason if item.after is not None else ""
-                names = heapq.nsmallest(STRANDED_LISTED, ((k.namespace or "", k.name) for k in item.keys))
-                lost = heapq.nsmallest(STRANDED_LISTED, [*lost, *((name, reason) for name in names)])
+                result.first[where] = (first, item.before, item.after)
+        if kind == "lose" and stranded:
+            reason = item.after.reason if item.after is not None else ""
+            names = heapq.nsmallest(STRANDED_LISTED, ((k.namespace or "", k.name) for k in item.keys))
+            lost = heapq.nsmallest(STRANDED_LISTED, [*lost, *((name, reason) for name in names)])
         yield None
     result.stranded = lost
     yield result
@@ -525,3 +527,151 @@ class AmbiguityRun:
             found = auto_selection(catalog, profile, view or "")
         top_two = found.top_two
         return rank_tie(model, *top_two) if top_two is not None else None
+
+
+# --- the admission review (SPEC §12)
+# -------------------------------------------------------------------------------
+
+#: The annotation that lets a change through protection (SPEC §12).
+ALLOW_DISRUPTION_ANNOTATION = "ome-selector.ome.io/allow-disruption"
+#: The warning of a review that did not finish within the admission budget (SPEC §12).
+NOT_COMPUTED = (
+    "the impact of this change was not computed within the admission budget; see kubectl ome runtime what-if"
+)
+#: Ambiguity warnings at most per review (SPEC §12).
+MAX_AMBIGUITY_WARNINGS = 3
+_CATEGORIES = ("lose", "switch", "gain")
+
+
+def _runtime_text(found: Verdict | None) -> str:
+    return found.runtime if found is not None and found.runtime is not None else "none"
+
+
+def impact_warning(counted: Tally) -> str:
+    """`this change moves <n> InferenceService(s): <l> lose their runtime, <k> switch runtime, <g> gain one
+    (e.g. <ns>/<name>: <before> → <after>); see kubectl ome runtime what-if`, categories with 0 left out,
+    cut to 256 characters (SPEC §12). A change that moves InferenceServices in none of the three categories
+    (a reason that changes, status and runtime kept) has no list, and its example is the first moved."""
+    parts = [
+        text
+        for count, text in (
+            (counted.lose, f"{counted.lose} lose their runtime"),
+            (counted.switch, f"{counted.switch} switch runtime"),
+            (counted.gain, f"{counted.gain} gain one"),
+        )
+        if count
+    ]
+    kind = next((kind for kind in (*_CATEGORIES, "other") if kind in counted.first), None)
+    example = ""
+    if kind is not None:
+        (namespace, name), before, after = counted.first[kind]
+        example = f" (e.g. {namespace}/{name}: {_runtime_text(before)} → {_runtime_text(after)})"
+    listed = f": {', '.join(parts)}" if parts else ""
+    moves = f"this change moves {counted.moved} InferenceService(s)"
+    text = f"{moves}{listed}{example}; see kubectl ome runtime what-if"
+    return messages.admission_warning(messages.escape_controls(text))
+
+
+def protection_denial(counted: Tally, kind: Kind) -> str:
+    """`this change leaves <l> InferenceService(s) without a runtime: <ns>/<name> (<after reason>); …;
+    annotate the <Kind> with ome-selector.ome.io/allow-disruption: "true" to apply it anyway`, entries by
+    namespace and name: as many as 1,024 characters hold with the end kept, then `…` (SPEC §12)."""
+    head = f"this change leaves {counted.lose} InferenceService(s) without a runtime: "
+    tail = f'; annotate the {kind.value} with {ALLOW_DISRUPTION_ANNOTATION}: "true" to apply it anyway'
+    room = messages.MESSAGE_LIMIT - len(head) - len(tail)
+    entries: list[str] = []
+    for (namespace, name), reason in counted.stranded:
+        entry = messages.escape_controls(f"{namespace}/{name} ({reason})")
+        last = len(entries) + 1 == counted.lose
+        # Room for this entry, and for "; …" after it unless it is the last.
+        if len("; ".join([*entries, entry])) + (0 if last else 3) > room:
+            break
+        entries.append(entry)
+    if len(entries) < counted.lose:
+        entries.append(messages.ELLIPSIS)
+    return messages.truncate(head + "; ".join(entries) + tail)
+
+
+def ambiguity_warning(finding: Finding) -> str:
+    """`<code>: <finding message>`, cut to 256 characters (SPEC §12)."""
+    return messages.admission_warning(messages.escape_controls(f"{finding.code.value}: {finding.message}"))
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewResult:
+    """What a review answers: its warnings, the denial's message (None: allowed), and its outcome for the
+    metrics (one of :data:`REVIEW_OUTCOMES`)."""
+
+    warnings: tuple[str, ...] = ()
+    denial: str | None = None
+    outcome: str = "unchanged"
+
+
+#: Review outcomes (a metric label: a fixed set).
+REVIEW_OUTCOMES = (
+    "unchanged",
+    "moved",
+    "not_computed",
+    "denied_protection",
+    "denied_ambiguity",
+    "allowed_disruption",
+)
+NOT_COMPUTED_RESULT = ReviewResult(warnings=(NOT_COMPUTED,), outcome="not_computed")
+
+
+class CatalogReview:
+    """The SPEC §12 review of one catalog object stored (``resource``) or deleted (None) under ``key``,
+    against ``before`` (the live catalog). ``warn``: the impact and ambiguity warnings; ``protect``: deny a
+    change that strands InferenceServices that are ``True`` now, unless ``allow_disruption``;
+    ``deny_ambiguous``: deny a runtime change that adds a SIZE003 or RANK001 finding involving it."""
+
+    def __init__(
+        self,
+        before: Catalog,
+        key: ObjectKey,
+        resource: Resource | None,
+        *,
+        warn: bool = True,
+        protect: bool = False,
+        allow_disruption: bool = False,
+        deny_ambiguous: bool = False,
+        lookup: RuntimeLookup = RuntimeLookup.V1_3,
+    ) -> None:
+        self.key = key
+        self.warn, self.protect, self.allow_disruption = warn, protect, allow_disruption
+        self.deny_ambiguous = deny_ambiguous
+        self.impact = ImpactRun(before, {key: resource}, lookup=lookup)
+        self.result = ReviewResult()
+
+    def steps(self) -> Iterator[None]:
+        """The work, a little per step; :attr:`result` is set after the last."""
+        key = self.key
+        warnings: list[str] = []
+        denial: str | None = None
+        outcome = "unchanged"
+        if self.warn or self.protect:
+            yield from self.impact.steps()
+            counted = Tally()
+            for step in tally(self.impact.moved, stranded=self.protect):
+                if step is not None:
+                    counted = step
+                yield
+            if counted.moved:
+                outcome = "moved"
+                if self.warn:
+                    warnings.append(impact_warning(counted))
+                if self.protect and counted.lose:
+                    if self.allow_disruption:
+                        outcome = "allowed_disruption"
+                    else:
+                        denial, outcome = protection_denial(counted, key.kind), "denied_protection"
+        runtime = key.kind in (Kind.SERVING_RUNTIME, Kind.CLUSTER_SERVING_RUNTIME)
+        if runtime and (self.warn or self.deny_ambiguous) and self.impact.changes.get(key) is not None:
+            ambiguity = AmbiguityRun(self.impact.after, key)
+            yield from ambiguity.steps()
+            found = [ambiguity_warning(finding) for finding in ambiguity.new[:MAX_AMBIGUITY_WARNINGS]]
+            if found:
+                warnings.extend(found)
+                if self.deny_ambiguous and denial is None:
+                    denial, outcome = messages.truncate("; ".join(found)), "denied_ambiguity"
+        self.result = ReviewResult(tuple(warnings), denial, outcome)
