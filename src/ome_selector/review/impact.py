@@ -18,6 +18,7 @@ under a deadline. :class:`AmbiguityRun` is the SIZE003/RANK001 part of SPEC §12
 
 from __future__ import annotations
 
+import functools
 import heapq
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from ome_selector.api.resources import (
     InferenceService,
     Kind,
     Model,
+    ModelSpec,
     ObjectKey,
     Resource,
     Runtime,
@@ -37,9 +39,11 @@ from ome_selector.catalog.catalog import Catalog
 from ome_selector.review.lint import Code, Finding, object_order, overlaps_with, rank_tie
 from ome_selector.selection import messages
 from ome_selector.selection.inheritance import RuntimeLookup
+from ome_selector.selection.matcher import check
 from ome_selector.selection.memo import AutoSelection, AutoSelectionMemo, RuntimeChange, replay
 from ome_selector.selection.outcome import DecisionInputs, Outcome, auto_selection, evaluate
 from ome_selector.selection.profiles import MatchKey, ModelProfile, RuntimeProfile
+from ome_selector.selection.ranking import rank_key
 from ome_selector.selection.view import CatalogView
 
 __all__ = [
@@ -291,6 +295,9 @@ class ImpactRun:
         #: How many InferenceServices were judged (each group counts its members).
         self.judged = 0
         self._groups: dict[DecisionInputs, None] = {}
+        self._verdicts: dict[tuple[object, ...], Verdict | None] = {}
+        self._specs: dict[ModelSpec, int] = {}
+        self._models: dict[ObjectKey, tuple[Model, int]] = {}
 
     def _wanted(self, inputs: DecisionInputs) -> bool:
         return self.namespaces is None or inputs.namespace in self.namespaces
@@ -305,7 +312,7 @@ class ImpactRun:
             if not keys:
                 continue
             isvc = self.before.inference_service(keys[0])
-            old, new = verdict(self.before, isvc, self.lookup), verdict(self.after, isvc, self.lookup)
+            old, new = self._verdict(self.before, inputs, isvc), self._verdict(self.after, inputs, isvc)
             if old is None and new is None:
                 continue
             self.judged += len(keys)
@@ -327,6 +334,40 @@ class ImpactRun:
             if old_verdict != new_verdict:
                 self.moved.append(Moved(old_verdict, new_verdict, (key,)))
             yield
+
+    def _verdict(
+        self, catalog: CatalogView, inputs: DecisionInputs, isvc: InferenceService | None
+    ) -> Verdict | None:
+        """The verdict of the group ``inputs`` (``isvc`` one of it) in ``catalog``. Auto-selection reads only
+        the model's spec, the scope of its memo, the accelerator classes and the modes (SPEC §4; the name only
+        goes into the no-runtime message): groups alike in those, in many namespaces or of many models of one
+        spec, share one evaluation."""
+        if inputs.runtime_name is not None or inputs.model_name is None:
+            return verdict(catalog, isvc, self.lookup)
+        model = catalog.resolve_model(inputs.namespace, inputs.model_name)
+        scope = inputs.namespace if catalog.runtime_counts(inputs.namespace)[0] else None
+        alike = (
+            catalog is self.after,
+            self._spec_token(model),
+            scope,
+            inputs.accelerator_classes,
+            inputs.deployment_modes,
+        )
+        if alike in self._verdicts:
+            return self._verdicts[alike]
+        found = self._verdicts[alike] = verdict(catalog, isvc, self.lookup)
+        return found
+
+    def _spec_token(self, model: Model | None) -> int:
+        """A number per distinct model spec (0: no model), the spec hashed once per model object."""
+        if model is None:
+            return 0
+        kept = self._models.get(model.key)
+        if kept is not None and kept[0] is model:
+            return kept[1]
+        token = self._specs.setdefault(model.spec, len(self._specs) + 1)
+        self._models[model.key] = (model, token)
+        return token
 
     def _add(self, groups: Collection[DecisionInputs], namespace: str | None, auto_only: bool) -> None:
         for inputs in groups:
@@ -415,44 +456,65 @@ STRANDED_LISTED = 100
 
 
 def tally(moved: Sequence[Moved], *, stranded: bool = False) -> Iterator[Tally | None]:
-    """Count ``moved`` by category and find the first of each, one group per step; the last step yields the
-    :class:`Tally`. With ``stranded``, also the first :data:`STRANDED_LISTED` "lose" InferenceServices."""
+    """Count ``moved`` by category and find the first of each (by namespace, then name: only the groups of
+    the first namespace are searched), one group per step; the last step yields the :class:`Tally`. With
+    ``stranded``, also the first :data:`STRANDED_LISTED` "lose" InferenceServices."""
     result = Tally()
     lost: list[tuple[tuple[str, str], str]] = []
+    firsts: dict[str, list[Moved]] = {}
     for item in moved:
         count = len(item.keys)
         result.moved += count
         kind = category(item.before, item.after)
         if kind is not None:
             setattr(result, kind, getattr(result, kind) + count)
-        first = min((key.namespace or "", key.name) for key in item.keys)
-        for where in (kind or "other", "other"):
-            known = result.first.get(where)
-            if known is None or first < known[0]:
-                result.first[where] = (first, item.before, item.after)
+        namespace = item.keys[0].namespace or ""
+        for where in {kind or "other", "other"}:
+            known = firsts.get(where)
+            if known is None or namespace < (known[0].keys[0].namespace or ""):
+                firsts[where] = [item]
+            elif namespace == (known[0].keys[0].namespace or ""):
+                known.append(item)
         if kind == "lose" and stranded:
             reason = item.after.reason if item.after is not None else ""
-            names = heapq.nsmallest(STRANDED_LISTED, ((k.namespace or "", k.name) for k in item.keys))
-            lost = heapq.nsmallest(STRANDED_LISTED, [*lost, *((name, reason) for name in names)])
+            least_ones = heapq.nsmallest(STRANDED_LISTED, item.keys)
+            names = [((k.namespace or "", k.name), reason) for k in least_ones]
+            lost = heapq.nsmallest(STRANDED_LISTED, [*lost, *names])
+        yield None
+    for where, items in firsts.items():
+        best: tuple[tuple[str, str], Moved] | None = None
+        for item in items:
+            least = min(item.keys)  # one kind and one namespace per group: by name
+            first = (least.namespace or "", least.name)
+            if best is None or first < best[0]:
+                best = (first, item)
+        if best is not None:
+            result.first[where] = (best[0], best[1].before, best[1].after)
         yield None
     result.stranded = lost
     yield result
 
 
-def findings_involving(findings: Collection[Finding], key: ObjectKey) -> set[Finding]:
-    return {finding for finding in findings if key in finding.objects}
+#: Runtimes compared per step (SIZE003).
+_CHUNK = 100
 
 
 class AmbiguityRun:
     """The SIZE003 and RANK001 findings (SPEC §11) involving one changed runtime that the catalog after the
     change has and the catalog before it does not (a finding of the same code and objects before counts as
-    had), sorted as lint sorts them: :attr:`new`, found by :meth:`steps`."""
+    had): :attr:`new`, the first :attr:`limit` of them as lint sorts findings, found by :meth:`steps`. Lint's
+    own rules decide (:func:`~.lint.overlaps_with`, :func:`~.lint.rank_tie`); only the findings shown are
+    written out."""
 
-    def __init__(self, after: CatalogAfter, key: ObjectKey) -> None:
+    def __init__(self, after: CatalogAfter, key: ObjectKey, limit: int = 3) -> None:
         self.after = after
         self.before = after.before
         self.key = key
+        self.limit = limit
         self.new: list[Finding] = []
+        self._ties: dict[tuple[object, ...], tuple[ObjectKey, ObjectKey] | None] = {}
+        self._specs: dict[ModelSpec, int] = {}
+        self._models: dict[ObjectKey, tuple[Model, int]] = {}
 
     def steps(self) -> Iterator[None]:
         key, before = self.key, self.before
@@ -460,19 +522,11 @@ class AmbiguityRun:
         if new_profile is None:
             return  # a deletion adds no finding
         old_profile = before.runtime_profile(key.kind, key.namespace, key.name)
-        after_findings: set[Finding] = set()
-        before_findings: set[Finding] = set()
-        # SIZE003: the runtime against the others of its scope that share a match key with it.
-        for profile, found in ((new_profile, after_findings), (old_profile, before_findings)):
-            if profile is None:
-                continue
-            others: dict[ObjectKey, RuntimeProfile] = {}
-            for match_key in profile.entries_by_key:
-                for other in before.runtime_profiles_of_scope_for_match_key(key.namespace, match_key):
-                    others[other.runtime.key] = other
-            found.update(overlaps_with(profile, others.values()))
-            yield
-        # RANK001: the models the runtime can rank for, in each view that sees it.
+        # Each candidate: its sort order (code, objects) and how to write it.
+        candidates: list[
+            tuple[tuple[str, tuple[tuple[str, str, str], ...]], Callable[[], Finding | None]]
+        ] = []
+        # RANK001: the models the runtime can rank for, in each view that sees it, judged once per spec.
         models: dict[ObjectKey, Model] = {}
         for match_key in new_profile.entries_by_key:
             for model in before.models_with_match_key(match_key):
@@ -480,22 +534,53 @@ class AmbiguityRun:
                     key.namespace is None or model.namespace in (None, key.namespace)
                 ):
                     models[model.key] = model
-        for model in sorted(models.values(), key=lambda m: object_order(m.key)):
+        for model in models.values():
             for view in self._views(model):
-                for catalog, found in ((self.after, after_findings), (before, before_findings)):
-                    tie = self._tie(catalog, model, view)
-                    if tie is not None:
-                        found.add(tie)
-                yield
-        had = {(finding.code, finding.objects) for finding in before_findings}
-        self.new = sorted(
-            (
-                finding
-                for finding in findings_involving(after_findings, key)
-                if finding.code in (Code.SIZE003, Code.RANK001) and (finding.code, finding.objects) not in had
-            ),
-            key=lambda finding: finding.order,
-        )
+                pair = self._tie(self.after, model, view)
+                if pair is not None and self._tie(before, model, view) != pair:
+                    objects = tuple(sorted((model.key, *pair), key=object_order))
+                    order = (Code.RANK001.value, tuple(object_order(k) for k in objects))
+                    candidates.append((order, functools.partial(self._rank_finding, model, view)))
+            yield
+        # SIZE003: the runtime against the others of its scope that share a match key with it.
+        paired: list[dict[ObjectKey, Callable[[], Finding]]] = []
+        for profile in (new_profile, old_profile):
+            others: dict[ObjectKey, RuntimeProfile] = {}
+            if profile is not None:
+                for match_key in profile.entries_by_key:
+                    for other in before.runtime_profiles_of_scope_for_match_key(key.namespace, match_key):
+                        others[other.runtime.key] = other
+            found: dict[ObjectKey, Callable[[], Finding]] = {}
+            if profile is not None:
+                listed = list(others.values())
+                for start in range(0, len(listed), _CHUNK):  # a step at most _CHUNK runtimes long
+                    found.update(overlaps_with(profile, listed[start : start + _CHUNK]))
+                    yield
+            paired.append(found)
+        for other_key, write_overlap in paired[0].items():
+            if other_key not in paired[1]:
+                objects = tuple(sorted((key, other_key), key=object_order))
+                candidates.append(
+                    ((Code.SIZE003.value, tuple(object_order(k) for k in objects)), write_overlap)
+                )
+        candidates.sort(key=lambda candidate: candidate[0])
+        for _, write in candidates[: self.limit]:
+            finding = write()
+            if finding is not None:
+                self.new.append(finding)
+
+    def _spec_token(self, model: Model) -> int:
+        kept = self._models.get(model.key)
+        if kept is not None and kept[0] is model:
+            return kept[1]
+        token = self._specs.setdefault(model.spec, len(self._specs) + 1)
+        self._models[model.key] = (model, token)
+        return token
+
+    def _rank_finding(self, model: Model, view: str | None) -> Finding | None:
+        found = self._selection(self.after, model, view)
+        top_two = found.top_two if found is not None else None
+        return rank_tie(model, *top_two) if top_two is not None else None
 
     def _views(self, model: Model) -> list[str | None]:
         """The scopes whose InferenceServices see both the model and the runtime: the runtime's namespace, or
@@ -512,21 +597,52 @@ class AmbiguityRun:
                 views.append(namespace)
         return views
 
-    def _tie(self, catalog: CatalogView, model: Model, view: str | None) -> Finding | None:
-        """RANK001 for ``model`` in ``view`` of ``catalog`` (before or after the change), from the memo's
-        rank 1 and rank 2 when it knows both, else from a ranking."""
+    def _selection(self, catalog: CatalogView, model: Model, view: str | None) -> AutoSelection | None:
+        """Auto-selection for ``model`` in ``view`` of ``catalog`` (before or after the change), with rank 2
+        known (ranked again only when the memo does not know it)."""
         profile = catalog.model_profile(model)
         if catalog is self.before:
             scope = view if view is not None and self.before.runtime_counts(view)[0] else None
             found: AutoSelection | None = before_selection(self.before, scope, profile)
         else:
             found = catalog.auto_selections.get(view, profile, (), NO_MODES)
-        if found is not None and found.selected is None:
-            return None
-        if found is None or found.top_two is None:
-            found = auto_selection(catalog, profile, view or "")
-        top_two = found.top_two
-        return rank_tie(model, *top_two) if top_two is not None else None
+        if found is not None and (found.selected is None or found.top_two is not None):
+            return found
+        if found is not None and found.selected is not None:
+            # Rank 2 unknown. A tie involving the runtime has it first, or second on the winner's score,
+            # scope and distance: otherwise there is nothing to rank.
+            selected = found.selected
+            mine = self.after.runtime_changes.get(self.key) if catalog is self.after else None
+            if catalog is self.before:
+                mine = self.before.runtime_profile(self.key.kind, self.key.namespace, self.key.name)
+            if selected.profile.runtime.key != self.key:
+                if mine is None:
+                    return found
+                challenger = check(mine, profile, (), NO_MODES)
+                if challenger.failed is not None or rank_key(challenger)[:3] != rank_key(selected)[:3]:
+                    return found
+        return auto_selection(catalog, profile, view or "")
+
+    def _tie(
+        self, catalog: CatalogView, model: Model, view: str | None
+    ) -> tuple[ObjectKey, ObjectKey] | None:
+        """The two runtimes of a RANK001 tie involving the runtime for ``model`` in ``view`` of ``catalog``,
+        None when there is none. Whether rank 1 and 2 tie depends on the model's spec only: judged once per
+        spec and view."""
+        alike = (catalog is self.after, view, self._spec_token(model))
+        if alike in self._ties:
+            return self._ties[alike]
+        pair: tuple[ObjectKey, ObjectKey] | None = None
+        found = self._selection(catalog, model, view)
+        top_two = found.top_two if found is not None else None
+        second = top_two[1] if top_two is not None else None
+        if top_two is not None and second is not None:
+            first = top_two[0]
+            keys = (first.profile.runtime.key, second.profile.runtime.key)
+            if self.key in keys and rank_key(first)[:3] == rank_key(second)[:3]:
+                pair = keys
+        self._ties[alike] = pair
+        return pair
 
 
 # --- the admission review (SPEC §12)
@@ -667,9 +783,9 @@ class CatalogReview:
                         denial, outcome = protection_denial(counted, key.kind), "denied_protection"
         runtime = key.kind in (Kind.SERVING_RUNTIME, Kind.CLUSTER_SERVING_RUNTIME)
         if runtime and (self.warn or self.deny_ambiguous) and self.impact.changes.get(key) is not None:
-            ambiguity = AmbiguityRun(self.impact.after, key)
+            ambiguity = AmbiguityRun(self.impact.after, key, MAX_AMBIGUITY_WARNINGS)
             yield from ambiguity.steps()
-            found = [ambiguity_warning(finding) for finding in ambiguity.new[:MAX_AMBIGUITY_WARNINGS]]
+            found = [ambiguity_warning(finding) for finding in ambiguity.new]
             if found:
                 warnings.extend(found)
                 if self.deny_ambiguous and denial is None:

@@ -36,7 +36,8 @@ models and InferenceServices, lint reads it only through
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import functools
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from fractions import Fraction
@@ -427,29 +428,37 @@ def _overlap_findings(profiles: Sequence[RuntimeProfile]) -> Iterator[Finding]:
                     yield _overlap_finding(a, b)
 
 
-def overlaps_with(profile: RuntimeProfile, others: Iterable[RuntimeProfile]) -> set[Finding]:
-    """The SIZE003 findings that pair ``profile`` with one of ``others`` (runtimes of its scope): what
-    :func:`lint` reports for those pairs, for the admission review of one runtime change (SPEC §12)."""
+def overlaps_with(
+    profile: RuntimeProfile, others: Iterable[RuntimeProfile]
+) -> dict[ObjectKey, Callable[[], Finding]]:
+    """The runtimes of ``others`` (of ``profile``'s scope) that SIZE003 pairs with ``profile``, each with how
+    to write that finding (as :func:`lint` reports the pair): for the admission review of one runtime change
+    (SPEC §12), which writes only the findings it shows."""
     own = list(_auto_entries(profile))
+    found: dict[ObjectKey, Callable[[], Finding]] = {}
     if not own:
-        return set()
-    found: set[Finding] = set()
+        return found
+    buckets = {_bucket(auto) for auto in own}
     for other in others:
-        if other.runtime.key == profile.runtime.key:
+        if other.runtime.key == profile.runtime.key or not _ranges_overlap(profile, other):
             continue
         for theirs in _auto_entries(other):
-            pair = [(auto, theirs) for auto in own if _bucket(auto) == _bucket(theirs)]
-            for mine, candidate in pair:
-                if not _ranges_overlap(mine.profile, candidate.profile):
-                    continue
-                a, b = sorted((mine, candidate), key=lambda auto: object_order(auto.key))
-                if _entries_overlap(a, b):
-                    found.add(_overlap_finding(a, b))
-                    break
-            else:
+            if _bucket(theirs) not in buckets:
                 continue
-            break
+            pair = _overlapping_pair(own, theirs)
+            if pair is not None:
+                found[other.runtime.key] = functools.partial(_overlap_finding, *pair)
+                break
     return found
+
+
+def _overlapping_pair(own: Sequence[_AutoEntry], theirs: _AutoEntry) -> tuple[_AutoEntry, _AutoEntry] | None:
+    for mine in own:
+        if _bucket(mine) == _bucket(theirs):
+            a, b = sorted((mine, theirs), key=lambda auto: object_order(auto.key))
+            if _entries_overlap(a, b):
+                return a, b
+    return None
 
 
 def _ranges_overlap(a: RuntimeProfile, b: RuntimeProfile) -> bool:
