@@ -5,6 +5,7 @@ what-if is the same implementation)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -34,7 +35,7 @@ SEE = "; see kubectl ome runtime what-if"
 
 
 def review(
-    before: list[Resource], changed: Resource | None, key: ObjectKey | None = None, **kw: Any
+    before: Sequence[Resource], changed: Resource | None, key: ObjectKey | None = None, **kw: Any
 ) -> ReviewResult:
     """The review of storing ``changed``, or (None) of deleting ``key``."""
     target = key if key is not None else changed.key if changed is not None else None
@@ -60,7 +61,8 @@ def test_a_new_runtime_that_wins_switches_the_inference_services() -> None:
     result = review([old, model(), *services("b", "a")], new)
     assert result == ReviewResult(
         (
-            "this change moves 2 InferenceService(s): 2 switch runtime (e.g. ns/a: ClusterServingRuntime/old → "
+            "this change moves 2 InferenceService(s): 2 switch runtime "
+            "(e.g. ns/a: ClusterServingRuntime/old → "
             f"ClusterServingRuntime/new){SEE}",
             "SIZE003: ClusterServingRuntime new (any size) and ClusterServingRuntime old (any size) both "
             "auto-select mt:safetensors models in overlapping size ranges; make the ranges disjoint, or turn "
@@ -75,11 +77,13 @@ def test_deleting_the_only_runtime_loses_and_creating_one_gains() -> None:
     only = csr("only")
     lost = review([only, model(), *services("z", "y")], None, key=only.key)
     assert lost.warnings == (
-        f"this change moves 2 InferenceService(s): 2 lose their runtime (e.g. ns/y: ClusterServingRuntime/only → none){SEE}",
+        f"this change moves 2 InferenceService(s): 2 lose their "
+        f"runtime (e.g. ns/y: ClusterServingRuntime/only → none){SEE}",
     )
     gained = review([model(), *services("z")], only)
     assert gained.warnings == (
-        f"this change moves 1 InferenceService(s): 1 gain one (e.g. ns/z: none → ClusterServingRuntime/only){SEE}",
+        f"this change moves 1 InferenceService(s): 1 gain one (e.g. "
+        f"ns/z: none → ClusterServingRuntime/only){SEE}",
     )
 
 
@@ -176,7 +180,8 @@ def test_the_denial_holds_1024_characters_and_keeps_its_end() -> None:
     assert len(denial) <= 1024
     assert denial.startswith(f"this change leaves 60 InferenceService(s) without a runtime: ns/{names[0]} (")
     assert denial.endswith(
-        '; …; annotate the ClusterServingRuntime with ome-selector.ome.io/allow-disruption: "true" to apply it '
+        "; …; annotate the ClusterServingRuntime with "
+        'ome-selector.ome.io/allow-disruption: "true" to apply it '
         "anyway"
     )
 
@@ -193,8 +198,10 @@ def test_an_overlapping_runtime_is_warned_with_lints_own_text() -> None:
     b = csr("b", "5B", "20B")
     result = review([a], b, warn=True)
     expected = (
-        "SIZE003: ClusterServingRuntime a ([1B, 10B]) and ClusterServingRuntime b ([5B, 20B]) both auto-select "
-        "mt:safetensors models in overlapping size ranges; make the ranges disjoint, or turn autoSelect off on one "
+        "SIZE003: ClusterServingRuntime a ([1B, 10B]) and "
+        "ClusterServingRuntime b ([5B, 20B]) both auto-select "
+        "mt:safetensors models in overlapping size ranges; make the "
+        "ranges disjoint, or turn autoSelect off on one "
         "of them"
     )
     assert result.warnings == (expected,)
@@ -206,7 +213,8 @@ def test_a_tie_the_runtime_brings_is_warned_and_one_it_had_is_not() -> None:
     m = model("m", size="7B")
     result = review([a, m], b)
     expected = (
-        "RANK001: ClusterBaseModel m (7B): ClusterServingRuntime a and ClusterServingRuntime b tie on score 1 "
+        "RANK001: ClusterBaseModel m (7B): ClusterServingRuntime a "
+        "and ClusterServingRuntime b tie on score 1 "
         "and size distance, so the name picks a; raise the priority of the one that should serve it, or give "
         "them different modelSizeRanges"
     )
@@ -251,14 +259,16 @@ def test_past_the_budget_the_review_says_not_computed_and_never_denies() -> None
     )
     assert result == ReviewResult((NOT_COMPUTED,), None, "not_computed")
     assert NOT_COMPUTED == (
-        "the impact of this change was not computed within the admission budget; see kubectl ome runtime what-if"
+        "the impact of this change was not computed within the "
+        "admission budget; see kubectl ome runtime what-if"
     )
 
 
 @pytest.mark.parametrize(
     "body",
     [
-        {"apiVersion": "ome.io/v1beta1", "kind": "ClusterServingRuntime", "metadata": {"name": "x"}, "spec": 7},
+        {"apiVersion": "ome.io/v1beta1", "kind": "ClusterServingRuntime", "metadata": {"name": "x"},
+         "spec": 7},
         {"apiVersion": "ome.io/v1beta1", "kind": "ClusterServingRuntime", "metadata": {"name": "x"},
          "spec": {"supportedModelFormats": "not a list"}},
     ],
