@@ -612,6 +612,7 @@ class AdmissionHandlers:
             operation: str = "",
             subresource: str | None = None,
             dryrun: bool = False,
+            userinfo: Mapping[str, Any] | None = None,
             **_: Any,
         ) -> None:
             if self.config.noop or subresource:
@@ -629,6 +630,7 @@ class AdmissionHandlers:
                         config=self.config,
                         lookup=self.runtime_lookup,
                         metrics=self.review_metrics,
+                        username=(userinfo or {}).get("username"),
                     )
                     if review is not None:
                         decision = Decision(

@@ -34,6 +34,13 @@ __all__ = ["CATALOG_KINDS", "TURN_SECONDS", "CatalogReviewMetrics", "review_cata
 
 #: The kinds whose changes are reviewed.
 CATALOG_KINDS = (Kind.BASE_MODEL, Kind.CLUSTER_BASE_MODEL, Kind.SERVING_RUNTIME, Kind.CLUSTER_SERVING_RUNTIME)
+#: Who deletes objects for Kubernetes itself: a namespace being deleted, owners gone.
+SYSTEM_DELETERS = frozenset(
+    {
+        "system:serviceaccount:kube-system:namespace-controller",
+        "system:serviceaccount:kube-system:generic-garbage-collector",
+    }
+)
 #: Longest the review holds the loop before letting it run (SPEC §12: never over 50 ms).
 TURN_SECONDS = 0.005
 
@@ -80,9 +87,12 @@ async def review_catalog_change(
     config: WebhookConfig,
     lookup: RuntimeLookup = RuntimeLookup.V1_3,
     metrics: CatalogReviewMetrics | None = None,
+    username: str | None = None,
 ) -> ReviewResult | None:
     """The SPEC §12 answer for a CREATE, UPDATE or DELETE of ``kind``; None when there is nothing to review
-    (every part off, or an object the product cannot read: §7's warnings only)."""
+    (every part off, or an object the product cannot read: §7's warnings only). ``username`` is who asks:
+    protection never denies the deletions of the namespace controller and the garbage collector (a namespace
+    being deleted would otherwise stay Terminating)."""
     if not (config.catalog_impact or config.protect_inference_services or config.deny_ambiguous_runtimes):
         return None
     deleting = operation == "DELETE"
@@ -96,7 +106,7 @@ async def review_catalog_change(
         resource.key,
         None if deleting else resource,
         warn=config.catalog_impact,
-        protect=config.protect_inference_services,
+        protect=config.protect_inference_services and not (deleting and username in SYSTEM_DELETERS),
         allow_disruption=annotations.get(ALLOW_DISRUPTION_ANNOTATION) == "true",
         deny_ambiguous=config.deny_ambiguous_runtimes,
         lookup=lookup,

@@ -377,3 +377,32 @@ def test_the_groups_move_exactly_what_evaluating_everything_moves(
     run_to_end(run.steps())
     found = {k: (m.before, m.after) for m in run.moved for k in m.keys}
     assert found == _brute_force(stored, key, after_object)
+
+
+@pytest.mark.parametrize(
+    ("username", "denied"),
+    [
+        ("alice", True),
+        ("system:serviceaccount:kube-system:namespace-controller", False),
+        ("system:serviceaccount:kube-system:generic-garbage-collector", False),
+    ],
+)
+def test_protection_never_blocks_kubernetes_own_deletions(username: str, denied: bool) -> None:
+    only = csr("only")
+    live = catalog(only, model(), *services("a"))
+    body = runtime_doc("only", entry())
+    config = WebhookConfig(protect_inference_services=True)
+    result = asyncio.run(
+        review_catalog_change(
+            live,
+            Kind.CLUSTER_SERVING_RUNTIME,
+            body,
+            body,
+            operation="DELETE",
+            config=config,
+            username=username,
+        )
+    )
+    assert result is not None
+    assert (result.denial is not None) is denied
+    assert result.warnings[0].startswith("this change moves 1 InferenceService(s): 1 lose their runtime")
