@@ -563,8 +563,9 @@ class AmbiguityRun:
                 candidates.append(
                     ((Code.SIZE003.value, tuple(object_order(k) for k in objects)), write_overlap)
                 )
-        candidates.sort(key=lambda candidate: candidate[0])
-        for _, write in candidates[: self.limit]:
+        # A finding several views share (a ClusterBaseModel seen from many namespaces) is one finding, as in lint.
+        unique = dict(sorted(candidates, key=lambda candidate: candidate[0], reverse=True))
+        for _, write in sorted(unique.items())[: self.limit]:
             finding = write()
             if finding is not None:
                 self.new.append(finding)

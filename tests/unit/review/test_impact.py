@@ -406,3 +406,12 @@ def test_protection_never_blocks_kubernetes_own_deletions(username: str, denied:
     assert result is not None
     assert (result.denial is not None) is denied
     assert result.warnings[0].startswith("this change moves 1 InferenceService(s): 1 lose their runtime")
+
+
+def test_a_tie_seen_from_several_namespaces_is_one_warning() -> None:
+    # The ClusterBaseModel is seen from the namespaces without ServingRuntimes and from NS, which has one
+    # (of another format): the same RANK001 finding from both views is warned about once.
+    a, b = csr("a"), csr("b")
+    local = runtime("local", entry("onnx"), namespace=NS)
+    result = review([a, local, model("m", size="7B")], b)
+    assert [w[:8] for w in result.warnings] == ["RANK001:", "SIZE003:"]
