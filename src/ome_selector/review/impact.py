@@ -563,7 +563,7 @@ class AmbiguityRun:
                 candidates.append(
                     ((Code.SIZE003.value, tuple(object_order(k) for k in objects)), write_overlap)
                 )
-        # A finding several views share (a ClusterBaseModel seen from many namespaces) is one finding, as in lint.
+        # A finding several views share (a ClusterBaseModel seen from many namespaces) is one, as in lint.
         unique = dict(sorted(candidates, key=lambda candidate: candidate[0], reverse=True))
         for _, write in sorted(unique.items())[: self.limit]:
             finding = write()
