@@ -542,27 +542,37 @@ class AmbiguityRun:
                     order = (Code.RANK001.value, tuple(object_order(k) for k in objects))
                     candidates.append((order, functools.partial(self._rank_finding, model, view)))
             yield
-        # SIZE003: the runtime against the others of its scope that share a match key with it.
-        paired: list[dict[ObjectKey, Callable[[], Finding]]] = []
-        for profile in (new_profile, old_profile):
-            others: dict[ObjectKey, RuntimeProfile] = {}
-            if profile is not None:
-                for match_key in profile.entries_by_key:
-                    for other in before.runtime_profiles_of_scope_for_match_key(key.namespace, match_key):
-                        others[other.runtime.key] = other
-            found: dict[ObjectKey, Callable[[], Finding]] = {}
-            if profile is not None:
-                listed = list(others.values())
-                for start in range(0, len(listed), _CHUNK):  # a step at most _CHUNK runtimes long
-                    found.update(overlaps_with(profile, listed[start : start + _CHUNK]))
-                    yield
-            paired.append(found)
-        for other_key, write_overlap in paired[0].items():
-            if other_key not in paired[1]:
-                objects = tuple(sorted((key, other_key), key=object_order))
-                candidates.append(
-                    ((Code.SIZE003.value, tuple(object_order(k) for k in objects)), write_overlap)
-                )
+        # SIZE003: the runtime against the others of its scope that share a match key with it, in the order
+        # the findings sort (the pair's objects), until enough new ones are found: only the first are shown.
+        ranked = len({order for order, _ in candidates})
+        others: dict[ObjectKey, RuntimeProfile] = {}
+        for match_key in new_profile.entries_by_key:
+            for other in before.runtime_profiles_of_scope_for_match_key(key.namespace, match_key):
+                if other.runtime.key != key:
+                    others[other.runtime.key] = other
+
+        def pair_order(other_key: ObjectKey) -> tuple[str, tuple[tuple[str, str, str], ...]]:
+            objects = tuple(sorted((key, other_key), key=object_order))
+            return (Code.SIZE003.value, tuple(object_order(k) for k in objects))
+
+        ordered = sorted(others.values(), key=lambda other: pair_order(other.runtime.key))
+        wanted = self.limit - ranked if ranked < self.limit else 0
+        for start in range(0, len(ordered), _CHUNK):  # a step at most _CHUNK runtimes long
+            if wanted <= 0:
+                break
+            chunk = ordered[start : start + _CHUNK]
+            found = overlaps_with(new_profile, chunk)
+            had = (
+                overlaps_with(old_profile, [o for o in chunk if o.runtime.key in found])
+                if old_profile
+                else {}
+            )
+            for other in chunk:
+                other_key = other.runtime.key
+                if other_key in found and other_key not in had and wanted > 0:
+                    candidates.append((pair_order(other_key), found[other_key]))
+                    wanted -= 1
+            yield
         # A finding several views share (a ClusterBaseModel seen from many namespaces) is one, as in lint.
         unique = dict(sorted(candidates, key=lambda candidate: candidate[0], reverse=True))
         for _, write in sorted(unique.items())[: self.limit]:

@@ -59,7 +59,7 @@ class WebhookConfig:
     #: SPEC §12: deny a runtime change that adds a SIZE003 or RANK001 finding involving that runtime.
     deny_ambiguous_runtimes: bool = False
     #: SPEC §12: the longest a catalog review computes its impact (past it: the "not computed" warning).
-    impact_budget: float = 0.06
+    impact_budget: float = 0.08
     #: How often mounted certificate files are checked for rotation.
     file_check_interval: float = 60.0
     #: Only for benchmarks: answer every request "allowed" without looking at it (a no-op webhook).
