@@ -546,6 +546,8 @@ class AdmissionHandlers:
         self.limiter = ConfirmationLimiter(config.confirmations_per_second, config.confirmation_burst)
         #: SPEC §12's review counters; set by the operator (None: not counted).
         self.review_metrics: CatalogReviewMetrics | None = None
+        #: SPEC §12: the catalog reviews compute one turn at a time.
+        self.review_turns = asyncio.Lock()
 
     @property
     def ready(self) -> bool:
@@ -631,6 +633,7 @@ class AdmissionHandlers:
                         lookup=self.runtime_lookup,
                         metrics=self.review_metrics,
                         username=(userinfo or {}).get("username"),
+                        turns=self.review_turns,
                     )
                     if review is not None:
                         decision = Decision(
