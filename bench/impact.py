@@ -301,8 +301,8 @@ def _print(size: int, rows: dict[str, dict[str, Any]], gitops: dict[str, Any]) -
         f"  the machine's floor: the loop late by up to {idle['loop_late_idle_ms']:.1f} ms with nothing to do"
     )
     for name, row in rows.items():
-        keys = ("p50_off_ms", "p99_off_ms", "p50_on_ms", "p99_on_ms", "p99_over_off_ms", "loop_late_on_ms")
-        keys += ("loop_held_on_ms",)
+        keys = ["p50_off_ms", "p99_off_ms", "p50_on_ms", "p99_on_ms", "p99_over_off_ms", "loop_late_on_ms"]
+        keys.append("loop_held_on_ms")
         print(f"  {name:>9} " + " ".join(f"{row[k]:7.1f}ms" for k in keys))
         for warning in row["warnings"][:2]:
             print(f"            {warning[:100]}")
