@@ -147,7 +147,6 @@ class Catalog:
         # SPEC §12: InferenceServices by decision inputs; the groups by model name and by runtime name; models
         # by match key (None: no format)
         self._groups: dict[DecisionInputs, dict[ObjectKey, None]] = {}
-        self._isvc_inputs: dict[ObjectKey, DecisionInputs] = {}
         self._groups_by_model_name: dict[str, dict[DecisionInputs, None]] = {}
         self._groups_by_runtime_name: dict[str, dict[DecisionInputs, None]] = {}
         self._models_by_match_key: dict[MatchKey, dict[ObjectKey, None]] = {}
@@ -190,7 +189,7 @@ class Catalog:
             self._models.setdefault(scope, {})[key.name] = key
             self._models_by_match_key.setdefault(model_profile.match_key, {})[key] = None
         else:
-            inputs = self._isvc_inputs[key] = decision_inputs(resource)
+            inputs = decision_inputs(resource)
             group = self._groups.get(inputs)
             if group is None:
                 group = self._groups[inputs] = {}
@@ -233,7 +232,7 @@ class Catalog:
             if model_profile is not None:
                 _discard(self._models_by_match_key, model_profile.match_key, key)
         else:
-            inputs = self._isvc_inputs.pop(key)
+            inputs = decision_inputs(resource)  # the stored object's: the inputs it was grouped by
             _discard(self._groups, inputs, key)
             if inputs not in self._groups:
                 if inputs.model_name is not None:

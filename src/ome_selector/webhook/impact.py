@@ -48,26 +48,23 @@ TURN_SECONDS = 0.002
 
 
 class CatalogReviewMetrics:
-    """``ome_selector_catalog_reviews_total{kind,outcome}`` and
-    ``ome_selector_catalog_moved_inferenceservices_total{kind}``: every label from a fixed set."""
+    """``ome_selector_catalog_reviews_total{outcome}`` and
+    ``ome_selector_catalog_moved_inferenceservices_total``: labels from a fixed set, 7 series in all."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.reviews = Counter(
             "ome_selector_catalog_reviews",
-            "Model and runtime changes reviewed at admission (SPEC §12), by kind and outcome",
-            ["kind", "outcome"],
+            "Model and runtime changes reviewed at admission (SPEC §12), by outcome",
+            ["outcome"],
             registry=registry,
         )
         self.moved = Counter(
             "ome_selector_catalog_moved_inferenceservices",
-            "InferenceServices that reviewed model and runtime changes would move (SPEC §12), by kind",
-            ["kind"],
+            "InferenceServices that the model and runtime changes reviewed would move (SPEC §12)",
             registry=registry,
         )
-        for kind in CATALOG_KINDS:
-            for outcome in REVIEW_OUTCOMES:
-                self.reviews.labels(kind.value, outcome)
-            self.moved.labels(kind.value)
+        for outcome in REVIEW_OUTCOMES:
+            self.reviews.labels(outcome)
 
 
 def _load(body: Mapping[str, Any] | None) -> Resource | None:
@@ -148,10 +145,10 @@ async def review_catalog_change(
     if result is None:
         result = review.result
     if metrics is not None:
-        metrics.reviews.labels(kind.value, result.outcome).inc()
+        metrics.reviews.labels(result.outcome).inc()
         moved = (
             sum(len(item.keys) for item in review.impact.moved) if result is not NOT_COMPUTED_RESULT else 0
         )
         if moved:
-            metrics.moved.labels(kind.value).inc(moved)
+            metrics.moved.inc(moved)
     return result
