@@ -724,6 +724,14 @@ def ambiguity_warning(finding: Finding) -> str:
     return messages.admission_warning(messages.escape_controls(f"{finding.code.value}: {finding.message}"))
 
 
+def _reads_alike(a: Resource, b: Resource) -> bool:
+    """Whether selection reads ``a`` and ``b`` alike: a runtime's spec and its two annotations, a model's spec
+    (as the operator decides whether an event changes anything)."""
+    if isinstance(a, Runtime) and isinstance(b, Runtime):
+        return a.read_inputs == b.read_inputs
+    return isinstance(a, Model) and isinstance(b, Model) and a.spec == b.spec
+
+
 @dataclass(frozen=True, slots=True)
 class ReviewResult:
     """What a review answers: its warnings, the denial's message (None: allowed), and its outcome for the
@@ -773,6 +781,9 @@ class CatalogReview:
     def steps(self) -> Iterator[None]:
         """The work, a little per step; :attr:`result` is set after the last."""
         key = self.key
+        changed, stored = self.impact.changes.get(key), self.impact.before.get(key)
+        if changed is not None and stored is not None and _reads_alike(stored, changed):
+            return  # labels, other annotations, status: nothing selection reads changed (SPEC §5)
         warnings: list[str] = []
         denial: str | None = None
         outcome = "unchanged"

@@ -112,6 +112,20 @@ def test_a_change_that_moves_nothing_says_nothing() -> None:
     a = csr("a")
     same = runtime("a", entry(), annotations={"note": "relabelled"})
     assert review([a, model(), *services("x")], same) == ReviewResult()
+    wider = runtime("a", entry(), max="80B")  # read, judged: the one InferenceService keeps its runtime
+    assert review([a, model(), *services("x")], wider) == ReviewResult()
+
+
+def test_an_update_selection_reads_alike_is_not_judged() -> None:
+    a = csr("a")
+    run = CatalogReview(
+        catalog(a, model(), *services("x")), a.key, runtime("a", entry(), annotations={"n": "1"})
+    )
+    run_to_end(run.steps())
+    assert run.impact.judged == 0
+    judged = CatalogReview(catalog(a, model(), *services("x")), a.key, runtime("a", entry(), max="80B"))
+    run_to_end(judged.steps())
+    assert judged.impact.judged == 1
 
 
 def test_a_reason_change_alone_has_no_list() -> None:
