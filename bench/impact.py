@@ -45,6 +45,7 @@ from harness import objects
 from ome_selector.api.loading import load_resource
 from ome_selector.api.resources import Kind, Runtime
 from ome_selector.catalog.catalog import Catalog
+from ome_selector.review.impact import NOT_COMPUTED
 from ome_selector.selection import messages
 from ome_selector.selection.outcome import evaluate
 from ome_selector.webhook.admission import AdmissionHandlers
@@ -252,6 +253,8 @@ async def burst(live: Catalog) -> dict[str, Any]:
         for warning in warnings:
             longest_warning = max(longest_warning, len(warning))
             clean = clean and messages.escape_controls(warning) == warning
+        if NOT_COMPUTED in warnings:
+            outcomes["not computed"] += 1
         outcomes["denied" if denied else ("warned" if warnings else "silent")] += 1
         resource = load_resource(body)
         if resource is not None:

@@ -165,9 +165,17 @@ class Catalog:
     def upsert(self, resource: Resource) -> None:
         """Add ``resource`` or replace the stored object with its key."""
         key = resource.key
-        if key in self._objects:
+        version = self._version
+        previous = self._objects.get(key)
+        if previous is not None:
             self.remove(key)
         self._version += 1
+        if (
+            isinstance(previous, InferenceService)
+            and isinstance(resource, InferenceService)
+            and decision_inputs(previous) == decision_inputs(resource)
+        ):
+            self._version = version  # its status or labels: nothing a decision reads changed
         self._objects[key] = resource
         self._counts[key.kind] += 1
         scope = key.namespace
@@ -320,7 +328,8 @@ class Catalog:
 
     @property
     def version(self) -> int:
-        """A number that grows with every object stored or removed."""
+        """A number that grows with every object stored or removed, except an InferenceService stored again
+        with the same decision inputs (its status written, say)."""
         return self._version
 
     @property

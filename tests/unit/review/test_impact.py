@@ -429,3 +429,15 @@ def test_a_tie_seen_from_several_namespaces_is_one_warning() -> None:
     local = runtime("local", entry("onnx"), namespace=NS)
     result = review([a, local, model("m", size="7B")], b)
     assert [w[:8] for w in result.warnings] == ["RANK001:", "SIZE003:"]
+
+
+def test_the_catalog_version_moves_with_what_decisions_read() -> None:
+    live = catalog(csr("a"), model(), *services("x"))
+    version = live.version
+    live.upsert(isvc("x", annotations={"team": "a"}))  # labels, status: the same decision inputs
+    assert live.version == version
+    live.upsert(isvc("x", model_name="other"))
+    assert live.version > version
+    version = live.version
+    live.upsert(csr("a", high="9B"))
+    assert live.version > version
