@@ -167,14 +167,12 @@ class Catalog:
         key = resource.key
         version = self._version
         previous = self._objects.get(key)
+        old_inputs = decision_inputs(previous) if isinstance(previous, InferenceService) else None
         if previous is not None:
-            self.remove(key)
+            self._remove(key, old_inputs)
         self._version += 1
-        if (
-            isinstance(previous, InferenceService)
-            and isinstance(resource, InferenceService)
-            and decision_inputs(previous) == decision_inputs(resource)
-        ):
+        inputs = decision_inputs(resource) if isinstance(resource, InferenceService) else None
+        if inputs is not None and inputs == old_inputs:
             self._version = version  # its status or labels: nothing a decision reads changed
         self._objects[key] = resource
         self._counts[key.kind] += 1
@@ -197,7 +195,7 @@ class Catalog:
             self._models.setdefault(scope, {})[key.name] = key
             self._models_by_match_key.setdefault(model_profile.match_key, {})[key] = None
         else:
-            inputs = decision_inputs(resource)
+            assert inputs is not None
             group = self._groups.get(inputs)
             if group is None:
                 group = self._groups[inputs] = {}
@@ -216,6 +214,10 @@ class Catalog:
 
     def remove(self, key: ObjectKey) -> Resource | None:
         """Forget the object with ``key``; returns it, or None when it was not stored."""
+        return self._remove(key, None)
+
+    def _remove(self, key: ObjectKey, inputs: DecisionInputs | None) -> Resource | None:
+        """:meth:`remove`; ``inputs``, when given, the stored InferenceService's decision inputs."""
         resource = self._objects.pop(key, None)
         if resource is None:
             return None
@@ -240,7 +242,8 @@ class Catalog:
             if model_profile is not None:
                 _discard(self._models_by_match_key, model_profile.match_key, key)
         else:
-            inputs = decision_inputs(resource)  # the stored object's: the inputs it was grouped by
+            if inputs is None:
+                inputs = decision_inputs(resource)  # the stored object's: the inputs it was grouped by
             _discard(self._groups, inputs, key)
             if inputs not in self._groups:
                 if inputs.model_name is not None:
