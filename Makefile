@@ -65,11 +65,12 @@ test: lint typecheck ## lint, types, unit, packaging and integration tests
 demo: venv ## start a local control plane, apply the samples and show what a user sees
 	@bindir=$$(hack/ensure-binaries.sh) && OME_SELECTOR_BIN_DIR="$$bindir" $(PY) -m harness.demo
 
-# BENCH_OUT=run.json: the selection core's figures go to run.json, fan-out and memory to run-fanout.json, the
-# admission latencies to run-admission.json.
-bench: venv ## benchmarks (never part of make test): selection core, lint, model files, fan-out and memory, admission latency, hostile input
+# BENCH_OUT=run.json: the selection core's figures go to run.json, the catalog impact review's to run-impact.json,
+# fan-out and memory to run-fanout.json, the admission latencies to run-admission.json.
+bench: venv ## benchmarks (never part of make test): selection core, lint, catalog impact, model files, fan-out and memory, admission latency, hostile input
 	$(PY) -m bench $(if $(BENCH_OUT),--out $(BENCH_OUT))
 	$(PY) -m bench.lint
+	$(PY) -m bench.impact $(if $(BENCH_OUT),--out $(basename $(BENCH_OUT))-impact.json)
 	$(PY) -m bench.modelfiles
 	$(PY) -m bench.hostile_models $(if $(BENCH_BEFORE),--before $(BENCH_BEFORE))
 	@bindir=$$(hack/ensure-binaries.sh) && export OME_SELECTOR_BIN_DIR="$$bindir" && \

@@ -232,6 +232,23 @@ describe_advisory() {
   note "$(grep -E 'RuntimeCompatibilityAdvisory' <<<"$out" | tr -s ' ' | cut -c1-150)"
 }
 
+# SPEC §12: a real `kubectl apply` of a catalog change, through the cluster's apiserver, prints the impact warning
+# (server-side dry run: nothing is stored, the checks after this one see the samples as they were).
+catalog_impact_warning() {
+  local out want
+  want='Warning: this change moves 1 InferenceService(s): 1 switch runtime (e.g. ome-demo/llama-3b-auto: ClusterServingRuntime/sglang-llama-3-2-compact → ClusterServingRuntime/vllm-llama-3-2); see kubectl ome runtime what-if'
+  out=$("$PYTHON" -c '
+import sys, yaml
+for doc in yaml.safe_load_all(open(sys.argv[1])):
+    if doc and doc["metadata"]["name"] == "sglang-llama-3-2-compact":
+        doc["spec"]["disabled"] = True
+        print(yaml.safe_dump(doc))
+' "$REPO/samples/21-cluster-serving-runtimes.yaml" | k apply --dry-run=server -f - 2>&1) \
+    || { echo "apply failed: $out"; return 1; }
+  grep -qxF "$want" <<<"$out" || { echo "no impact warning: $out"; return 1; }
+  note "$(cut -c1-160 <<<"$want")"
+}
+
 scenario() {
   "$PYTHON" -m "$SCENARIO_MODULE" --kubeconfig "$KUBECONFIG" --namespace "$SCENARIO_NAMESPACE" \
     --kubectl "$(command -v "$KUBECTL")" --timeout 120 | sed 's/^ok: /> /'
@@ -466,6 +483,7 @@ run() {
   check "every sample InferenceService gets its SPEC §5 condition" samples_outcomes
   check "kubectl get isvc -o wide" get_wide
   check "kubectl describe isvc shows the condition and the advisory event" describe_advisory
+  check "kubectl apply of a catalog change prints the impact warning (SPEC §12)" catalog_impact_warning
   check "the shared scenario ($SCENARIO_MODULE)" scenario
   check "two ready replicas, one Lease holder" two_replicas_one_leader
   check "kubectl rollout restart: 0 failed admissions, 0 duplicate events" rollout_without_failed_admissions

@@ -608,7 +608,10 @@ def test_webhook_configuration_matches_the_code_and_spec(render: Any) -> None:
             {
                 "apiGroups": ["ome.io"],
                 "apiVersions": ["v1beta1"],
-                "operations": ["CREATE", "UPDATE"],
+                # SPEC §12: DELETE of the models and runtimes too (the impact of a deletion is warned about).
+                "operations": ["CREATE", "UPDATE"]
+                if kind is Kind.INFERENCE_SERVICE
+                else ["CREATE", "UPDATE", "DELETE"],
                 "resources": [kind.plural],  # never the status subresource
                 "scope": "Namespaced" if kind.namespaced else "Cluster",
             }

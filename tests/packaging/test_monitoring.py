@@ -309,6 +309,8 @@ def test_dashboard_has_the_panels_a_platform_team_needs() -> None:
         "Selection latency",
         "Admission latency",
         "Admission outcomes",
+        "Catalog change reviews",  # SPEC §12: the impact and the denials
+        "InferenceServices moved by catalog changes",
         "Work queue depth",
         "API writes and errors",
         "Leader",

@@ -18,6 +18,10 @@ and keeps indexes so that a decision touches only what it needs:
   InferenceServices to re-evaluate — for a runtime also those that name one of its descendants (SPEC §5);
 - ``runtimes_stamp`` changes whenever a runtime is stored or removed, and no two catalogs share one, so a
   reader can tell that the runtimes are the ones it compared before.
+- InferenceServices are also grouped by what a decision reads of them
+  (:class:`~ome_selector.selection.outcome.DecisionInputs`), the groups indexed by model name and runtime
+  name, and models by match key: the impact of a catalog change (SPEC §12) is judged once per group of the
+  models and runtimes it touches, not once per InferenceService.
 
 Storing an object with the key of a stored one replaces it ("later wins"). The catalog is not thread-safe: one
 event loop (or one lock) owns it. It is the :class:`~ome_selector.selection.view.CatalogView` that selection
@@ -28,11 +32,12 @@ from __future__ import annotations
 
 import itertools
 from bisect import bisect_left
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Collection, Hashable, Iterable, Iterator
 from typing import TypeVar
 
 from ome_selector.api.resources import InferenceService, Kind, Model, ObjectKey, Resource, Runtime
 from ome_selector.selection.memo import AutoSelectionMemo
+from ome_selector.selection.outcome import DecisionInputs, decision_inputs
 from ome_selector.selection.profiles import MatchKey, ModelProfile, RuntimeProfile
 
 __all__ = ["Catalog"]
@@ -139,6 +144,13 @@ class Catalog:
         # the InferenceServices that name it
         self._children: dict[str, dict[ObjectKey, None]] = {}
         self._isvcs_by_runtime_name: dict[str, dict[ObjectKey, None]] = {}
+        # SPEC §12: InferenceServices by decision inputs; the groups by model name and by runtime name; models
+        # by match key (None: no format)
+        self._groups: dict[DecisionInputs, dict[ObjectKey, None]] = {}
+        self._groups_by_model_name: dict[str, dict[DecisionInputs, None]] = {}
+        self._groups_by_runtime_name: dict[str, dict[DecisionInputs, None]] = {}
+        self._models_by_match_key: dict[MatchKey, dict[ObjectKey, None]] = {}
+        self._version = 0  # every store and removal: a reader that yielded can tell nothing changed
 
     # --- construction and updates ---------------------------------------------------------------------------
 
@@ -153,8 +165,15 @@ class Catalog:
     def upsert(self, resource: Resource) -> None:
         """Add ``resource`` or replace the stored object with its key."""
         key = resource.key
-        if key in self._objects:
-            self.remove(key)
+        version = self._version
+        previous = self._objects.get(key)
+        old_inputs = decision_inputs(previous) if isinstance(previous, InferenceService) else None
+        if previous is not None:
+            self._remove(key, old_inputs)
+        self._version += 1
+        inputs = decision_inputs(resource) if isinstance(resource, InferenceService) else None
+        if inputs is not None and inputs == old_inputs:
+            self._version = version  # its status or labels: nothing a decision reads changed
         self._objects[key] = resource
         self._counts[key.kind] += 1
         scope = key.namespace
@@ -172,9 +191,19 @@ class Catalog:
             if resource.parent_name is not None:
                 self._children.setdefault(resource.parent_name, {})[key] = None
         elif isinstance(resource, Model):
-            self._model_profiles[key] = ModelProfile.of(resource)
+            model_profile = self._model_profiles[key] = ModelProfile.of(resource)
             self._models.setdefault(scope, {})[key.name] = key
+            self._models_by_match_key.setdefault(model_profile.match_key, {})[key] = None
         else:
+            assert inputs is not None
+            group = self._groups.get(inputs)
+            if group is None:
+                group = self._groups[inputs] = {}
+                if inputs.model_name is not None:
+                    self._groups_by_model_name.setdefault(inputs.model_name, {})[inputs] = None
+                if inputs.runtime_name is not None:
+                    self._groups_by_runtime_name.setdefault(inputs.runtime_name, {})[inputs] = None
+            group[key] = None
             self._isvcs_by_namespace.setdefault(resource.namespace, {})[key] = None
             model_name = resource.model_name
             if model_name is not None:
@@ -185,9 +214,14 @@ class Catalog:
 
     def remove(self, key: ObjectKey) -> Resource | None:
         """Forget the object with ``key``; returns it, or None when it was not stored."""
+        return self._remove(key, None)
+
+    def _remove(self, key: ObjectKey, inputs: DecisionInputs | None) -> Resource | None:
+        """:meth:`remove`; ``inputs``, when given, the stored InferenceService's decision inputs."""
         resource = self._objects.pop(key, None)
         if resource is None:
             return None
+        self._version += 1
         self._counts[key.kind] -= 1
         scope = key.namespace
         if isinstance(resource, Runtime):
@@ -203,9 +237,19 @@ class Catalog:
             if resource.parent_name is not None:
                 _discard(self._children, resource.parent_name, key)
         elif isinstance(resource, Model):
-            self._model_profiles.pop(key, None)
+            model_profile = self._model_profiles.pop(key, None)
             _discard(self._models, scope, key.name)
+            if model_profile is not None:
+                _discard(self._models_by_match_key, model_profile.match_key, key)
         else:
+            if inputs is None:
+                inputs = decision_inputs(resource)  # the stored object's: the inputs it was grouped by
+            _discard(self._groups, inputs, key)
+            if inputs not in self._groups:
+                if inputs.model_name is not None:
+                    _discard(self._groups_by_model_name, inputs.model_name, inputs)
+                if inputs.runtime_name is not None:
+                    _discard(self._groups_by_runtime_name, inputs.runtime_name, inputs)
             _discard(self._isvcs_by_namespace, resource.namespace, key)
             if resource.model_name is not None:
                 _discard(self._isvcs_by_model_name, resource.model_name, key)
@@ -281,6 +325,16 @@ class Catalog:
         """(ServingRuntimes in ``namespace``, ClusterServingRuntimes)."""
         return len(self._runtimes.get(namespace, {})), len(self._runtimes.get(None, {}))
 
+    def namespaces_with_runtimes(self) -> list[str]:
+        """The namespaces that have ServingRuntimes."""
+        return [scope for scope in self._runtimes if scope is not None]
+
+    @property
+    def version(self) -> int:
+        """A number that grows with every object stored or removed, except an InferenceService stored again
+        with the same decision inputs (its status written, say)."""
+        return self._version
+
     @property
     def runtimes_stamp(self) -> int:
         """A number that changes whenever a runtime is stored or removed, unique to this catalog's state."""
@@ -324,6 +378,41 @@ class Catalog:
             return sorted(in_scope)
         # Every InferenceService: those that name the runtime or a descendant are among them.
         return [key for keys in self._isvcs_by_namespace.values() for key in keys]
+
+    # --- decision groups (SPEC §12) ---------------------------------------------------------------
+
+    def decision_group(self, inputs: DecisionInputs) -> Collection[ObjectKey]:
+        """The InferenceServices with these decision inputs (a live view: read it before the next change)."""
+        return self._groups.get(inputs, {}).keys()
+
+    def decision_groups(self) -> list[DecisionInputs]:
+        """Every group of InferenceServices with equal decision inputs."""
+        return list(self._groups)
+
+    def decision_groups_for_model_name(self, name: str) -> list[DecisionInputs]:
+        """The groups whose ``spec.model.name`` is ``name``."""
+        return list(self._groups_by_model_name.get(name, ()))
+
+    def decision_groups_naming(self, runtime_name: str) -> list[DecisionInputs]:
+        """The groups whose ``spec.runtime.name`` is ``runtime_name``."""
+        return list(self._groups_by_runtime_name.get(runtime_name, ()))
+
+    def models_with_match_key(self, key: MatchKey) -> list[Model]:
+        """The models of match key ``key`` (the runtimes that can match them have an entry of that key)."""
+        found = (self._objects.get(model) for model in self._models_by_match_key.get(key, ()))
+        return [model for model in found if isinstance(model, Model)]
+
+    def runtime_profiles_of_scope_for_match_key(
+        self, scope: str | None, key: MatchKey
+    ) -> list[RuntimeProfile]:
+        """The runtimes of exactly ``scope`` (a namespace's ServingRuntimes, or None: the
+        ClusterServingRuntimes) with an entry of match key ``key``, by name."""
+        shelf = self._runtimes_by_match_key.get((scope, key))
+        return list(shelf.by_name()) if shelf is not None else []
+
+    def inference_service(self, key: ObjectKey) -> InferenceService | None:
+        resource = self._objects.get(key)
+        return resource if isinstance(resource, InferenceService) else None
 
     # --- inheritance (SPEC §5 v4) ---------------------------------------------------------------------------
 

@@ -14,7 +14,6 @@ import sys
 from typing import Any
 
 from ome_selector.api.resources import Kind, ObjectKey
-from ome_selector.catalog.catalog import Catalog
 from ome_selector.cli.arguments import (
     add_cluster_arguments,
     add_files_argument,
@@ -173,12 +172,11 @@ def what_if_command(args: argparse.Namespace) -> int:
         source = object_source(args.against, args)
         before = load_catalog(source.read(), source.namespace)
         change = _change(args, source.namespace)
-        after = Catalog.from_resources(change.apply_to(before))
+        lookup = RuntimeLookup(args.runtime_lookup)
+        result = what_if(before, change, {args.namespace} if args.namespace else None, lookup)
     except (SourceError, ChangeError) as error:
         sys.stderr.write(f"error: {error}\n")
         return EXIT_ERROR
-    lookup = RuntimeLookup(args.runtime_lookup)
-    result = what_if(before, after, {args.namespace} if args.namespace else None, lookup)
     sys.stdout.write(render_what_if(result, args.output))
     sys.stdout.flush()
     if args.output == "table":

@@ -36,7 +36,8 @@ models and InferenceServices, lint reads it only through
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import functools
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from fractions import Fraction
@@ -429,6 +430,46 @@ def _overlap_findings(profiles: Sequence[RuntimeProfile]) -> Iterator[Finding]:
                     yield _overlap_finding(a, b)
 
 
+def overlaps_with(
+    profile: RuntimeProfile, others: Iterable[RuntimeProfile]
+) -> dict[ObjectKey, Callable[[], Finding]]:
+    """The runtimes of ``others`` (of ``profile``'s scope) that SIZE003 pairs with ``profile``, each with how
+    to write that finding (as :func:`lint` reports the pair): for the admission review of one runtime change
+    (SPEC §12), which writes only the findings it shows."""
+    own = list(_auto_entries(profile))
+    found: dict[ObjectKey, Callable[[], Finding]] = {}
+    if not own:
+        return found
+    buckets = {_bucket(auto) for auto in own}
+    for other in others:
+        if other.runtime.key == profile.runtime.key or not _ranges_overlap(profile, other):
+            continue
+        for theirs in _auto_entries(other):
+            if _bucket(theirs) not in buckets:
+                continue
+            pair = _overlapping_pair(own, theirs)
+            if pair is not None:
+                found[other.runtime.key] = functools.partial(_overlap_finding, *pair)
+                break
+    return found
+
+
+def _overlapping_pair(own: Sequence[_AutoEntry], theirs: _AutoEntry) -> tuple[_AutoEntry, _AutoEntry] | None:
+    for mine in own:
+        if _bucket(mine) == _bucket(theirs):
+            a, b = sorted((mine, theirs), key=lambda auto: object_order(auto.key))
+            if _entries_overlap(a, b):
+                return a, b
+    return None
+
+
+def _ranges_overlap(a: RuntimeProfile, b: RuntimeProfile) -> bool:
+    """Whether some size is in both ranges (a missing bound is open), as :func:`_overlap_findings` sweeps."""
+    if a.upper is not None and b.lower is not None and b.lower > a.upper:
+        return False
+    return not (b.upper is not None and a.lower is not None and a.lower > b.upper)
+
+
 def _overlap_finding(first: _AutoEntry, second: _AutoEntry) -> Finding:
     entry, framework = first.entry, first.entry.model_framework
     label = messages.format_label(
@@ -609,8 +650,9 @@ class _RankingReview:
             known = self.outranked.get(key)
             if known is None or candidate.order < known.order:
                 self.outranked[key] = candidate
-        if len(ranked) > 1 and keys[0][:3] == keys[1][:3]:
-            self.found.add(_tie(model, first, ranked[1]))
+        tie = rank_tie(model, first, ranked[1] if len(ranked) > 1 else None)
+        if tie is not None:
+            self.found.add(tie)
         # RANK002 (no bound) and RANK003 (one bound): the winner is closer than the runtimes with more bounds.
         bounds = _bounds(first.profile)
         if first.model.size is not None and bounds < 2:
@@ -660,6 +702,15 @@ def _wins_on_distance(winner: RankKey, other: RankKey) -> bool:
 def _model_title(model: Model) -> str:
     size = model.spec.model_parameter_size
     return f"{model.key} ({size})" if size else f"{model.key} (no modelParameterSize)"
+
+
+def rank_tie(model: Model, first: RuntimeCheck, second: RuntimeCheck | None) -> Finding | None:
+    """RANK001 for ``model`` whose rank-1 and rank-2 runtimes (SPEC §4) are ``first`` and ``second`` (None:
+    only one is auto-selectable): a finding when they differ only by name. Lint and the admission review of a
+    runtime change (SPEC §12) both decide it here."""
+    if second is None or rank_key(first)[:3] != rank_key(second)[:3]:
+        return None
+    return _tie(model, first, second)
 
 
 def _tie(model: Model, first: RuntimeCheck, second: RuntimeCheck) -> Finding:

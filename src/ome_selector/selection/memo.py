@@ -14,15 +14,19 @@ and a changed model, with its new spec, finds none kept for the old one. The cat
 inheritance never reaches these results.
 
 A runtime change does not throw the results away: the memo logs it, and a result read later replays the
-changes visible from its scope that it has not seen. A selected runtime stays selected unless it is the one
-that changed, or the changed runtime, checked against the model, now ranks before it (SPEC §4: the ranking is
-a total order, so one comparison decides); a result that selected nothing (its message counts and lists the
-runtimes) or whose selected runtime changed is computed again. One runtime change at 1,000 runtimes so costs
-each kept result one check, not a ranking of all 1,000.
+changes visible from its scope that it has not seen (:func:`replay`). A selected runtime stays selected unless
+it is the one that changed, or the changed runtime, checked against the model, now ranks before it (SPEC §4:
+the ranking is a total order, so one comparison decides). A result also keeps the runtime ranked second while
+it is known, so a change of the selected runtime is decided by two candidates (the runner-up and the changed
+runtime as it is now) instead of a new ranking; a result that selected nothing (its message counts and lists
+the runtimes), or whose selected runtime changed while the runner-up is not known, is computed again. One
+runtime change at 1,000 runtimes so costs each kept result one check, not a ranking of all 1,000 — also when
+the changed runtime is the one most models select (SPEC §12 reviews such changes at admission).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ome_selector.api.resources import NO_MODES, DeploymentModes, ModelSpec, ObjectKey
@@ -30,7 +34,14 @@ from ome_selector.selection.matcher import RuntimeCheck, check
 from ome_selector.selection.profiles import ModelProfile, RuntimeProfile
 from ome_selector.selection.ranking import rank_key
 
-__all__ = ["DEFAULT_CAPACITY", "DEFAULT_LOG_LIMIT", "AutoSelection", "AutoSelectionMemo"]
+__all__ = [
+    "DEFAULT_CAPACITY",
+    "DEFAULT_LOG_LIMIT",
+    "AutoSelection",
+    "AutoSelectionMemo",
+    "RuntimeChange",
+    "replay",
+]
 
 #: Results kept at most; past it the memo starts over (each result is small: a reference, or at most about a
 #: kilobyte of message entries).
@@ -57,11 +68,23 @@ class AutoSelection:
     namespaced_count: int = 0
     cluster_count: int = 0
     other_formats: int = 0
+    #: The runtime ranked second (None: none is), when ``runner_up_known``; what the SPEC §11 RANK001 rule
+    #: compares with the selected one.
+    runner_up: RuntimeCheck | None = None
+    runner_up_known: bool = False
+
+    @property
+    def top_two(self) -> tuple[RuntimeCheck, RuntimeCheck | None] | None:
+        """(rank 1, rank 2) when both are known (rank 2 None: only one runtime is auto-selectable)."""
+        if self.selected is None or not self.runner_up_known:
+            return None
+        return self.selected, self.runner_up
 
 
 _Key = tuple[ModelSpec, tuple[str, ...], DeploymentModes]
 #: A runtime stored (its profile) or removed (None), in its scope (None: a ClusterServingRuntime).
-_Change = tuple[str | None, ObjectKey, RuntimeProfile | None]
+RuntimeChange = tuple[str | None, ObjectKey, RuntimeProfile | None]
+_Change = RuntimeChange
 
 
 class AutoSelectionMemo:
@@ -94,35 +117,13 @@ class AutoSelectionMemo:
             return None
         found, seen = kept
         if seen < len(self._log):
-            replayed = self._replay(scope, found, accelerator_classes, modes, self._log[seen:])
+            replayed = replay(scope, found, accelerator_classes, modes, self._log[seen:])
             if replayed is None:
                 del bucket[key]
                 self._size -= 1
                 return None
             bucket[key] = (replayed, len(self._log))
             return replayed
-        return found
-
-    @staticmethod
-    def _replay(
-        scope: str | None,
-        found: AutoSelection,
-        accelerator_classes: tuple[str, ...],
-        modes: DeploymentModes,
-        changes: list[_Change],
-    ) -> AutoSelection | None:
-        """``found`` after ``changes``, None when it must be computed again."""
-        for where, runtime, profile in changes:
-            if where is not None and where != scope:
-                continue  # not visible from the scope (a namespace's own bucket, or the shared one)
-            selected = found.selected
-            if selected is None or selected.profile.runtime.key == runtime:
-                return None
-            if profile is None:
-                continue  # a runtime ranked after the selected one went away
-            challenger = check(profile, found.model, accelerator_classes, modes)
-            if challenger.failed is None and rank_key(challenger) < rank_key(selected):
-                found = AutoSelection(found.model, challenger)
         return found
 
     def put(
@@ -168,3 +169,63 @@ class AutoSelectionMemo:
 
     def __len__(self) -> int:
         return self._size
+
+
+def replay(
+    scope: str | None,
+    found: AutoSelection,
+    accelerator_classes: tuple[str, ...],
+    modes: DeploymentModes,
+    changes: Iterable[RuntimeChange],
+) -> AutoSelection | None:
+    """``found`` (a result of ``scope``) after the runtime ``changes``, None when it must be computed again.
+
+    Each change is judged against rank 1 and, while it is known, rank 2 (SPEC §4's ranking is a total order):
+    a changed runtime that now ranks first takes over (the old rank 1 is second); one that was rank 1 is
+    replaced by the better of its new self and the runner-up; one that ranks between them becomes the
+    runner-up. When a step leaves rank 2 unknown (the runner-up changed for the worse, or took over), the next
+    change of rank 1 computes the result again.
+    """
+    for where, runtime, profile in changes:
+        if where is not None and where != scope:
+            continue  # not visible from the scope (a namespace's own bucket, or the shared one)
+        selected = found.selected
+        if selected is None:
+            return None
+        challenger = check(profile, found.model, accelerator_classes, modes) if profile is not None else None
+        if challenger is not None and challenger.failed is not None:
+            challenger = None
+        known, second = found.runner_up_known, found.runner_up
+        if selected.profile.runtime.key == runtime:
+            if not known:
+                return None
+            contenders = [c for c in (challenger, second) if c is not None]
+            if not contenders:
+                return None  # nothing auto-selectable: the no-runtime message is computed
+            contenders.sort(key=rank_key)
+            # The old runner-up beat every other runtime: behind a challenger that beats it, it stays second.
+            after_first = contenders[0] is challenger
+            found = _ranked(found, contenders[0], second if after_first else None, after_first)
+        elif known and second is not None and second.profile.runtime.key == runtime:
+            if challenger is not None and rank_key(challenger) < rank_key(selected):
+                found = _ranked(found, challenger, selected, True)
+            elif challenger is not None and _ranks_before(challenger, second):
+                found = _ranked(found, selected, challenger, True)
+            else:
+                found = _ranked(found, selected, None, False)  # the third is not known
+        elif challenger is not None:
+            if rank_key(challenger) < rank_key(selected):
+                found = _ranked(found, challenger, selected, True)
+            elif known and (second is None or _ranks_before(challenger, second)):
+                found = _ranked(found, selected, challenger, True)
+    return found
+
+
+def _ranks_before(a: RuntimeCheck, b: RuntimeCheck) -> bool:
+    return rank_key(a) < rank_key(b)
+
+
+def _ranked(
+    found: AutoSelection, first: RuntimeCheck, second: RuntimeCheck | None, known: bool
+) -> AutoSelection:
+    return AutoSelection(found.model, first, runner_up=second if known else None, runner_up_known=known)

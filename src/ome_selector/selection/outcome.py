@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from ome_selector.api.resources import NO_MODES, DeploymentModes, InferenceService, Model, Runtime
 from ome_selector.selection import messages
@@ -39,11 +39,13 @@ __all__ = [
     "CONDITION_TYPE",
     "ROWS",
     "SELECTION_CHANGED_REASON",
+    "DecisionInputs",
     "EventSpec",
     "Outcome",
     "OutcomeKind",
     "Row",
     "auto_selection",
+    "decision_inputs",
     "evaluate",
     "selection_change",
 ]
@@ -172,6 +174,36 @@ class Outcome:
         return ROWS[self.kind].denies_admission
 
 
+class DecisionInputs(NamedTuple):
+    """Everything :func:`evaluate` reads from an InferenceService: two InferenceServices with equal inputs get
+    the same status, reason and runtime in any catalog (only the no-runtime message names the InferenceService
+    itself). The catalog groups InferenceServices by them, so a catalog change is judged once per group
+    (SPEC §12), not once per InferenceService. Whatever :func:`evaluate` comes to read must be added here."""
+
+    namespace: str
+    model_name: str | None
+    runtime_name: str | None
+    runtime_kind: str | None
+    auto_sync: bool
+    accelerator_classes: tuple[str, ...]
+    deployment_modes: DeploymentModes
+    has_replica_refs: bool
+
+
+def decision_inputs(isvc: InferenceService) -> DecisionInputs:
+    """The :class:`DecisionInputs` of ``isvc``."""
+    return DecisionInputs(
+        isvc.namespace,
+        isvc.model_name,
+        isvc.runtime_name,
+        isvc.runtime_kind,
+        isvc.auto_sync,
+        isvc.accelerator_classes,
+        isvc.deployment_modes,
+        isvc.has_replica_refs,
+    )
+
+
 def evaluate(
     catalog: CatalogView, isvc: InferenceService, lookup: RuntimeLookup = RuntimeLookup.V1_3
 ) -> Outcome | None:
@@ -296,7 +328,8 @@ def auto_selection(
     candidates = catalog.runtime_profiles_for_match_key(namespace, model.match_key)
     ranking = rank(candidates, model, accelerator_classes, modes)
     if ranking.selected is not None:
-        return AutoSelection(model, ranking.selected)
+        runner_up = ranking.ranked[1] if len(ranking.ranked) > 1 else None
+        return AutoSelection(model, ranking.selected, runner_up=runner_up, runner_up_known=True)
     formats = catalog.runtime_profiles_for_format(namespace, model.format_name)
     writer = FormatReasons(model.spec, messages.MESSAGE_LIMIT)
     entries = (

@@ -59,7 +59,8 @@ from ome_selector.selection.profiles import MatchKey, ModelProfile, RuntimeProfi
 from ome_selector.selection.view import CatalogView
 from ome_selector.webhook.config import WebhookConfig
 from ome_selector.webhook.decisions import Decision, Lookup, decide_inference_service, decide_sizes
-from ome_selector.webhook.registration import HANDLER_IDS
+from ome_selector.webhook.impact import CatalogReviewMetrics, review_catalog_change
+from ome_selector.webhook.registration import HANDLER_IDS, webhook_operations
 
 __all__ = [
     "CONFIRMATION_WAIT",
@@ -543,6 +544,10 @@ class AdmissionHandlers:
         #: How many negative answers were re-checked with a direct read (tests and logs).
         self.confirmations = 0
         self.limiter = ConfirmationLimiter(config.confirmations_per_second, config.confirmation_burst)
+        #: SPEC §12's review counters; set by the operator (None: not counted).
+        self.review_metrics: CatalogReviewMetrics | None = None
+        #: SPEC §12: the catalog reviews compute one turn at a time.
+        self.review_turns = asyncio.Lock()
 
     @property
     def ready(self) -> bool:
@@ -559,7 +564,7 @@ class AdmissionHandlers:
                 API_VERSION,
                 kind.plural,
                 id=handler_id,
-                operations=["CREATE", "UPDATE"],
+                operations=list(webhook_operations(kind)),
                 registry=registry,
             )(handler)
 
@@ -609,12 +614,33 @@ class AdmissionHandlers:
             operation: str = "",
             subresource: str | None = None,
             dryrun: bool = False,
+            userinfo: Mapping[str, Any] | None = None,
             **_: Any,
         ) -> None:
             if self.config.noop or subresource:
                 return
             with _collect_failures():
                 decision = decide_sizes(kind, body, old, operation, strict=self.config.strict_sizes)
+                live = self._catalog()
+                if decision.allowed and live is not None:  # SPEC §12: until indexed, §7 only
+                    review = await review_catalog_change(
+                        live,
+                        kind,
+                        body,
+                        old,
+                        operation=operation,
+                        config=self.config,
+                        lookup=self.runtime_lookup,
+                        metrics=self.review_metrics,
+                        username=(userinfo or {}).get("username"),
+                        turns=self.review_turns,
+                    )
+                    if review is not None:
+                        decision = Decision(
+                            allowed=review.denial is None,
+                            message=review.denial or "",
+                            warnings=(*decision.warnings, *review.warnings),
+                        )
                 self._answer(kind, body, decision, warnings, dryrun)
 
         return validate_sizes

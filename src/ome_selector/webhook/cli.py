@@ -183,6 +183,25 @@ def add_webhook_arguments(parser: argparse.ArgumentParser) -> None:
         help="deny (instead of warn about) size values that do not parse, min above max and unknown "
         "operators, unless unchanged from the stored object",
     )
+    group.add_argument(
+        "--catalog-impact",
+        choices=("warn", "off"),
+        default="warn",
+        help="warn on a model or runtime change that moves InferenceServices, or that makes a runtime "
+        "ambiguous (SIZE003, RANK001) (SPEC §12; default warn)",
+    )
+    group.add_argument(
+        "--protect-inference-services",
+        action="store_true",
+        help="deny a model or runtime change that leaves InferenceServices with a runtime now without one, "
+        'unless the object is annotated ome-selector.ome.io/allow-disruption: "true"',
+    )
+    group.add_argument(
+        "--deny-ambiguous-runtimes",
+        action="store_true",
+        help="deny a runtime change that gives the catalog a SIZE003 or RANK001 finding involving that "
+        "runtime",
+    )
     # Benchmarks only (bench/admission.py): the same server answering "allowed" without looking.
     group.add_argument("--webhook-noop", action="store_true", help=argparse.SUPPRESS)
 
@@ -202,6 +221,9 @@ def webhook_config_from_args(args: argparse.Namespace) -> WebhookConfig | None:
         timeout_seconds=args.webhook_timeout_seconds,
         namespace_selector=args.webhook_namespace_selector,
         strict_sizes=args.strict_sizes,
+        catalog_impact=args.catalog_impact == "warn",
+        protect_inference_services=args.protect_inference_services,
+        deny_ambiguous_runtimes=args.deny_ambiguous_runtimes,
         noop=args.webhook_noop,
         cert_secret=args.webhook_cert_secret,
         service=args.webhook_service,

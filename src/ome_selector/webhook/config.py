@@ -52,6 +52,14 @@ class WebhookConfig:
     namespace_selector: dict[str, Any] | None = None
     #: Deny (instead of warn about) size values that do not parse, ``min`` above ``max``, unknown operators.
     strict_sizes: bool = False
+    #: SPEC §12: warn about the impact of a model or runtime change (and about runtimes it makes ambiguous).
+    catalog_impact: bool = True
+    #: SPEC §12: deny a change that leaves InferenceServices that have a runtime now without one.
+    protect_inference_services: bool = False
+    #: SPEC §12: deny a runtime change that adds a SIZE003 or RANK001 finding involving that runtime.
+    deny_ambiguous_runtimes: bool = False
+    #: SPEC §12: the longest a catalog review computes its impact (past it: the "not computed" warning).
+    impact_budget: float = 0.08
     #: How often mounted certificate files are checked for rotation.
     file_check_interval: float = 60.0
     #: Only for benchmarks: answer every request "allowed" without looking at it (a no-op webhook).

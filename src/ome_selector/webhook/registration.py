@@ -36,7 +36,7 @@ import hashlib
 import logging
 import socket
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
@@ -61,6 +61,7 @@ __all__ = [
     "remove_local_registrations",
     "static_policies",
     "webhook_name",
+    "webhook_operations",
 ]
 
 logger = logging.getLogger(__name__)
@@ -107,9 +108,15 @@ def static_policies(config: WebhookConfig) -> dict[str, str]:
     return {webhook_name(kind): failure_policy(kind, config) for kind in HANDLER_IDS}
 
 
+def webhook_operations(kind: Kind) -> tuple[Literal["CREATE", "UPDATE", "DELETE"], ...]:
+    """What ``kind``'s webhook sees: CREATE and UPDATE, and for the models and runtimes DELETE too (SPEC §12:
+    the impact of a deletion is warned about)."""
+    return ("CREATE", "UPDATE") if kind is Kind.INFERENCE_SERVICE else ("CREATE", "UPDATE", "DELETE")
+
+
 def build_webhook(kind: Kind, client_config: Mapping[str, Any], config: WebhookConfig) -> dict[str, Any]:
-    """One ``webhooks[]`` entry: CREATE and UPDATE of ``kind`` (never its status), with the configured
-    policy."""
+    """One ``webhooks[]`` entry: :func:`webhook_operations` of ``kind`` (never its status), with the
+    configured policy."""
     url = client_config.get("url")
     clientconfig: dict[str, Any] = {}
     if url is not None:
@@ -124,7 +131,7 @@ def build_webhook(kind: Kind, client_config: Mapping[str, Any], config: WebhookC
             {
                 "apiGroups": [API_GROUP],
                 "apiVersions": [API_VERSION],
-                "operations": ["CREATE", "UPDATE"],
+                "operations": list(webhook_operations(kind)),
                 "resources": [kind.plural],
                 "scope": "Namespaced" if kind.namespaced else "Cluster",
             }

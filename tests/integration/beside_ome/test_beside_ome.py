@@ -2,7 +2,8 @@
 and the chart installed on top of them.
 
 The imported tests run here a second time, with this directory's `control_plane` (OME's CRDs): conditions and
-events (every §5 row the CRDs can hold), the webhook's denials, explain live against offline (two cases,
+events (every §5 row the CRDs can hold), the webhook's denials, the impact of catalog changes (SPEC §12: the
+warnings and the protection's denial), explain live against offline (two cases,
 conftest.py deselects the others),
 `kubectl ome status`, cleanup beside another writer of RuntimeReady, `spec.replicaRefs` (which OME's CRDs
 prune), and the samples. A subset: OME's CRDs
@@ -24,6 +25,10 @@ from harness.controlplane import ControlPlane
 from harness.crds import CRD_NAMES, OME_CRD_DIR, ome_crd_documents
 from harness.kube import create
 from tests.integration import test_explain_live
+from tests.integration.test_catalog_impact import (
+    test_create_apply_and_delete_print_the_impact_and_the_new_ambiguity,
+    test_protection_denies_until_the_object_is_annotated,
+)
 from tests.integration.test_operator import test_every_outcome_row_with_its_condition_and_event
 from tests.integration.test_operator_surface import (
     test_cleanup_keeps_a_condition_another_writer_owns_and_says_so,
@@ -43,10 +48,12 @@ __all__ = [
     "samples_applied",
     "test_an_inference_service_with_replica_refs_on_either_crds",
     "test_cleanup_keeps_a_condition_another_writer_owns_and_says_so",
+    "test_create_apply_and_delete_print_the_impact_and_the_new_ambiguity",
     "test_denials_carry_the_exact_messages",
     "test_every_outcome_row_with_its_condition_and_event",
     "test_every_sample_is_accepted_in_file_order",
     "test_live_equals_offline",
+    "test_protection_denies_until_the_object_is_annotated",
     "test_status_lists_every_inference_service_on_either_crds",
     "test_v13_samples_apply_only_where_the_crds_have_the_fields",
     "webhook",

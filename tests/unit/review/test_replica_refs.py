@@ -9,7 +9,6 @@ import pytest
 from selection_builders import NS, catalog, entry, isvc, model, runtime
 
 from ome_selector.api.resources import InferenceService, Kind, ObjectKey, Resource
-from ome_selector.catalog.catalog import Catalog
 from ome_selector.review.lint import lint
 from ome_selector.review.whatif import CatalogChange, Change, Verdict, WhatIf, what_if
 
@@ -64,7 +63,7 @@ def test_what_if_leaves_it_out() -> None:
         isvc("named", runtime_name="a", replica_refs=REFS),
     ]
     change = CatalogChange(deleted=(ObjectKey(Kind.CLUSTER_SERVING_RUNTIME, None, "a"),))
-    result = what_if(catalog(*before), Catalog.from_resources(change.apply_to(before)))
+    result = what_if(catalog(*before), change)
     selected = Verdict("True", "RuntimeSelected", "ClusterServingRuntime/a")
     assert result == WhatIf(
         changes=(Change(NS, "plain", selected, Verdict("False", "RuntimeNotFound", None)),), unchanged=0
@@ -74,6 +73,6 @@ def test_what_if_leaves_it_out() -> None:
 def test_what_if_shows_an_inference_service_that_drops_them() -> None:
     before: list[Resource] = [model(), runtime("a", entry()), isvc("svc", replica_refs=REFS)]
     change = CatalogChange(applied=(isvc("svc"),))
-    result = what_if(catalog(*before), Catalog.from_resources(change.apply_to(before)))
+    result = what_if(catalog(*before), change)
     selected = Verdict("True", "RuntimeSelected", "ClusterServingRuntime/a")
     assert result == WhatIf(changes=(Change(NS, "svc", None, selected),), unchanged=0)

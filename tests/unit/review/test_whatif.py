@@ -6,7 +6,6 @@ import pytest
 from selection_builders import NS, catalog, entry, isvc, model, runtime
 
 from ome_selector.api.resources import Kind, ObjectKey, Resource
-from ome_selector.catalog.catalog import Catalog
 from ome_selector.review.whatif import (
     CatalogChange,
     Change,
@@ -20,7 +19,7 @@ from ome_selector.selection.inheritance import RuntimeLookup
 
 
 def compare(before: list[Resource], change: CatalogChange, namespaces: set[str] | None = None) -> WhatIf:
-    return what_if(catalog(*before), Catalog.from_resources(change.apply_to(before)), namespaces)
+    return what_if(catalog(*before), change, namespaces)
 
 
 def key(kind: Kind, name: str, namespace: str | None = None) -> ObjectKey:
@@ -187,7 +186,7 @@ def test_document() -> None:
 def compare_with(
     before: list[Resource], change: CatalogChange, lookup: RuntimeLookup = RuntimeLookup.V1_3
 ) -> WhatIf:
-    return what_if(catalog(*before), Catalog.from_resources(change.apply_to(before)), None, lookup)
+    return what_if(catalog(*before), change, None, lookup)
 
 
 def test_a_change_to_a_parent_moves_the_inference_services_of_its_descendants() -> None:

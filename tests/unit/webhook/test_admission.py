@@ -50,7 +50,13 @@ def test_one_validating_handler_per_kind_on_the_given_registry() -> None:
     _handlers().register(registry)
     handlers = registry._webhooks.get_all_handlers()
     assert sorted(h.id for h in handlers) == sorted(HANDLER_IDS.values())
-    assert all(h.operations == ["CREATE", "UPDATE"] and h.subresource is None for h in handlers)
+    assert all(h.subresource is None for h in handlers)
+    # SPEC §12: the models' and runtimes' webhooks see DELETE too (the impact of a deletion is warned about).
+    operations = {h.id: h.operations for h in handlers}
+    assert operations == {
+        handler_id: ["CREATE", "UPDATE"] if kind is Kind.INFERENCE_SERVICE else ["CREATE", "UPDATE", "DELETE"]
+        for kind, handler_id in HANDLER_IDS.items()
+    }
     assert kopf.get_default_registry()._webhooks.get_all_handlers() == []
 
 

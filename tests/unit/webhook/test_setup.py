@@ -86,6 +86,7 @@ def test_configuration_defaults() -> None:
     }
     runtimes = webhooks["clusterservingruntimes.ome-selector.ome.io"]
     assert runtimes["failurePolicy"] == "Ignore"
+    assert runtimes["rules"][0]["operations"] == ["CREATE", "UPDATE", "DELETE"]  # SPEC §12
     assert runtimes["rules"][0]["scope"] == "Cluster"
     assert runtimes["clientConfig"]["url"].endswith("/validate-clusterservingruntimes")
 
