@@ -335,6 +335,8 @@ def _isvc(draw: st.DrawFn) -> InferenceService:
         model_name=draw(st.sampled_from(["m", "n", None])),
         runtime_name=draw(st.sampled_from([None, None, "a", "b", "c"])),
         selector_class=draw(st.sampled_from([None, "a100"])),
+        # SPEC §5: one that fronts referenced replicas is left alone, so never moved
+        replica_refs=draw(st.sampled_from([None, None, None, [{"name": "replica-0"}]])),
     )
 
 
