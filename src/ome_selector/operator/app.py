@@ -407,8 +407,11 @@ class Operator:
         await web.TCPSite(self._health_runner, host, port).start()
 
     async def _cleanup(self, **_: Any) -> None:
-        # Readiness first, then the Lease: a leader stops writing and hands over before anything else stops.
+        # Readiness first, then the Lease: a leader stops writing and hands over before anything else stops,
+        # but first records the events of the conditions it has written (while it may still write).
         self.stopping = True
+        if self.controller is not None:
+            await self.controller.finish_writes()
         if self._election is not None:
             await cancel_and_wait([self._election])
         await cancel_and_wait([*self._tasks, *([self._relist] if self._relist is not None else [])])

@@ -530,10 +530,16 @@ class Controller:
         self.queue.start()
         self.events.start()
 
-    async def stop(self) -> None:
+    async def finish_writes(self, drain_timeout: float = 2.0) -> None:
+        """Stop deciding and record the events of the conditions already written, for up to
+        ``drain_timeout`` seconds: a leader that is stopping does this while it still holds the Lease, so
+        that a rolling restart does not drop them (SPEC §5, §8). The next leader evaluates everything."""
         await cancel_and_wait([task for task in (self._burst, self._feeder) if task is not None])
         await self.queue.stop()
-        await self.events.stop()
+        await self.events.stop(drain_timeout)
+
+    async def stop(self) -> None:
+        await self.finish_writes()
 
     @property
     def busy(self) -> bool:

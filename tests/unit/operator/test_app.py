@@ -244,3 +244,32 @@ def test_a_listing_cuts_the_wait_after_a_failed_resync_short(monkeypatch: Any) -
 
     asyncio.run(scenario())
     assert attempts == [False, True]
+
+
+def test_a_stopping_leader_records_its_written_conditions_events_before_it_hands_the_lease_over() -> None:
+    """SPEC §5, §8: on SIGTERM the events of conditions already written are recorded while the Lease is still
+    held; cancelling the election first closed the write fence, and a rolling restart dropped them."""
+    operator = Operator(OperatorConfig(health_address=None))
+    order: list[str] = []
+
+    class Controller:
+        async def finish_writes(self) -> None:
+            order.append("events recorded")
+
+        async def stop(self) -> None:
+            order.append("controller stopped")
+
+    async def scenario() -> None:
+        async def election() -> None:
+            try:
+                await asyncio.sleep(3600)
+            finally:
+                order.append("lease released")
+
+        operator.controller = Controller()  # type: ignore[assignment]
+        operator._election = asyncio.create_task(election())
+        await asyncio.sleep(0)
+        await operator._cleanup()
+
+    asyncio.run(scenario())
+    assert order == ["events recorded", "lease released", "controller stopped"]
