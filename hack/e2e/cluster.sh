@@ -284,7 +284,7 @@ log_tails() {
 up() {
   (($# >= 2)) || die "usage: $0 up PAUSE-ARCHIVE-LINE IMAGE-ARCHIVE-LINE..."
   require_host
-  ensure_packages
+  ensure_packages "${E2E_PACKAGES[@]}" containernetworking-plugins iptables nftables
   [[ ! -e $STATE/run ]] || die "a cluster is already up in $STATE (make e2e-down first)"
   ! ip link show "$BRIDGE" >/dev/null 2>&1 || die "bridge $BRIDGE exists: another make e2e cluster runs on this host"
   # (never `producer | grep -q` under pipefail: grep's early exit can fail the producer with SIGPIPE)

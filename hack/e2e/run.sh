@@ -19,7 +19,7 @@ prepare() {
   host_lock
   # Refused here, before a failed start's teardown could remove a cluster that `make e2e-up` left running.
   [[ ! -e $STATE/run ]] || die "a cluster is already up in $STATE (make e2e-down first)"
-  began=$(date +%s.%N); ensure_packages; log "packages ready in $(since "$began")s"
+  began=$(date +%s.%N); ensure_packages "${E2E_PACKAGES[@]}" containernetworking-plugins iptables nftables; log "packages ready in $(since "$began")s"
   began=$(date +%s.%N); "$REPO/hack/ensure-binaries.sh" >/dev/null; log "control-plane binaries ready in $(since "$began")s"
   began=$(date +%s.%N); "$REPO/hack/ensure-binaries.sh" node >/dev/null; log "node binaries ready in $(since "$began")s"
   began=$(date +%s.%N); mapfile -t ARCHIVES < <("$E2E/images.sh"); log "images ready in $(since "$began")s"
