@@ -93,10 +93,10 @@ cluster-down: venv ## stop the background control plane
 clean: cluster-down ## remove the virtual environment and local state
 	rm -rf $(VENV) $(CLUSTER_DIR) .mypy_cache .ruff_cache .pytest_cache .hypothesis
 
-# --- the deployable product: chart, plain manifests, image, kind e2e ------------------------------
+# --- the deployable product: chart, plain manifests, image ------------------------------
 IMAGE ?= ome-selector:dev
 
-.PHONY: manifests chart-lint chart-readme image e2e-kind release-image sbom workflow-lint
+.PHONY: manifests chart-lint chart-readme image release-image sbom workflow-lint
 
 manifests: venv ## copy manifests/crds into the chart and render manifests/install.yaml from it (default values)
 	@bindir=$$(hack/ensure-binaries.sh) && OME_SELECTOR_BIN_DIR="$$bindir" $(PY) -m harness.chart
@@ -126,9 +126,6 @@ sbom: ## CycloneDX SBOM of the image's Python environment (requirements.lock) in
 
 workflow-lint: ## actionlint on .github/workflows (installed from the Go module proxy into a temporary GOBIN)
 	hack/release/actionlint.sh
-
-e2e-kind: venv ## kind cluster, build and load $(IMAGE), helm install, the e2e scenario, delete (needs Docker and kind)
-	IMAGE=$(IMAGE) PYTHON=$(PY) hack/e2e-kind.sh
 
 # --- make e2e: the image, the chart and the operator's pods in a kind cluster (Docker, else podman) ---
 

@@ -130,9 +130,12 @@ for rel, saved in sorted(values.items()):
 PY
 }
 
-# A /24 for the node network that overlaps no route or address on the host.
-pick_subnet() {
-  { ip -4 route show table all; ip -4 -o addr show; } | python3 -c '
+# A /24 for the node network that overlaps no route or address on the host: `<subnet> <gateway>`.
+pick_subnet() { { ip -4 route show table all; ip -4 -o addr show; } | free_subnet; }
+
+# The first /24 of 10.231.7.0 - 10.231.255.0 that overlaps no address or network named on stdin.
+free_subnet() {
+  python3 -c '
 import ipaddress, re, sys
 used = [ipaddress.ip_network(m, strict=False) for m in re.findall(r"\b\d+\.\d+\.\d+\.\d+(?:/\d+)?\b", sys.stdin.read())]
 used = [n for n in used if n.prefixlen > 0]
@@ -185,15 +188,19 @@ prepare() {
 
 kubectl_() { "$CP_BIN/kubectl" --kubeconfig "$STATE/kubeconfig" "$@"; }
 
-# The node has no route off this machine: CoreDNS answers for the cluster only, it forwards nothing.
-coredns_without_forwarding() {
+# A Corefile (stdin) without its `forward` directive, one line or a block.
+corefile_without_forwarding() {
+  awk '/^[ \t]*forward[ \t]/ { skip = ($NF == "{"); next } skip && /^[ \t]*}[ \t]*$/ { skip = 0; next } !skip'
+}
+
+# The node has no route off this machine: CoreDNS answers for the cluster only, it forwards nothing. (The suite
+# needs no DNS: the restarted pods come up while it starts.)
+coredns_forwards_nothing() {
   local corefile
-  corefile=$(kubectl_ -n kube-system get configmap coredns -o jsonpath='{.data.Corefile}')
-  corefile=$(awk '/^[ \t]*forward[ \t]/ { skip = ($NF == "{") ? 1 : 0; next } skip && /^[ \t]*}[ \t]*$/ { skip = 0; next } !skip' <<<"$corefile")
+  corefile=$(kubectl_ -n kube-system get configmap coredns -o jsonpath='{.data.Corefile}' | corefile_without_forwarding)
   kubectl_ -n kube-system patch configmap coredns --type merge \
     -p "$(python3 -c 'import json, sys; print(json.dumps({"data": {"Corefile": sys.argv[1]}}))' "$corefile")" >/dev/null
   kubectl_ -n kube-system rollout restart deployment coredns >/dev/null
-  kubectl_ -n kube-system rollout status deployment coredns --timeout 120s >/dev/null
 }
 
 create() {
@@ -232,7 +239,7 @@ EOF
     # in the serving certificate).
     ip=$(podman inspect -f "{{.NetworkSettings.Networks.$NETWORK.IPAddress}}" "$CLUSTER-control-plane")
     sed -i "s#server: https://127.0.0.1:[0-9]*#server: https://$ip:6443#" "$STATE/kubeconfig"
-    coredns_without_forwarding
+    coredns_forwards_nothing
   fi
   began=$(date +%s.%N)
   if [[ $PROVIDER == docker ]]; then

@@ -22,9 +22,9 @@ export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
 E2E_PACKAGES=(containerd runc buildah debootstrap)
 PODMAN_PACKAGES=(podman netavark containernetworking-plugins iptables)
 
-# One `make e2e`, `e2e-up` or `e2e-down` at a time on a host: the bridge, the ports and paths like /run/containerd
-# are shared. hack/e2e/run.sh holds it on fd 9 until it exits; cluster.sh starts the cluster's processes without
-# that fd, so a cluster left up by `make e2e-up` does not hold it (cluster.sh refuses a second cluster instead).
+# One `make e2e`, `e2e-up` or `e2e-down` at a time on a host: the cluster name, the podman network and paths like
+# /run/netns are shared. hack/e2e/kind.sh holds it on fd 9 until it exits; the provider's processes start without
+# that fd, so a cluster left up by `make e2e-up` does not hold it (kind.sh refuses a second cluster instead).
 HOST_LOCK=${E2E_HOST_LOCK:-/run/lock/ome-selector-e2e.lock}
 
 log() { printf 'e2e: %s\n' "$*" >&2; }
@@ -32,7 +32,7 @@ log() { printf 'e2e: %s\n' "$*" >&2; }
 unsupported() { printf 'e2e: cannot run here: %s\n' "$*" >&2; exit 3; }
 die() { printf 'e2e: %s\n' "$*" >&2; exit 1; }
 
-# The last line of `make e2e` and `make e2e-kind`, from the `pass|fail <check>` lines of a results file.
+# The last line of `make e2e`, from the `pass|fail <check>` lines of a results file.
 summary() {
   local passed failed
   passed=$(grep -c '^pass ' "$1" || true)
@@ -45,7 +45,7 @@ since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; 
 
 require_host() {
   [[ $(uname -s) == Linux ]] || unsupported "needs Linux (this is $(uname -s))"
-  [[ $(id -u) == 0 ]] || unsupported "needs root (containerd, kubelet and the pod network run on this host)"
+  [[ $(id -u) == 0 ]] || unsupported "needs root (buildah builds the image, debootstrap its base)"
   unshare --net --mount --pid --fork --mount-proc true 2>/dev/null \
     || unsupported "cannot create network, mount and PID namespaces (unshare failed)"
   grep -qw overlay /proc/filesystems || unsupported "the kernel has no overlay filesystem (containerd's snapshotter)"
@@ -125,13 +125,6 @@ cgroup_layout() {
   else
     echo v1
   fi
-}
-
-# CAP_SYS_RESOURCE (bit 24) in the bounding set: without it no process may lower its oom_score_adj.
-has_sys_resource() {
-  local bnd
-  bnd=$(awk '/^CapBnd:/ { print $2 }' /proc/self/status)
-  (( (16#$bnd >> 24) & 1 ))
 }
 
 # The CA bundle the host configures for pip, if any (the image build needs it for PyPI behind a TLS proxy).

@@ -80,10 +80,12 @@ node_key() {
   } | sha
 }
 
-# The images `kubeadm config images list` names, as `<component> <reference>`.
+# `<component> <reference>` for each image reference on stdin (registry.k8s.io/coredns/coredns:v1.14.2 -> coredns).
+image_components() { awk -F'[/:]' '{ print $(NF - 1), $0 }'; }
+
+# The images `kubeadm config images list` names.
 kubeadm_images() {
-  "$NODE_BIN/kubeadm" config images list --kubernetes-version "$K8S_VERSION" 2>/dev/null \
-    | awk -F'[/:]' '{ print $(NF - 1), $0 }'
+  "$NODE_BIN/kubeadm" config images list --kubernetes-version "$K8S_VERSION" 2>/dev/null | image_components
 }
 
 buildah_() { buildah --root "$WORK/buildah" --runroot "$WORK/buildah-run" --storage-driver vfs "$@"; }
