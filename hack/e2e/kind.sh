@@ -8,7 +8,7 @@
 #   hack/e2e/kind.sh down   delete it and restore the host
 #
 # The provider is Docker where an engine answers, else podman (installed from Debian). The node image is
-# kindest/node for the pinned Kubernetes version where it can be pulled, else built here (hack/e2e/node-image.sh).
+# kindest/node v1.36.x where Docker can pull it, else built here from the pinned binaries (hack/e2e/node-image.sh).
 # With podman every file lives under $STATE (.e2e/ in the checkout) but the image store (the cache), the cluster
 # runs on a podman network of its own that is --internal (no route off this machine, no DNS forwarding), and the
 # teardown undoes what podman and kind change on the host (recorded at `up`): the network and its interfaces,
@@ -24,6 +24,9 @@ E2E="$REPO/hack/e2e"
 PYTHON=${PYTHON:-$REPO/.venv/bin/python}
 CLUSTER=ome-selector-e2e
 NETWORK=kind  # the network kind's podman provider uses; made here first, --internal
+# The Kubernetes 1.36 node image kind v0.33.0 publishes (its release notes: only the digest guarantees an image
+# built for that release).
+KINDEST_NODE=kindest/node:v1.36.4@sha256:099e049362a1526b2db71494e1947aae99bd16290d7c895f2b7ea312e3cbfaed
 HOSTREC="$STATE/host"
 # Host paths podman and kind use whatever they are told; removed at teardown when `up` made them.
 HOST_PATHS=(/lib/modules /run/netns /run/containers /run/libpod /var/lib/containers /etc/containers/networks
@@ -158,7 +161,6 @@ prepare() {
   began=$(date +%s.%N); CP_BIN=$("$REPO/hack/ensure-binaries.sh"); log "control-plane binaries ready in $(since "$began")s"
   began=$(date +%s.%N); NODE_BIN=$("$REPO/hack/ensure-binaries.sh" node); log "node binaries and kind ready in $(since "$began")s"
   KIND="$NODE_BIN/kind"
-  local k8s; k8s=$("$NODE_BIN/kubelet" --version | awk '{ print $2 }')
   [[ -x $PYTHON ]] || die "$PYTHON not found; run 'make venv'"
 
   began=$(date +%s.%N)
@@ -175,9 +177,11 @@ prepare() {
   began=$(date +%s.%N)
   if [[ -n ${E2E_NODE_IMAGE:-} ]]; then
     NODE_IMAGE=$E2E_NODE_IMAGE
-  elif [[ $PROVIDER == docker ]] && docker pull -q "kindest/node:$k8s" >/dev/null 2>&1; then
-    NODE_IMAGE="kindest/node:$k8s"
+  elif [[ $PROVIDER == docker ]] && docker pull -q "$KINDEST_NODE" >/dev/null 2>&1; then
+    NODE_IMAGE=$KINDEST_NODE
   else
+    # No registry, or podman: the image built here (its settings are what rootful podman on cgroup v1 without
+    # CAP_SYS_RESOURCE needs; E2E_NODE_IMAGE=kindest/node:... uses the stock one instead).
     [[ -n ${archives[*]:-} ]] || mapfile -t archives < <("$E2E/images.sh")
     NODE_IMAGE=$("$E2E/node-image.sh" "${archives[0]%% *}" "${archives[0]#* }")
   fi
