@@ -54,12 +54,10 @@ check_host() {
       || unsupported "no Docker engine answers, and podman is neither installed nor installable (no apt-get)"
     ensure_packages "${PODMAN_PACKAGES[@]}" "${E2E_PACKAGES[@]}"
     grep -qw overlay /proc/filesystems || unsupported "the kernel has no overlay filesystem (podman's and containerd's storage)"
-    local layout; layout=$(cgroup_layout)
     [[ -n $(awk '$3 ~ /^cgroup2?$/' /proc/mounts) ]] || unsupported "no cgroup filesystem is mounted"
-    if [[ $layout != v2 && ! -d /sys/fs/cgroup/systemd ]]; then
+    if [[ $(cgroup_layout) != v2 && ! -d /sys/fs/cgroup/systemd ]]; then
       unsupported "cgroup v1 without a name=systemd hierarchy: kind's node (systemd) cannot run here"
     fi
-    [[ -e /proc/self/ns/cgroup ]] || unsupported "no cgroup namespaces: kind's node needs them on cgroup $layout"
     if [[ ! -d /lib/modules ]]; then  # made at `create`, removed at teardown
       { mkdir /lib/modules && rmdir /lib/modules; } 2>/dev/null \
         || unsupported "kind mounts /lib/modules into the node, and /lib/modules neither exists nor can be created"

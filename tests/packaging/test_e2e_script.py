@@ -443,3 +443,41 @@ def test_the_node_image_has_a_builder_for_every_image_kubeadm_names() -> None:
     builders = _function(NODE_IMAGE_SH, "component_images")
     for component in components:
         assert re.search(rf"^ +([a-z-]+ \| )?{component}( \| [a-z-]+)?\)", builders, re.MULTILINE), component
+
+
+@pytest.mark.parametrize(
+    ("path", "stubs", "line"),
+    [
+        (
+            "{stubs}:$PATH",
+            {"id": "echo 1000"},
+            "no Docker engine answers, and podman as kind's provider needs root here",
+        ),
+        (
+            "{stubs}",
+            {"id": "echo 0", "uname": "echo Linux"},
+            "no Docker engine answers, and podman is neither installed nor installable (no apt-get)",
+        ),
+    ],
+    ids=["not root", "no podman, no apt-get"],
+)
+def test_a_host_without_what_kind_needs_gets_one_line_and_status_3(
+    tmp_path: Path, path: str, stubs: dict[str, str], line: str
+) -> None:
+    for name, body in stubs.items():
+        stub = tmp_path / name
+        stub.write_text(f"#!/bin/sh\n{body}\n")  # (no `env bash`: PATH may hold the stubs alone)
+        stub.chmod(0o755)
+    script = "\n".join(
+        [
+            "source hack/e2e/lib.sh",
+            _function(KIND_SH, "check_host"),
+            "ensure_packages() { echo went on; }",
+            f"PROVIDER=podman PATH={path.format(stubs=shlex.quote(str(tmp_path)))}",
+            "check_host",
+        ]
+    )
+    result = subprocess.run(
+        ["/bin/bash", "-c", script], capture_output=True, text=True, check=False, cwd=REPO_ROOT
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (3, "", f"e2e: cannot run here: {line}\n")
