@@ -104,10 +104,10 @@ cluster-down: venv ## stop the background control plane
 clean: cluster-down ## remove the virtual environment and local state
 	rm -rf $(VENV) $(CLUSTER_DIR) .mypy_cache .ruff_cache .pytest_cache .hypothesis
 
-# --- the deployable product: chart, plain manifests, image, kind e2e ------------------------------
+# --- the deployable product: chart, plain manifests, image ------------------------------
 IMAGE ?= ome-selector:dev
 
-.PHONY: manifests chart-lint chart-readme image e2e-kind release-image sbom workflow-lint
+.PHONY: manifests chart-lint chart-readme image release-image sbom workflow-lint
 
 manifests: venv ## copy manifests/crds into the chart and render manifests/install.yaml from it (default values)
 	@bindir=$$(hack/ensure-binaries.sh) && OME_SELECTOR_BIN_DIR="$$bindir" $(PY) -m harness.chart
@@ -138,18 +138,15 @@ sbom: ## CycloneDX SBOM of the image's Python environment (requirements.lock) in
 workflow-lint: ## actionlint on .github/workflows (installed from the Go module proxy into a temporary GOBIN)
 	hack/release/actionlint.sh
 
-e2e-kind: venv ## kind cluster, build and load $(IMAGE), helm install, the e2e scenario, delete (needs Docker and kind)
-	IMAGE=$(IMAGE) PYTHON=$(PY) hack/e2e-kind.sh
-
-# --- make e2e: the image, the chart and the operator pod in a real single-node cluster on this machine ---
+# --- make e2e: the image, the chart and the operator's pods in a kind cluster (Docker, else podman) ---
 
 .PHONY: e2e e2e-up e2e-down
 
-e2e: venv ## build or reuse everything, a real single-node cluster here (Linux, root), the e2e suite, teardown
-	@PYTHON=$(abspath $(PY)) hack/e2e/run.sh e2e
+e2e: venv ## kind cluster (Docker, else podman), the image loaded, the chart, the e2e suite, teardown
+	@PYTHON=$(abspath $(PY)) hack/e2e/kind.sh e2e
 
-e2e-up: venv ## the same cluster with the operator installed, left running (kubeconfig .e2e/kubeconfig)
-	@PYTHON=$(abspath $(PY)) hack/e2e/run.sh up
+e2e-up: venv ## the same kind cluster with the operator installed, left running (prints the KUBECONFIG line)
+	@PYTHON=$(abspath $(PY)) hack/e2e/kind.sh up
 
-e2e-down: ## stop the e2e-up cluster and restore the host
-	@hack/e2e/run.sh down
+e2e-down: ## delete the e2e-up cluster and restore the host
+	@hack/e2e/kind.sh down

@@ -2,9 +2,9 @@
 # Provides pinned control-plane test binaries (kube-apiserver, kubectl, etcd, helm) and prints
 # the directory holding them on stdout. Progress goes to stderr.
 #
-# `hack/ensure-binaries.sh node` provides the node's binaries for `make e2e` instead (kubelet,
-# kube-controller-manager, kube-scheduler, kube-proxy from the same Kubernetes version, and crictl), always
-# cached or built from Go modules the same way.
+# `hack/ensure-binaries.sh node` provides what `make e2e` builds its kind node image from instead (kubelet,
+# kubeadm, kube-controller-manager, kube-scheduler, kube-proxy from the same Kubernetes version, crictl, the
+# CoreDNS that kubeadm deploys) and kind itself, always cached or built from Go modules the same way.
 #
 # Sources, first that works wins:
 #   1. $KUBEBUILDER_ASSETS (must hold kube-apiserver, etcd and kubectl; helm is optional there)
@@ -18,10 +18,13 @@ K8S_VERSION="${K8S_VERSION:-1.36.3}"
 ETCD_VERSION="${ETCD_VERSION:-3.6.16}"
 HELM_VERSION="${HELM_VERSION:-3.22.0}"
 CRICTL_VERSION="${CRICTL_VERSION:-1.34.0}"
+# The CoreDNS version `kubeadm config images list` names for $K8S_VERSION.
+COREDNS_VERSION="${COREDNS_VERSION:-1.14.2}"
+KIND_VERSION="${KIND_VERSION:-0.33.0}"
 CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/ome-selector"
 BIN_DIR="$CACHE_ROOT/k8s-v$K8S_VERSION-etcd-v$ETCD_VERSION-helm-v$HELM_VERSION"
-NODE_DIR="$CACHE_ROOT/node-k8s-v$K8S_VERSION-crictl-v$CRICTL_VERSION"
-NODE_BINARIES=(kubelet kube-controller-manager kube-scheduler kube-proxy)
+NODE_DIR="$CACHE_ROOT/node-k8s-v$K8S_VERSION-crictl-v$CRICTL_VERSION-coredns-v$COREDNS_VERSION-kind-v$KIND_VERSION"
+NODE_BINARIES=(kubelet kubeadm kube-controller-manager kube-scheduler kube-proxy)
 ENVTEST_URL="https://github.com/kubernetes-sigs/controller-tools/releases/download/envtest-v$K8S_VERSION/envtest-v$K8S_VERSION-$(go env GOOS 2>/dev/null || echo linux)-$(go env GOARCH 2>/dev/null || echo amd64).tar.gz"
 
 log() { printf 'ensure-binaries: %s\n' "$*" >&2; }
@@ -33,7 +36,7 @@ case "${1:-}" in
   *) log "usage: $0 [node]"; exit 2 ;;
 esac
 
-if [[ $mode == node ]] && have_all "$NODE_DIR" "${NODE_BINARIES[@]}" crictl; then
+if [[ $mode == node ]] && have_all "$NODE_DIR" "${NODE_BINARIES[@]}" crictl coredns kind; then
   echo "$NODE_DIR"; exit 0
 fi
 
@@ -120,10 +123,24 @@ build_crictl() {
   install -m 0755 "$work/crictl-bin/crictl" "$NODE_DIR/crictl"
 }
 
+build_coredns() {
+  log "building coredns v$COREDNS_VERSION"
+  GOBIN="$work/coredns-bin" go install -trimpath -ldflags "-s -w" "github.com/coredns/coredns@v$COREDNS_VERSION" >&2
+  install -m 0755 "$work/coredns-bin/coredns" "$NODE_DIR/coredns"
+}
+
+build_kind() {
+  log "building kind v$KIND_VERSION"
+  GOBIN="$work/kind-bin" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kind@v$KIND_VERSION" >&2
+  install -m 0755 "$work/kind-bin/kind" "$NODE_DIR/kind"
+}
+
 if [[ $mode == node ]]; then
   mkdir -p "$NODE_DIR"
+  [[ -x "$NODE_DIR/kind" ]] || build_kind
   have_all "$NODE_DIR" "${NODE_BINARIES[@]}" || build_kubernetes "$NODE_DIR" "${NODE_BINARIES[@]}"
   [[ -x "$NODE_DIR/crictl" ]] || build_crictl
+  [[ -x "$NODE_DIR/coredns" ]] || build_coredns
   "$NODE_DIR/kubelet" --version >&2
   log "ready in $NODE_DIR after $(( $(date +%s) - started ))s"
   echo "$NODE_DIR"

@@ -1,4 +1,4 @@
-"""The end-to-end scenario of a deployed ome-selector, shared by the RBAC test and `make e2e-kind`.
+"""The end-to-end scenario of a deployed ome-selector, shared by the RBAC test and `make e2e`.
 
 What a platform engineer would check after installing: auto-selection, a named runtime that does not
 declare support (admitted with a warning, advisory event), ``RuntimeNotFound`` once a model's size appears,

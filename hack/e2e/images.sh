@@ -21,23 +21,8 @@ SYSTEM_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt
 
 sha() { sha256sum | cut -c1-16; }
 
-# The Debian mirror apt already uses for the suite (deb822 or one-line sources), else deb.debian.org.
-debian_mirror() {
-  local found=""
-  if compgen -G '/etc/apt/sources.list.d/*.sources' >/dev/null; then
-    found=$(awk -v suite="$DEBIAN_SUITE" 'BEGIN { RS = "" }
-      $0 ~ "Suites:[^\n]*[ \t]" suite "([ \t]|\n|$)" { if (match($0, /URIs:[ \t]*[^ \t\n]+/)) {
-        s = substr($0, RSTART, RLENGTH); sub(/URIs:[ \t]*/, "", s); print s; exit } }' \
-      /etc/apt/sources.list.d/*.sources)
-  fi
-  if [[ -z $found && -f /etc/apt/sources.list ]]; then
-    found=$(awk -v suite="$DEBIAN_SUITE" '$1 == "deb" && $3 == suite { print $2; exit }' /etc/apt/sources.list)
-  fi
-  echo "${DEBIAN_MIRROR:-${found:-http://deb.debian.org/debian}}"
-}
-
 # Host paths that buildah and runc create whatever --root says; removed again when this run created them.
-HOST_PATHS=(/var/lib/containers /run/runc /run/containers /etc/cni)
+HOST_PATHS=(/var/lib/containers /run/runc /run/containers /etc/cni /etc/containers/networks)
 created_paths=()
 note_host_paths() { local p; for p in "${HOST_PATHS[@]}"; do [[ -e $p ]] || created_paths+=("$p"); done; }
 remove_created_paths() { local p; for p in "${created_paths[@]}"; do rm -rf "$p"; done; created_paths=(); }
@@ -168,7 +153,7 @@ check_no_build_ca() {
 
 main() {
   require_host
-  ensure_packages
+  ensure_packages "${E2E_PACKAGES[@]}"
   command -v go >/dev/null || unsupported "needs go to build the pause image"
   pause_archive
   base_rootfs

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The end-to-end checks of an installed ome-selector, against any cluster that runs the image: `make e2e` (a
-# node on this machine, hack/e2e/run.sh) and `make e2e-kind` (hack/e2e-kind.sh) both call it.
+# The end-to-end checks of an installed ome-selector, against any cluster that runs the image: `make e2e` calls
+# it on its kind cluster (hack/e2e/kind.sh).
 #
 #   hack/e2e/suite.sh install    helm install, as a user would (`make e2e-up` stops here)
 #   hack/e2e/suite.sh run        install, then every check below, then the documented uninstall; then the same

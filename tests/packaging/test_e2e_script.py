@@ -1,5 +1,5 @@
-"""The `make e2e` / `make e2e-kind` scripts (hack/): they need root or Docker, so `make test` never runs them;
-this keeps them from rotting between runs of `make e2e`."""
+"""The `make e2e` scripts (hack/): they need Docker or root, so `make test` never runs them; this keeps them
+from rotting between runs of `make e2e`."""
 
 from __future__ import annotations
 
@@ -24,6 +24,8 @@ HACK = REPO_ROOT / "hack"
 SCRIPTS = sorted([*HACK.glob("*.sh"), *(HACK / "e2e").glob("*.sh")])
 SOURCED = {HACK / "e2e" / "lib.sh"}
 SUITE = HACK / "e2e" / "suite.sh"
+KIND_SH = HACK / "e2e" / "kind.sh"
+NODE_IMAGE_SH = HACK / "e2e" / "node-image.sh"
 
 
 def _lib_value(name: str) -> str:
@@ -53,10 +55,9 @@ def test_script_parses_and_passes_shellcheck(script: Path) -> None:
 @pytest.mark.parametrize(
     ("target", "command"),
     [
-        ("e2e-kind", "hack/e2e-kind.sh"),
-        ("e2e", "hack/e2e/run.sh e2e"),
-        ("e2e-up", "hack/e2e/run.sh up"),
-        ("e2e-down", "hack/e2e/run.sh down"),
+        ("e2e", "hack/e2e/kind.sh e2e"),
+        ("e2e-up", "hack/e2e/kind.sh up"),
+        ("e2e-down", "hack/e2e/kind.sh down"),
     ],
 )
 def test_make_targets_run_the_scripts(target: str, command: str) -> None:
@@ -64,9 +65,13 @@ def test_make_targets_run_the_scripts(target: str, command: str) -> None:
     assert re.search(rf"^{target}:.*\n\t.*{re.escape(command)}$", makefile, re.MULTILINE)
 
 
-def test_both_e2e_entry_points_run_the_same_suite() -> None:
-    assert "hack/e2e/suite.sh run" in (HACK / "e2e-kind.sh").read_text()
-    assert '"$E2E/suite.sh" run' in (HACK / "e2e" / "run.sh").read_text()
+def test_make_e2e_runs_the_suite_on_kind() -> None:
+    text = KIND_SH.read_text()
+    assert '"$E2E/suite.sh" run' in text
+    assert '"$KIND" create cluster' in text
+    # The hand-made cluster is gone: kind is the only e2e path.
+    assert not (HACK / "e2e" / "cluster.sh").exists()
+    assert not (HACK / "e2e-kind.sh").exists()
 
 
 def test_ci_runs_make_test_then_one_chaos_schedule_then_make_e2e() -> None:
@@ -160,15 +165,22 @@ def test_a_second_run_waits_until_the_first_releases_the_host_lock(tmp_path: Pat
 
 
 def test_the_cluster_processes_do_not_hold_the_host_lock(tmp_path: Path) -> None:
-    """A cluster left up by `make e2e-up` must not keep `make e2e-down` (or the next `make e2e`) waiting."""
+    """A cluster left up by `make e2e-up` (the provider's processes that `kind create` starts) must not keep
+    `make e2e-down` (or the next `make e2e`) waiting."""
     lock = tmp_path / "e2e.lock"
+    pid_file = tmp_path / "sleep.pid"
+    kind = _stub(
+        tmp_path / "kind",
+        f'if [ "$1" = create ]; then sleep 60 >/dev/null 2>&1 & echo $! >{shlex.quote(str(pid_file))}; fi',
+    )
     script = "\n".join(
         [
             "source hack/e2e/lib.sh",
-            _function(HACK / "e2e" / "cluster.sh", "start"),
-            f"RUN={shlex.quote(str(tmp_path))} LOGS={shlex.quote(str(tmp_path))}",
+            _function(KIND_SH, "create"),
+            f"STATE={shlex.quote(str(tmp_path / 'state'))} KIND={shlex.quote(str(kind))} CP_BIN=/bin",
+            "PROVIDER=docker NODE_IMAGE=kindest/node:v1.36.3 PROJECT_REF=ome-selector:dev CLUSTER=e2e",
             "host_lock",
-            "start sleep sleep 60",
+            "create",
         ]
     )
     result = subprocess.run(
@@ -179,12 +191,12 @@ def test_the_cluster_processes_do_not_hold_the_host_lock(tmp_path: Path) -> None
         cwd=REPO_ROOT,
         env={**os.environ, "E2E_HOST_LOCK": str(lock)},
     )
-    daemon = int((tmp_path / "sleep.pid").read_text())
+    daemon = int(pid_file.read_text())
     try:
         assert result.returncode == 0, result.stderr
         assert Path(f"/proc/{daemon}").exists()
         free = subprocess.run(["flock", "-n", str(lock), "true"], check=False)
-        assert free.returncode == 0, "the process start() launched still holds the host lock"
+        assert free.returncode == 0, "a process `kind create` left running holds the host lock"
     finally:
         os.kill(daemon, signal.SIGKILL)
 
@@ -287,20 +299,22 @@ def test_an_interrupted_suite_stops_after_the_current_command(
 def test_an_interrupted_make_e2e_tears_down_and_counts_as_a_failure(
     tmp_path: Path, interrupt: signal.Signals
 ) -> None:
-    """run.sh's e2e with the cluster and the suite stubbed: a Ctrl-C during the suite."""
+    """kind.sh's e2e with the cluster and the suite stubbed: a Ctrl-C during the suite."""
     fake = tmp_path / "e2e"
     fake.mkdir()
     calls, started = tmp_path / "calls", tmp_path / "suite-started"
-    _stub(fake / "cluster.sh", f'echo "cluster $1" >>{shlex.quote(str(calls))}')
     _stub(fake / "suite.sh", f"touch {shlex.quote(str(started))}; sleep 60")
-    run_sh = HACK / "e2e" / "run.sh"
+    record = shlex.quote(str(calls))
     script = "\n".join(
         [
             "set -euo pipefail",
             "source hack/e2e/lib.sh",
-            *(_function(run_sh, name) for name in ("suite_env", "finish", "e2e")),
-            f"E2E={shlex.quote(str(fake))} PYTHON=python3",
-            'prepare() { ARCHIVES=("localhost/pause:x /x" "localhost/ome-selector:y /y"); }',
+            *(_function(KIND_SH, name) for name in ("suite_env", "finish", "e2e")),
+            f"E2E={shlex.quote(str(fake))} PYTHON=python3 CP_BIN=/bin PROJECT_REF=ome-selector:dev",
+            "begin() { :; }",
+            "start() { :; }",
+            f'create() {{ echo "cluster up" >>{record}; }}',
+            f'down() {{ echo "cluster down" >>{record}; }}',
             "e2e",
         ]
     )
@@ -320,18 +334,150 @@ def test_an_interrupted_make_e2e_tears_down_and_counts_as_a_failure(
 
 def test_make_e2e_refuses_a_cluster_left_up_in_the_checkout(tmp_path: Path) -> None:
     """Refused before anything starts: a failed start's teardown would remove the `make e2e-up` cluster."""
-    (tmp_path / "state" / "run").mkdir(parents=True)
+    (tmp_path / "state").mkdir()
+    (tmp_path / "state" / "provider").write_text("podman\n")
     script = "\n".join(
         [
             "source hack/e2e/lib.sh",
-            _function(HACK / "e2e" / "run.sh", "prepare"),
+            _function(KIND_SH, "begin"),
             f"STATE={shlex.quote(str(tmp_path / 'state'))} HOST_LOCK={shlex.quote(str(tmp_path / 'lock'))}",
-            "require_host() { :; }",
-            "ensure_packages() { echo went on; }",
-            "prepare",
+            "choose_provider() { :; }",
+            "check_host() { :; }",
+            "prepare() { echo went on; }",
+            "begin && prepare",
         ]
     )
     result = _bash(script)
     assert result.returncode == 1
     assert result.stdout == ""
     assert f"a cluster is already up in {tmp_path / 'state'} (make e2e-down first)" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("docker", "provider"),
+    [("exit 0", "docker"), ("exit 1", "podman")],
+    ids=["engine answers", "no engine"],
+)
+def test_the_provider_is_docker_where_an_engine_answers_else_podman(
+    tmp_path: Path, docker: str, provider: str
+) -> None:
+    _stub(tmp_path / "docker", docker)
+    script = "\n".join(
+        [
+            "source hack/e2e/lib.sh",
+            _function(KIND_SH, "choose_provider"),
+            f"unset E2E_PROVIDER; PATH={shlex.quote(str(tmp_path))}:$PATH",
+            'choose_provider && echo "$PROVIDER"',
+        ]
+    )
+    result = _bash(script)
+    assert result.stdout == f"{provider}\n", result.stderr
+
+
+COREFILE = """.:53 {
+    errors
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+       pods insecure
+       fallthrough in-addr.arpa ip6.arpa
+    }
+    prometheus :9153
+    cache 30
+    loop
+}
+"""
+FORWARD_BLOCK = "    forward . /etc/resolv.conf {\n       max_concurrent 1000\n    }\n"
+
+
+@pytest.mark.parametrize(
+    "forward",
+    [FORWARD_BLOCK, "    forward . 10.0.0.53\n"],
+    ids=["block", "line"],
+)
+def test_coredns_forwards_nothing_off_the_machine(forward: str) -> None:
+    corefile = COREFILE.replace("    cache 30\n", forward + "    cache 30\n")
+    script = "\n".join(
+        [
+            "source hack/e2e/lib.sh",
+            _function(KIND_SH, "corefile_without_forwarding"),
+            "corefile_without_forwarding",
+        ]
+    )
+    result = subprocess.run(
+        ["bash", "-c", script], input=corefile, capture_output=True, text=True, check=False, cwd=REPO_ROOT
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == COREFILE
+
+
+def test_the_node_network_avoids_every_route_and_address_of_the_host() -> None:
+    routes = "10.231.7.0/24 dev br0\ndefault via 192.0.2.1 dev eth0\n10.231.8.5 dev tun0\n"
+    script = "\n".join(["source hack/e2e/lib.sh", _function(KIND_SH, "free_subnet"), "free_subnet"])
+    result = subprocess.run(
+        ["bash", "-c", script], input=routes, capture_output=True, text=True, check=False, cwd=REPO_ROOT
+    )
+    assert result.stdout == "10.231.9.0/24 10.231.9.1\n", result.stderr
+
+
+def test_the_node_image_has_a_builder_for_every_image_kubeadm_names() -> None:
+    listed = (
+        "registry.k8s.io/kube-apiserver:v1.36.3\nregistry.k8s.io/kube-controller-manager:v1.36.3\n"
+        "registry.k8s.io/kube-scheduler:v1.36.3\nregistry.k8s.io/kube-proxy:v1.36.3\n"
+        "registry.k8s.io/coredns/coredns:v1.14.2\nregistry.k8s.io/pause:3.10.2\nregistry.k8s.io/etcd:3.6.8-0\n"
+    )
+    script = "\n".join(
+        ["source hack/e2e/lib.sh", _function(NODE_IMAGE_SH, "image_components"), "image_components"]
+    )
+    result = subprocess.run(
+        ["bash", "-c", script], input=listed, capture_output=True, text=True, check=False, cwd=REPO_ROOT
+    )
+    components = [line.split(" ", 1)[0] for line in result.stdout.splitlines()]
+    assert components == [
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+        "kube-proxy",
+        "coredns",
+        "pause",
+        "etcd",
+    ], result.stderr
+    builders = _function(NODE_IMAGE_SH, "component_images")
+    for component in components:
+        assert re.search(rf"^ +([a-z-]+ \| )?{component}( \| [a-z-]+)?\)", builders, re.MULTILINE), component
+
+
+@pytest.mark.parametrize(
+    ("path", "stubs", "line"),
+    [
+        (
+            "{stubs}:$PATH",
+            {"id": "echo 1000"},
+            "no Docker engine answers, and podman as kind's provider needs root here",
+        ),
+        (
+            "{stubs}",
+            {"id": "echo 0", "uname": "echo Linux"},
+            "no Docker engine answers, and podman is neither installed nor installable (no apt-get)",
+        ),
+    ],
+    ids=["not root", "no podman, no apt-get"],
+)
+def test_a_host_without_what_kind_needs_gets_one_line_and_status_3(
+    tmp_path: Path, path: str, stubs: dict[str, str], line: str
+) -> None:
+    for name, body in stubs.items():
+        stub = tmp_path / name
+        stub.write_text(f"#!/bin/sh\n{body}\n")  # (no `env bash`: PATH may hold the stubs alone)
+        stub.chmod(0o755)
+    script = "\n".join(
+        [
+            "source hack/e2e/lib.sh",
+            _function(KIND_SH, "check_host"),
+            "ensure_packages() { echo went on; }",
+            f"PROVIDER=podman PATH={path.format(stubs=shlex.quote(str(tmp_path)))}",
+            "check_host",
+        ]
+    )
+    result = subprocess.run(
+        ["/bin/bash", "-c", script], capture_output=True, text=True, check=False, cwd=REPO_ROOT
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (3, "", f"e2e: cannot run here: {line}\n")
