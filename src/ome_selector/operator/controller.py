@@ -531,11 +531,12 @@ class Controller:
         self.events.start()
 
     async def finish_writes(self, drain_timeout: float = 2.0) -> None:
-        """Stop deciding and record the events of the conditions already written, for up to
-        ``drain_timeout`` seconds: a leader that is stopping does this while it still holds the Lease, so
-        that a rolling restart does not drop them (SPEC §5, §8). The next leader evaluates everything."""
+        """Stop deciding: the evaluations under way finish, and the events of the conditions written are
+        recorded, each for up to ``drain_timeout`` seconds. A leader that is stopping does this while it still
+        holds the Lease, so that a rolling restart drops none of them (SPEC §5, §8); the next leader evaluates
+        everything."""
         await cancel_and_wait([task for task in (self._burst, self._feeder) if task is not None])
-        await self.queue.stop()
+        await self.queue.stop(finish_s=drain_timeout)  # a write under way completes and hands its event over
         await self.events.stop(drain_timeout)
 
     async def stop(self) -> None:

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Hashable
@@ -25,6 +26,8 @@ from typing import Generic, TypeVar
 from ome_selector.operator.tasks import cancel_and_wait
 
 K = TypeVar("K", bound=Hashable)
+#: How often a stopping queue looks whether the keys under way have finished.
+FINISH_POLL_S = 0.01
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +66,7 @@ class WorkQueue(Generic[K]):
     _idle: asyncio.Event = field(default_factory=asyncio.Event, init=False)
     _turn: int = field(default=0, init=False)
     _turn_started: float = field(default=0.0, init=False)
+    _closing: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         self._idle.set()
@@ -90,10 +94,17 @@ class WorkQueue(Generic[K]):
         for index in range(self.workers):
             self._tasks.append(asyncio.create_task(self._worker(), name=f"workqueue-worker-{index}"))
 
-    async def stop(self) -> None:
+    async def stop(self, finish_s: float = 0.0) -> None:
+        """Start no key from now on; give the keys under way up to ``finish_s`` seconds to finish (a write
+        that has begun completes, and hands over its event), then cancel the workers."""
+        self._closing = True
         for timer in self._delayed.values():
             timer.cancel()
         self._delayed.clear()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(finish_s):
+                while self._active:
+                    await asyncio.sleep(FINISH_POLL_S)
         await cancel_and_wait(self._tasks)
         self._tasks.clear()
 
@@ -117,6 +128,9 @@ class WorkQueue(Generic[K]):
         while True:
             key = await self._queue.get()
             added = self._waiting.pop(key)
+            if self._closing:  # stopping: nothing new is started
+                self._queue.task_done()
+                continue
             if self.on_wait is not None:
                 self.on_wait(time.monotonic() - added)
             self._active.add(key)

@@ -179,3 +179,36 @@ def test_workers_whose_keys_never_wait_still_let_the_event_loop_run(workers: int
     assert sum(runs) == 200
     # One turn: three keys (0, 4, 8 ms; the third ends it), then one key more for each other worker.
     assert max(runs) <= 3 + (workers - 1)
+
+
+def test_stopping_lets_the_keys_under_way_finish_and_starts_no_other() -> None:
+    """A stopping leader's writes that have begun complete (and hand over their events, SPEC §5, §8); what
+    is still waiting is not started, and a key that outlasts the time given is cancelled."""
+
+    async def scenario() -> tuple[list[str], list[str]]:
+        finished: list[str] = []
+        cancelled: list[str] = []
+        started = asyncio.Event()
+
+        async def process(key: str) -> None:
+            started.set()
+            try:
+                await asyncio.sleep(0.05 if key == "quick" else 10)
+            except asyncio.CancelledError:
+                cancelled.append(key)
+                raise
+            finished.append(key)
+
+        queue: WorkQueue[str] = WorkQueue(process, workers=2)
+        queue.add("quick")
+        queue.add("slow")
+        queue.start()
+        await started.wait()
+        await asyncio.sleep(0)
+        queue.add("waiting")  # no worker is free: it waits
+        await queue.stop(finish_s=0.3)
+        return finished, cancelled
+
+    finished, cancelled = asyncio.run(scenario())
+    assert finished == ["quick"]
+    assert cancelled == ["slow"]
