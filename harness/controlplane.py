@@ -151,21 +151,19 @@ class ControlPlane:
     def restart_apiserver(self, while_down: Callable[[], None] = lambda: None) -> None:
         """Stop kube-apiserver (every watch connection drops), call ``while_down``, start it again on the same
         port. Its watch cache starts afresh, so a client resuming a watch from before gets 410 Gone."""
-        name, process = next((n, p) for n, p in self._processes if n == "kube-apiserver")
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-        self._processes.remove((name, process))
+        self._stop("kube-apiserver")
         while_down()
         self._start_apiserver(port=self.api_port)
 
     def restart_etcd(self) -> None:
         """Stop etcd (the apiserver's requests fail and its watches of etcd break) and start it again on the
         same ports and data."""
-        name, process = next((n, p) for n, p in self._processes if n == "etcd")
+        self._stop("etcd")
+        self._start_etcd(ports=(self.etcd_port, self.etcd_peer_port))
+
+    def _stop(self, name: str) -> None:
+        """Stop the process ``name`` (SIGTERM, SIGKILL after STOP_TIMEOUT_S) and forget it."""
+        process = next(p for n, p in self._processes if n == name)
         os.killpg(process.pid, signal.SIGTERM)
         try:
             process.wait(STOP_TIMEOUT_S)
@@ -173,7 +171,6 @@ class ControlPlane:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
         self._processes.remove((name, process))
-        self._start_etcd(ports=(self.etcd_port, self.etcd_peer_port))
 
     # --- etcd, behind the apiserver's back (watch-gap tests) -------------------------------------------
 

@@ -36,6 +36,7 @@ from ome_selector.api.resources import (
     Runtime,
 )
 from ome_selector.catalog.catalog import Catalog
+from ome_selector.catalog.overlay import RuntimeOverlay
 from ome_selector.review.lint import Code, Finding, object_order, overlaps_with, rank_tie
 from ome_selector.selection import messages
 from ome_selector.selection.inheritance import RuntimeLookup
@@ -102,17 +103,14 @@ def _runtime_profile(resource: Resource | None) -> RuntimeProfile | None:
     return RuntimeProfile.of(resource) if isinstance(resource, Runtime) else None
 
 
-def _order(profile: RuntimeProfile) -> tuple[bool, str]:
-    return profile.is_cluster, profile.name  # a catalog's order: namespaced first, each by name
-
-
-class CatalogAfter:
+class CatalogAfter(RuntimeOverlay):
     """The catalog ``before`` with ``changes`` laid over it, as a :class:`CatalogView` (nothing is copied)."""
 
     def __init__(self, before: Catalog, changes: Changes) -> None:
         self.before = before
         self.changes = changes
         self._runtimes: dict[ObjectKey, RuntimeProfile | None] = {}
+        super().__init__(before, self._runtimes)
         self._models: dict[ObjectKey, Model | None] = {}
         self._model_profiles: dict[ObjectKey, ModelProfile] = {}
         runtime_changes: list[RuntimeChange] = []
@@ -167,52 +165,9 @@ class CatalogAfter:
             Kind.CLUSTER_SERVING_RUNTIME, None, name
         )
 
-    def runtime_profile(self, kind: Kind, namespace: str | None, name: str) -> RuntimeProfile | None:
-        key = ObjectKey(kind, namespace if kind.namespaced else None, name)
-        if key in self._runtimes:
-            return self._runtimes[key]
-        return self.before.runtime_profile(kind, namespace, name)
-
-    def runtime_profiles_visible_from(self, namespace: str) -> list[RuntimeProfile]:
-        return self._amend(self.before.runtime_profiles_visible_from(namespace), namespace, lambda _: True)
-
-    def runtime_profiles_for_format(self, namespace: str, format_name: str) -> list[RuntimeProfile]:
-        live = self.before.runtime_profiles_for_format(namespace, format_name)
-        return self._amend(live, namespace, lambda profile: format_name in profile.format_names)
-
-    def runtime_profiles_for_match_key(self, namespace: str, key: MatchKey) -> list[RuntimeProfile]:
-        live = self.before.runtime_profiles_for_match_key(namespace, key)
-        return self._amend(live, namespace, lambda profile: key in profile.entries_by_key)
-
-    def runtime_counts(self, namespace: str) -> tuple[int, int]:
-        namespaced, cluster = self.before.runtime_counts(namespace)
-        for key, profile in self._runtimes.items():
-            if key.namespace not in (namespace, None):
-                continue
-            change = (profile is not None) - isinstance(self.before.get(key), Runtime)
-            if key.namespace is None:
-                cluster += change
-            else:
-                namespaced += change
-        return namespaced, cluster
-
     @property
     def auto_selections(self) -> AutoSelectionMemo:
         return self._memo
-
-    def _amend(
-        self, live: Sequence[RuntimeProfile], namespace: str, wanted: Callable[[RuntimeProfile], bool]
-    ) -> list[RuntimeProfile]:
-        changed = self._runtimes
-        if not changed:
-            return list(live)
-        kept = [profile for profile in live if profile.runtime.key not in changed]
-        added = [
-            profile
-            for key, profile in changed.items()
-            if profile is not None and key.namespace in (namespace, None) and wanted(profile)
-        ]
-        return sorted([*kept, *added], key=_order) if added else kept
 
 
 class _MemoAfter(AutoSelectionMemo):
@@ -271,6 +226,26 @@ def _in_scope(inputs: DecisionInputs, namespace: str | None) -> bool:
     return namespace is None or inputs.namespace == namespace
 
 
+class _SpecTokens:
+    """A number per distinct model spec, each model object's spec hashed once: models of one spec share every
+    verdict and finding that reads only the spec (SPEC §3, §4)."""
+
+    def __init__(self) -> None:
+        self._specs: dict[ModelSpec, int] = {}
+        self._models: dict[ObjectKey, tuple[Model, int]] = {}
+
+    def __call__(self, model: Model | None) -> int:
+        """``model``'s number (0: no model)."""
+        if model is None:
+            return 0
+        kept = self._models.get(model.key)
+        if kept is not None and kept[0] is model:
+            return kept[1]
+        token = self._specs.setdefault(model.spec, len(self._specs) + 1)
+        self._models[model.key] = (model, token)
+        return token
+
+
 class ImpactRun:
     """The verdicts a change moves (:attr:`moved`), found by :meth:`steps`.
 
@@ -296,8 +271,7 @@ class ImpactRun:
         self.judged = 0
         self._groups: dict[DecisionInputs, None] = {}
         self._verdicts: dict[tuple[object, ...], Verdict | None] = {}
-        self._specs: dict[ModelSpec, int] = {}
-        self._models: dict[ObjectKey, tuple[Model, int]] = {}
+        self._spec_token = _SpecTokens()
 
     def _wanted(self, inputs: DecisionInputs) -> bool:
         return self.namespaces is None or inputs.namespace in self.namespaces
@@ -359,17 +333,6 @@ class ImpactRun:
             return self._verdicts[alike]
         found = self._verdicts[alike] = verdict(catalog, isvc, self.lookup)
         return found
-
-    def _spec_token(self, model: Model | None) -> int:
-        """A number per distinct model spec (0: no model), the spec hashed once per model object."""
-        if model is None:
-            return 0
-        kept = self._models.get(model.key)
-        if kept is not None and kept[0] is model:
-            return kept[1]
-        token = self._specs.setdefault(model.spec, len(self._specs) + 1)
-        self._models[model.key] = (model, token)
-        return token
 
     def _add(self, groups: Collection[DecisionInputs], namespace: str | None, auto_only: bool) -> None:
         for inputs in groups:
@@ -515,8 +478,7 @@ class AmbiguityRun:
         self.limit = limit
         self.new: list[Finding] = []
         self._ties: dict[tuple[object, ...], tuple[ObjectKey, ObjectKey] | None] = {}
-        self._specs: dict[ModelSpec, int] = {}
-        self._models: dict[ObjectKey, tuple[Model, int]] = {}
+        self._spec_token = _SpecTokens()
 
     def steps(self) -> Iterator[None]:
         key, before = self.key, self.before
@@ -581,14 +543,6 @@ class AmbiguityRun:
             finding = write()
             if finding is not None:
                 self.new.append(finding)
-
-    def _spec_token(self, model: Model) -> int:
-        kept = self._models.get(model.key)
-        if kept is not None and kept[0] is model:
-            return kept[1]
-        token = self._specs.setdefault(model.spec, len(self._specs) + 1)
-        self._models[model.key] = (model, token)
-        return token
 
     def _rank_finding(self, model: Model, view: str | None) -> Finding | None:
         found = self._selection(self.after, model, view)

@@ -25,7 +25,7 @@ import functools
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +46,7 @@ from ome_selector.api.resources import (
     Runtime,
 )
 from ome_selector.catalog.catalog import Catalog
+from ome_selector.catalog.overlay import RuntimeOverlay
 from ome_selector.kube.objects import Listing, Objects
 from ome_selector.selection.inheritance import (
     MAX_CHAIN_DEPTH,
@@ -55,7 +56,7 @@ from ome_selector.selection.inheritance import (
     resolve_chain,
 )
 from ome_selector.selection.memo import AutoSelectionMemo
-from ome_selector.selection.profiles import MatchKey, ModelProfile, RuntimeProfile
+from ome_selector.selection.profiles import ModelProfile, RuntimeProfile
 from ome_selector.selection.view import CatalogView
 from ome_selector.webhook.config import WebhookConfig
 from ome_selector.webhook.decisions import Decision, Lookup, decide_inference_service, decide_sizes
@@ -430,20 +431,15 @@ async def _nothing() -> None:
     return None
 
 
-def _order(profile: RuntimeProfile) -> tuple[bool, str]:
-    return profile.is_cluster, profile.name  # a catalog's order: namespaced first, each by name
-
-
-class _Amended:
+class _Amended(RuntimeOverlay):
     """The live catalog with the model read and the runtimes that differ (``amended``: key → the runtime as
     read, None when it is absent), for one decision taken right away (a :class:`CatalogView`)."""
 
     def __init__(
         self, live: Catalog, model: Resource, amended: Mapping[ObjectKey, RuntimeProfile | None]
     ) -> None:
-        self._live = live
+        super().__init__(live, amended)
         self._model = model if isinstance(model, Model) else None
-        self._amended = amended
         self._memo = AutoSelectionMemo()  # the live memo holds results for the live runtimes
 
     def resolve_model(self, namespace: str, name: str) -> Model | None:
@@ -458,50 +454,9 @@ class _Amended:
     def resolve_runtime_profile(self, namespace: str, name: str) -> RuntimeProfile | None:
         return next((p for p in self.runtime_profiles_visible_from(namespace) if p.name == name), None)
 
-    def runtime_profile(self, kind: Kind, namespace: str | None, name: str) -> RuntimeProfile | None:
-        key = ObjectKey(kind, namespace if kind.namespaced else None, name)
-        if key in self._amended:
-            return self._amended[key]
-        return self._live.runtime_profile(kind, namespace, name)
-
-    def runtime_profiles_visible_from(self, namespace: str) -> list[RuntimeProfile]:
-        return self._amend(self._live.runtime_profiles_visible_from(namespace), namespace, lambda _: True)
-
-    def runtime_profiles_for_format(self, namespace: str, format_name: str) -> list[RuntimeProfile]:
-        live = self._live.runtime_profiles_for_format(namespace, format_name)
-        return self._amend(live, namespace, lambda profile: format_name in profile.format_names)
-
-    def runtime_profiles_for_match_key(self, namespace: str, key: MatchKey) -> list[RuntimeProfile]:
-        live = self._live.runtime_profiles_for_match_key(namespace, key)
-        return self._amend(live, namespace, lambda profile: key in profile.entries_by_key)
-
-    def runtime_counts(self, namespace: str) -> tuple[int, int]:
-        namespaced, cluster = self._live.runtime_counts(namespace)
-        for key, profile in self._amended.items():
-            if key.namespace not in (namespace, None):
-                continue
-            change = (profile is not None) - isinstance(self._live.get(key), Runtime)
-            if key.namespace is None:
-                cluster += change
-            else:
-                namespaced += change
-        return namespaced, cluster
-
     @property
     def auto_selections(self) -> AutoSelectionMemo:
         return self._memo
-
-    def _amend(
-        self, live: Sequence[RuntimeProfile], namespace: str, wanted: Callable[[RuntimeProfile], bool]
-    ) -> list[RuntimeProfile]:
-        amended = self._amended
-        kept = [profile for profile in live if profile.runtime.key not in amended]
-        added = [
-            profile
-            for key, profile in amended.items()
-            if profile is not None and key.namespace in (namespace, None) and wanted(profile)
-        ]
-        return sorted([*kept, *added], key=_order) if added else kept
 
 
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
