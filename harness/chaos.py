@@ -46,6 +46,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -59,7 +60,6 @@ from harness import objects
 from harness.controlplane import ControlPlane, free_port, running_control_plane
 from harness.hostile import WebhookClient, path_of, review, webhook_address
 from harness.kube import api_client_for, create, delete, list_objects, patch
-from harness.operator_process import healthy
 from harness.tcpproxy import TcpProxy
 from ome_selector.api.resources import API_GROUP, API_VERSION, InferenceService, Kind, ObjectKey
 from ome_selector.cli.sources import RawObject, load_catalog
@@ -261,7 +261,7 @@ class Replica:
                 argv, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
             )
         deadline = time.monotonic() + 120
-        while not healthy(self.health_port):
+        while not _ready(self.health_port):  # indexed, and its webhook registered at its new port
             if self.process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"replica {self.name} did not start:\n{self.log_tail()}")
             time.sleep(0.1)
@@ -528,7 +528,7 @@ class Chaos:
             try:
                 problems = self._conditions() + self._webhooks()
             except (ApiException, OSError) as error:  # the API may still be settling after a restart
-                problems = [f"could not read the cluster: {error}"]
+                problems = [f"could not read the cluster or a webhook: {error}"]
             if not problems:
                 break
             if time.monotonic() - began > CONVERGE_SECONDS:  # began is ahead while a fault lasts
@@ -652,6 +652,15 @@ class Chaos:
                         f"InferenceService {uid}: {counts[kind]} {kind} events for {changed} changes"
                     )
         return problems
+
+
+def _ready(port: int) -> bool:
+    """Whether the replica's /readyz answers 200 (SPEC §8: ready once its webhook is registered)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
 
 
 def _runtime_ready(body: dict[str, Any]) -> dict[str, Any] | None:
