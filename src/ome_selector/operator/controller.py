@@ -52,7 +52,8 @@ from ome_selector.api.resources import (
     Runtime,
 )
 from ome_selector.catalog.catalog import Catalog
-from ome_selector.kube.objects import ConflictError, GoneError
+from ome_selector.kube.objects import ConflictError, GoneError, Page
+from ome_selector.kube.versions import body_version, version_number
 from ome_selector.operator.conditions import (
     CONFLICT_EVENT_REASON,
     build_condition,
@@ -76,6 +77,8 @@ logger = logging.getLogger(__name__)
 MAX_CONFLICT_RETRIES = 5
 #: A reconciliation of a full listing gives the event loop a turn at least this often.
 YIELD_EVERY_SECONDS = 0.01
+#: Deletions remembered by resourceVersion between two full listings (the oldest go first beyond this).
+MAX_TOMBSTONES = 100_000
 #: Runtime-caused re-evaluations wait until no runtime changed for this long (SPEC §5: 2 s at most) ...
 CATALOG_QUIET_SECONDS = 1.0
 #: ... and no longer than this after the first change of the burst (SPEC §5: 30 s at most).
@@ -199,8 +202,14 @@ class Controller:
         # (uid, generation, read annotations) of each model and runtime as read: the same again needs no
         # parsing.
         self._generations: dict[ObjectKey, _Read] = {}
-        # Keys the watch changed while a listing was in flight (None: no listing in flight).
-        self._touched: set[ObjectKey] | None = None
+        # Keys the watch changed while a listing was in flight, with the resourceVersion it delivered (None:
+        # no listing in flight).
+        self._touched: dict[ObjectKey, int | None] | None = None
+        # The memory only moves forward (SPEC §5 "Level-triggered resync"): per kind, the resourceVersion of
+        # the last full listing (an event older than it shows a state the listing already superseded), and
+        # the resourceVersion at which each key was deleted since (a late event must not bring it back).
+        self._floors: dict[Kind, int] = {}
+        self._tombstones: dict[ObjectKey, int] = {}
         self.queue: WorkQueue[ObjectKey] = WorkQueue(
             self._evaluate_key,
             workers=workers,
@@ -223,13 +232,50 @@ class Controller:
     # --- feeding the catalog ------------------------------------------------------------------------
 
     def on_watch_event(self, body: Mapping[str, Any], *, deleted: bool) -> None:
-        """A watch event (Kopf's listing included): newer than any listing still in flight."""
+        """A watch event (Kopf's listing included). Kopf hands each object's events over in order, but not
+        the events of two objects: the deletion of a name's old object may come after the creation of its
+        new one, and an event that waited in Kopf's queue through a watch gap after the listing that
+        followed it. An event older than what the memory holds is dropped; any other is newer than a
+        listing still in flight."""
         key = key_of(body)
-        if key is not None and self._touched is not None:
-            self._touched.add(key)
+        version = body_version(body)
+        if key is not None:
+            if self._outdated(key, version):
+                return
+            if self._touched is not None:
+                self._touched[key] = version
+            if deleted and version is not None:
+                self._tombstones[key] = version
+                if len(self._tombstones) > MAX_TOMBSTONES:
+                    del self._tombstones[next(iter(self._tombstones))]
         if deleted:
             self.forget(body)
         else:
+            self.observe(body)
+
+    def _outdated(self, key: ObjectKey, version: int | None) -> bool:
+        """Whether a state of ``key`` at resourceVersion ``version`` is older than what the memory holds: a
+        deletion since, a later state, or — for a key the memory does not hold — a full listing since, which
+        did not hold it either (resourceVersions compare only within a kind, and only where the apiserver
+        makes them comparable: else nothing is outdated). An object unchanged since a listing keeps the
+        version it had, older than the listing's: only its own state in memory can outdate it."""
+        if version is None:
+            return False
+        deleted_at = self._tombstones.get(key)
+        if deleted_at is not None and version <= deleted_at:
+            return True
+        known = self.catalog.get(key)
+        if known is not None:
+            held = version_number(known.resource_version)
+            return held is not None and version < held
+        floor = self._floors.get(key.kind)
+        return floor is not None and version < floor
+
+    def observe_written(self, body: Mapping[str, Any]) -> None:
+        """The object as a write or a read returned it: the watch may have delivered a later state already
+        (the answer and the watch come over different connections)."""
+        key = key_of(body)
+        if key is None or not self._outdated(key, body_version(body)):
             self.observe(body)
 
     def observe(self, body: Mapping[str, Any]) -> None:
@@ -276,31 +322,59 @@ class Controller:
 
     def begin_listing(self) -> None:
         """A full listing is about to be requested: from now on, remember what the watch changes."""
-        self._touched = set()
+        self._touched = {}
 
-    async def reconcile(self, pages: AsyncIterable[Iterable[Mapping[str, Any]]]) -> None:
+    async def reconcile(self, pages: AsyncIterable[Page]) -> None:
         """Reconcile the catalog with the full listing requested after :meth:`begin_listing` (startup and
         resyncs), read a page at a time: add and change as the pages come, then remove what none of them held
-        — except what the watch changed meanwhile, which is newer. A listing that fails part way (the
-        exception goes to the caller) removes nothing: each object it stored is a state the object had."""
-        touched = self._touched if self._touched is not None else set()
+        — except what the watch changed meanwhile at a resourceVersion later than the listing's (or at any,
+        where they do not compare). A listing that fails part way (the exception goes to the caller) removes
+        nothing: each object it stored is a state the object had."""
+        touched = self._touched if self._touched is not None else {}
         listed: set[ObjectKey] = set()
+        held_back: dict[ObjectKey, Mapping[str, Any]] = {}  # listed, but touched: judged at the end
+        versions: dict[Kind, int] = {}
+        unversioned: set[Kind] = set()
         turn = time.monotonic()
         try:
-            async for bodies in pages:
-                for body in bodies:
+            async for page in pages:
+                version = version_number(page.resource_version)
+                if version is not None:
+                    versions[page.kind] = min(versions.get(page.kind, version), version)
+                elif page.resource_version is not None:
+                    unversioned.add(page.kind)
+                for body in page.bodies:
                     key = key_of(body)
                     if key is None:
                         continue
                     listed.add(key)
-                    if key not in touched:
+                    if key in touched:
+                        held_back[key] = body
+                    else:
                         self.observe(body)
                     if time.monotonic() - turn > YIELD_EVERY_SECONDS:
                         await asyncio.sleep(0)
                         turn = time.monotonic()
+            for kind in unversioned:
+                versions.pop(kind, None)
+
+            def listing_is_newer(key: ObjectKey) -> bool:
+                seen, listed_at = touched.get(key), versions.get(key.kind)
+                return seen is not None and listed_at is not None and seen < listed_at
+
+            for key, held in held_back.items():
+                if listing_is_newer(key):
+                    self.observe(held)
             for key in self.catalog.keys(kind=None):
-                if key not in listed and key not in touched:
+                if key not in listed and (key not in touched or listing_is_newer(key)):
                     self.forget(_body_of(key))
+            for kind, version in versions.items():
+                self._floors[kind] = max(self._floors.get(kind, version), version)
+            self._tombstones = {
+                key: deleted_at
+                for key, deleted_at in self._tombstones.items()
+                if deleted_at >= self._floors.get(key.kind, 0)
+            }
         finally:
             self._touched = None
 
@@ -478,7 +552,7 @@ class Controller:
         body = await self._writer.patch_conditions(
             key.namespace, key.name, resource_version=stored.resource_version, conditions=conditions
         )
-        self.observe(body)
+        self.observe_written(body)
         involved = involved_reference(body)
         after = self._stored.get(key)
         if after is not None and after.uid == uid:
@@ -519,6 +593,8 @@ class Controller:
         assert self._writer is not None
         assert key.namespace is not None
         body = await self._writer.read_inference_service(key.namespace, key.name)
+        if self._outdated(key, body_version(body)):
+            return  # the watch delivered a later state meanwhile, and its status was remembered with it
         # The write needs this very version's status, even where the catalog already holds the version (which
         # observe then skips): what was remembered for the write is what conflicted.
         self._remember_status(key, body)

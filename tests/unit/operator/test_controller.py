@@ -15,6 +15,7 @@ import pytest
 from harness import objects
 from ome_selector.api.loading import load_resource
 from ome_selector.api.resources import Kind, ObjectKey
+from ome_selector.kube.objects import Page
 from ome_selector.operator import controller as controller_module
 from ome_selector.operator.controller import Controller
 from ome_selector.operator.metrics import Metrics
@@ -127,11 +128,15 @@ def test_an_object_too_large_to_read_is_absent_and_said_once(
 
 
 async def _pages(
-    *pages: list[dict[str, Any]], between: Callable[[int], None] | None = None
-) -> AsyncIterator[list[dict[str, Any]]]:
-    """A listing read in ``pages``; ``between(n)`` runs after page ``n`` was consumed (a watch event then)."""
+    *pages: list[dict[str, Any]],
+    between: Callable[[int], None] | None = None,
+    version: str | None = None,
+    kind: Kind = Kind.CLUSTER_BASE_MODEL,
+) -> AsyncIterator[Page]:
+    """A listing of ``kind`` read in ``pages``, at resourceVersion ``version`` (None: unknown, as where the
+    apiserver's do not compare); ``between(n)`` runs after page ``n`` was consumed (a watch event then)."""
     for number, page in enumerate(pages):
-        yield page
+        yield Page(kind, version, page)
         if between is not None:
             between(number)
 
@@ -216,8 +221,9 @@ def test_a_listing_forgets_what_vanished_and_queues_its_dependants(
 def test_a_listing_that_fails_part_way_stores_what_it_read_and_forgets_nothing() -> None:
     m, old, new = (_listed(objects.model(name), uid=name) for name in ("m", "old", "new"))
 
-    async def failing() -> AsyncIterator[list[dict[str, Any]]]:
-        yield [_listed(m | {"spec": {"modelParameterSize": "8B"}}, uid="m", generation=2, version="2"), new]
+    async def failing() -> AsyncIterator[Page]:
+        changed = _listed(m | {"spec": {"modelParameterSize": "8B"}}, uid="m", generation=2, version="2")
+        yield Page(Kind.CLUSTER_BASE_MODEL, None, [changed, new])
         raise ConnectionError("the apiserver went away")
 
     async def scenario() -> Controller:
@@ -313,3 +319,84 @@ def test_a_runtime_annotation_change_counts_although_the_generation_stays(parses
     stored = controller.catalog.get(RUNTIME)
     assert stored is not None
     assert (stored.inherit_from, stored.runtime_profile) == (None, "true")  # type: ignore[union-attr]
+
+
+# --- the memory only moves forward (SPEC §5 "Level-triggered resync") ----------------------------------
+
+
+def test_a_late_deletion_of_a_names_old_object_leaves_the_new_one() -> None:
+    """Kopf hands over each object's events in order, not two objects': the deletion of the old object of a
+    reused name may come after the creation of the new one."""
+    controller = Controller(None, Metrics(), report_only=True)
+    controller.on_watch_event(_listed(objects.model("m", size="7B"), uid="old", version="5"), deleted=False)
+    controller.on_watch_event(_listed(objects.model("m", size="8B"), uid="new", version="7"), deleted=False)
+    controller.on_watch_event(_listed(objects.model("m", size="7B"), uid="old", version="6"), deleted=True)
+    assert controller.catalog.get(MODEL).spec.model_parameter_size == "8B"  # type: ignore[union-attr]
+
+
+def test_a_late_event_of_a_deleted_object_does_not_bring_it_back() -> None:
+    controller = Controller(None, Metrics(), report_only=True)
+    controller.on_watch_event(_listed(objects.model("m"), version="5"), deleted=True)
+    controller.on_watch_event(_listed(objects.model("m"), version="4"), deleted=False)
+    assert MODEL not in controller.catalog
+    # The name created again: a later version.
+    controller.on_watch_event(_listed(objects.model("m"), uid="u2", version="8"), deleted=False)
+    assert MODEL in controller.catalog
+
+
+@pytest.mark.parametrize("when", ["during the listing", "after the listing"])
+def test_an_event_older_than_a_listing_does_not_keep_what_the_listing_no_longer_holds(when: str) -> None:
+    """An event that waited in Kopf's queue through a watch gap (the operator paused, the machine loaded)
+    may be handed over while the resync after the gap lists, or after it: the model it shows was deleted
+    before the listing, which does not hold it."""
+    gone = _listed(objects.model("gone"), uid="g", version="5")
+    kept = _listed(objects.model("m"), version="3")
+
+    async def scenario() -> Controller:
+        controller = Controller(None, Metrics(), report_only=True)
+        controller.begin_listing()
+        await controller.reconcile(_pages([kept, gone], version="6"))
+        controller.mark_ready()
+        controller.begin_listing()
+        if when == "during the listing":
+            controller.on_watch_event(gone, deleted=False)
+        await controller.reconcile(_pages([kept], version="10"))  # "gone" was deleted at 7
+        if when == "after the listing":
+            controller.on_watch_event(gone, deleted=False)
+        return controller
+
+    controller = _run(scenario())
+    assert controller.catalog.keys(Kind.CLUSTER_BASE_MODEL) == [MODEL]
+
+
+def test_what_the_watch_delivers_after_the_listings_version_outlives_the_listing() -> None:
+    m, old = _listed(objects.model("m"), version="3"), _listed(objects.model("old"), version="4")
+
+    async def scenario() -> Controller:
+        controller = Controller(None, Metrics(), report_only=True)
+        controller.begin_listing()
+        await controller.reconcile(_pages([m, old], version="5"))
+        controller.mark_ready()
+        controller.begin_listing()
+        # The listing is read at 10; the watch delivers what happened at 11 to 13 before it is reconciled.
+        controller.on_watch_event(_listed(objects.model("new"), uid="n", version="11"), deleted=False)
+        controller.on_watch_event(_listed(objects.model("old"), version="12"), deleted=True)
+        changed = _listed(objects.model("m", size="8B"), generation=2, version="13")
+        controller.on_watch_event(changed, deleted=False)
+        await controller.reconcile(_pages([m], [old], version="10"))
+        return controller
+
+    controller = _run(scenario())
+    names = sorted(key.name for key in controller.catalog.keys(Kind.CLUSTER_BASE_MODEL))
+    assert names == ["m", "new"]
+    assert controller.catalog.get(MODEL).spec.model_parameter_size == "8B"  # type: ignore[union-attr]
+
+
+def test_where_resource_versions_do_not_compare_the_watch_is_trusted_as_before() -> None:
+    """An apiserver whose resourceVersions are not KEP-5504 numbers: no event is taken for outdated."""
+    controller = Controller(None, Metrics(), report_only=True)
+    controller.on_watch_event(_listed(objects.model("m", size="8B"), uid="new", version="b7"), deleted=False)
+    controller.on_watch_event(_listed(objects.model("m"), uid="old", version="a6"), deleted=True)
+    assert MODEL not in controller.catalog
+    controller.on_watch_event(_listed(objects.model("m", size="7B"), version="a5"), deleted=False)
+    assert controller.catalog.get(MODEL).spec.model_parameter_size == "7B"  # type: ignore[union-attr]

@@ -381,3 +381,40 @@ def test_an_inference_service_with_replica_refs_gets_no_condition_event_or_metri
             assert (api.writes, len(api.events)) == (1, 1)
 
     asyncio.run(scenario())
+
+
+class _ChangedWhileWriting(_Api):
+    """The InferenceService is changed (to a model that does not exist) while the controller's first write
+    is on its way back: the watch delivers the write and the change before the write's answer arrives (they
+    come over different connections)."""
+
+    controller: Controller | None = None
+
+    async def patch_conditions(
+        self, namespace: str, name: str, *, resource_version: str, conditions: list[Any]
+    ) -> dict[str, Any]:
+        answer = await super().patch_conditions(
+            namespace, name, resource_version=resource_version, conditions=conditions
+        )
+        if self.controller is not None and self.writes == 1:
+            self.controller.on_watch_event(copy.deepcopy(answer), deleted=False)
+            changed = self.bodies[name]
+            changed["metadata"]["resourceVersion"] = str(int(changed["metadata"]["resourceVersion"]) + 1)
+            changed["spec"]["model"]["name"] = "elsewhere"
+            self.controller.on_watch_event(copy.deepcopy(changed), deleted=False)
+        return answer
+
+
+def test_a_writes_answer_older_than_what_the_watch_delivered_does_not_undo_it() -> None:
+    api = _ChangedWhileWriting(_isvc())
+
+    async def scenario() -> None:
+        run = _Run(api, MODEL, A)
+        api.controller = run.controller
+        run.controller.on_watch_event(_isvc(), deleted=False)
+        async with run:
+            await run.settle()
+            assert api.condition() is not None
+            assert api.condition()[:2] == ("False", "ModelNotFound")  # type: ignore[index]
+
+    asyncio.run(scenario())
