@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import itertools
 import logging
 import os
 import socket
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ from ome_selector.api.resources import API_GROUP, API_VERSION, ObjectKey
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.kube.connection import ClusterAccess, kopf_connection
 from ome_selector.kube.leaderelection import ApiLeaseStore, LeaderElector, LeaseTimings, default_identity
-from ome_selector.kube.objects import ALL_KINDS, PAGE_SIZE, Objects
+from ome_selector.kube.objects import ALL_KINDS, PAGE_SIZE, Objects, Page
 from ome_selector.operator.controller import Controller
 from ome_selector.operator.kopflisting import observe_listings, resume_expired_listings
 from ome_selector.operator.learning import LearningConfig, ModelMetadataLearner
@@ -65,6 +66,21 @@ _KINDS_BY_PLURAL = {kind.plural: kind.value for kind in ALL_KINDS}
 KOPF_LIST_CHUNK = PAGE_SIZE
 #: How long Kopf keeps an object's worker task after its last event.
 KOPF_IDLE_WORKER_SECONDS = 0.1
+#: Kopf's waits between two attempts of a failed request (its watch streams and listings): growing to the
+#: maximum, then that again for as long as the apiserver is away.
+KOPF_RETRY_SECONDS = (0.25, 0.5, 1.0)
+KOPF_RETRY_MAX_SECONDS = 2.0
+
+
+class ApiRetries:
+    """Kopf's waits between attempts, never exhausted (SPEC §5 "Level-triggered resync": a relist within
+    seconds of the apiserver's return). Kopf's own schedule grows to 13 s and then gives up: a watch stream
+    whose request gave up is never started again, and the memory would hear nothing more of that kind. Each
+    request iterates the schedule afresh."""
+
+    def __iter__(self) -> Iterator[float]:
+        yield from KOPF_RETRY_SECONDS
+        yield from itertools.repeat(KOPF_RETRY_MAX_SECONDS)
 
 
 @dataclass(frozen=True)
@@ -345,11 +361,11 @@ class Operator:
         listed_models: set[ObjectKey] = set()
         count, version = 0, None
 
-        async def pages() -> AsyncIterator[list[dict[str, Any]]]:
+        async def pages() -> AsyncIterator[Page]:
             nonlocal count, version
             async for page in objects.stream_pages(namespaces=self.config.namespaces):
                 count, version = count + len(page.bodies), page.resource_version
-                yield page.bodies
+                yield page
                 if learner is not None:
                     listed_models.update(learner.observe_listed(page.bodies))
 
@@ -513,6 +529,7 @@ def configure_settings(settings: kopf.OperatorSettings, config: OperatorConfig) 
     settings.watching.client_timeout = 330
     settings.watching.connect_timeout = 10
     settings.networking.request_timeout = 60
+    settings.networking.error_backoffs = ApiRetries()
     # Kopf's own listing of each kind, in pages (it holds one page at a time, not every body at once).
     settings.watching.chunk_size = KOPF_LIST_CHUNK
     # Kopf keeps a task per object alive this long after its last event (5 s by default): after a listing of

@@ -4,17 +4,24 @@ Kopf settings and memories."""
 from __future__ import annotations
 
 import asyncio
+import logging
+from types import SimpleNamespace
 from typing import Any
 
+import aiohttp
 import kopf
+from aiohttp import web
 from kopf._cogs.aiokits.aiotoggles import ToggleSet  # not exported by Kopf, as the names below
+from kopf._cogs.clients import api as kopf_api
 from kopf._cogs.clients.watching import streaming_block
 from kopf._cogs.structs.references import Resource
 
+from harness.controlplane import free_port
 from ome_selector.kube.objects import PAGE_SIZE
 from ome_selector.operator.app import (
     KOPF_IDLE_WORKER_SECONDS,
     KOPF_PAUSE_WAITER_PREFIX,
+    KOPF_RETRY_MAX_SECONDS,
     ForgetfulMemories,
     NoDiffBase,
     Operator,
@@ -273,3 +280,54 @@ def test_a_stopping_leader_records_its_written_conditions_events_before_it_hands
 
     asyncio.run(scenario())
     assert order == ["events recorded", "lease released", "controller stopped"]
+
+
+def test_kopfs_requests_retry_for_as_long_as_the_apiserver_is_away(monkeypatch: Any) -> None:
+    """SPEC §5: a relist within seconds of the apiserver's return. Kopf's own schedule gives up after nine
+    attempts (about a minute), and a watch stream whose request gave up is never started again. Kopf's real
+    request routine, against a port that refuses connections for 30 attempts and then answers."""
+    settings = kopf.OperatorSettings()
+    configure_settings(settings, OperatorConfig(health_address=None))
+    waits: list[float] = []
+
+    async def scenario() -> int:
+        port = free_port()
+        runner: web.AppRunner | None = None
+        real_sleep = asyncio.sleep
+
+        async def counted_sleep(delay: float) -> None:
+            nonlocal runner
+            waits.append(delay)
+            if len(waits) == 30:  # the apiserver is back
+
+                async def version(_: web.Request) -> web.Response:
+                    return web.json_response({"major": "1"})
+
+                app = web.Application()
+                app.router.add_get("/version", version)
+                runner = web.AppRunner(app)
+                await runner.setup()
+                await web.TCPSite(runner, "127.0.0.1", port).start()
+            await real_sleep(0)
+
+        class KopfsAsyncio:  # only Kopf's request routine sleeps counted
+            sleep = staticmethod(counted_sleep)
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(asyncio, name)
+
+        monkeypatch.setattr(kopf_api, "asyncio", KopfsAsyncio())
+        async with aiohttp.ClientSession(base_url=f"http://127.0.0.1:{port}") as session:
+            context = SimpleNamespace(session=session, server=f"http://127.0.0.1:{port}")
+            unauthenticated: Any = kopf_api.request.__wrapped__  # type: ignore[attr-defined]  # no vault
+            response = await unauthenticated(
+                "get", "/version", settings=settings, context=context, logger=logging.getLogger("test")
+            )
+            status = int(response.status)
+        assert runner is not None
+        await runner.cleanup()
+        return status
+
+    assert asyncio.run(scenario()) == 200
+    assert len(waits) == 30
+    assert max(waits) == KOPF_RETRY_MAX_SECONDS
