@@ -23,8 +23,9 @@ explain -f`` evaluates files):
    ``CONVERGE_SECONDS`` of the last step;
 2. each replica's webhook answers a probe InferenceService per model (and one of a missing model) as the
    verdict says (SPEC §7: denied with the §5 message when the verdict is False, else allowed);
-3. no condition change recorded two events: a watch of its own counts every change of each condition, and
-   the events recorded between two checks are at most as many (one of the state, one switch event);
+3. no condition change recorded two events: kube-apiserver's audit log of status writes counts every change
+   of each condition, and the events recorded between two checks are at most as many (one of the state, one
+   switch event);
 4. nothing is written when nothing changed (no InferenceService and no event changes for ``QUIET_SECONDS``).
 
 A failure prints the seed, the schedule and the replay command, and the exit status is 1. The schedule is a
@@ -44,7 +45,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from collections import Counter
@@ -53,7 +53,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kubernetes import client, watch
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from harness import objects
@@ -61,7 +61,7 @@ from harness.controlplane import ControlPlane, free_port, running_control_plane
 from harness.hostile import WebhookClient, path_of, review, webhook_address
 from harness.kube import api_client_for, create, delete, list_objects, patch
 from harness.tcpproxy import TcpProxy
-from ome_selector.api.resources import API_GROUP, API_VERSION, InferenceService, Kind, ObjectKey
+from ome_selector.api.resources import InferenceService, Kind, ObjectKey
 from ome_selector.cli.sources import RawObject, load_catalog
 from ome_selector.selection.inheritance import RuntimeLookup
 from ome_selector.selection.outcome import evaluate
@@ -294,7 +294,7 @@ class Report:
     faults: int = 0
     operations: int = 0
     converge_seconds: list[float] = field(default_factory=list)
-    event_checks_skipped: int = 0  # intervals in which the condition watch had a gap
+    event_checks_skipped: int = 0  # intervals in which a stored status write was missing from the audit log
 
     def summary(self) -> dict[str, Any]:
         times = sorted(self.converge_seconds)
@@ -310,73 +310,60 @@ class Report:
         }
 
 
-class ConditionWatch:
-    """Counts every change of each InferenceService's RuntimeReady (by uid) from a watch of its own, straight
-    to the apiserver. Changes it cannot see (its watch relisted after a gap: an apiserver restart, a
-    compaction) are counted in :attr:`gaps`, and an interval with a gap is not held to the event count."""
+#: A condition as the event check compares it: (status, reason, message), or None where there is none.
+ConditionState = tuple[Any, Any, Any] | None
 
-    def __init__(self, api: Any) -> None:
-        self._api = api
-        self._lock = threading.Lock()
-        self._states: dict[str, tuple[Any, ...] | None] = {}
+
+def _condition_state(body: dict[str, Any]) -> ConditionState:
+    condition = _runtime_ready(body)
+    return (condition["status"], condition["reason"], condition["message"]) if condition else None
+
+
+class ConditionAudit:
+    """Counts every change of each InferenceService's RuntimeReady (by uid) from kube-apiserver's audit log of
+    status writes, which holds each write with the object it stored and is written before the write is
+    answered, across apiserver and etcd restarts alike: no gap hides a change, as it would from a watch. Only
+    a write stored by an apiserver killed before it logged it can be missing; then the last logged state of
+    some InferenceService differs from the cluster's, and that interval is not held to the event count."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._offset = 0
+        self._states: dict[str, tuple[int, ConditionState]] = {}  # uid: (resourceVersion, state) last logged
         self.changes: Counter[str] = Counter()
-        self.gaps = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="condition-watch", daemon=True)
 
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-
-    def snapshot(self) -> tuple[Counter[str], int]:
-        with self._lock:
-            return Counter(self.changes), self.gaps
-
-    def _see(self, body: dict[str, Any], *, count: bool) -> None:
-        uid = body["metadata"]["uid"]
-        condition = _runtime_ready(body)
-        state = (condition["status"], condition["reason"], condition["message"]) if condition else None
-        with self._lock:
-            if count and state is not None and self._states.get(uid) != state:
+    def read(self) -> None:
+        """Take in the writes logged since the last read (whole lines only), in the order they were stored."""
+        try:
+            with self._path.open("rb") as log:
+                log.seek(self._offset)
+                data = log.read()
+        except FileNotFoundError:
+            return
+        end = data.rfind(b"\n") + 1
+        self._offset += end
+        writes: list[tuple[int, str, ConditionState]] = []
+        for line in data[:end].splitlines():
+            entry = json.loads(line)
+            stored = entry.get("responseObject")
+            code = (entry.get("responseStatus") or {}).get("code", 0)
+            if not isinstance(stored, dict) or stored.get("kind") != "InferenceService":
+                continue
+            if not 200 <= code < 300:
+                continue
+            metadata = stored["metadata"]
+            writes.append((int(metadata["resourceVersion"]), metadata["uid"], _condition_state(stored)))
+        for version, uid, state in sorted(writes):
+            before = self._states.get(uid, (0, None))
+            if version <= before[0]:
+                continue
+            if state != before[1]:
                 self.changes[uid] += 1
-            self._states[uid] = state
+            self._states[uid] = (version, state)
 
-    def _run(self) -> None:
-        custom: Any = client.CustomObjectsApi(self._api)
-        version: str | None = None
-        while not self._stop.is_set():
-            try:
-                if version is None:  # (re)list: what changed meanwhile is not seen one change at a time
-                    listing = custom.list_namespaced_custom_object(API_GROUP, API_VERSION, NAMESPACE, PLURAL)
-                    for body in listing["items"]:
-                        self._see(body, count=False)
-                    version = listing["metadata"]["resourceVersion"]
-                    with self._lock:
-                        self.gaps += 1  # the changes folded into the listing belong to the interval it ends
-                watcher: Any = watch.Watch()  # type: ignore[no-untyped-call]  # the official client is untyped
-                stream = watcher.stream(
-                    custom.list_namespaced_custom_object,
-                    API_GROUP,
-                    API_VERSION,
-                    NAMESPACE,
-                    PLURAL,
-                    resource_version=version,
-                    timeout_seconds=30,
-                )
-                for event in stream:
-                    body = event["object"]
-                    if event["type"] in ("ADDED", "MODIFIED"):
-                        self._see(body, count=True)
-                    version = body["metadata"]["resourceVersion"]
-                    if self._stop.is_set():
-                        return
-            except Exception:  # any break of the watch is a gap; the next turn relists
-                with self._lock:
-                    self.gaps += 1
-                version = None
-                time.sleep(0.5)
+    def state(self, uid: str) -> ConditionState:
+        """The state the last logged write of ``uid`` stored (None: no write logged)."""
+        return self._states.get(uid, (0, None))[1]
 
 
 class Chaos:
@@ -393,8 +380,9 @@ class Chaos:
         self.replicas = [Replica(plane, f"replica-{i}", kubeconfig) for i in range(REPLICAS)]
         self._burners: list[multiprocessing.Process] = []
         self._faults_end = 0.0  # when the timed faults (slow connections, saturated cores) are over
-        self.conditions = ConditionWatch(api)
-        self._accounted: tuple[tuple[Counter[str], int], set[str]] = ((Counter(), 0), set())
+        assert plane.audit_log is not None, "the event check reads the apiserver's audit log"
+        self.conditions = ConditionAudit(plane.audit_log)
+        self._accounted: tuple[Counter[str], set[str]] = (Counter(), set())
 
     # --- the cluster ------------------------------------------------------------------------------------
 
@@ -403,8 +391,6 @@ class Chaos:
         core.create_namespace({"metadata": {"name": NAMESPACE}})
         for replica in self.replicas:
             replica.start()
-        self.conditions.start()
-        self._accounted = (self.conditions.snapshot(), set[str]())
 
     def stop(self) -> None:
         for burner in self._burners:
@@ -413,7 +399,6 @@ class Chaos:
         for replica in self.replicas:
             replica.stop()
         self.proxy.close()
-        self.conditions.stop()
 
     def leader(self) -> Replica | None:
         try:
@@ -624,9 +609,9 @@ class Chaos:
 
     def _events_per_change(self) -> list[str]:
         """Each change of a condition recorded at most one event of its state and one switch event (SPEC §5,
-        §12): for the changes and events since the last check, unless the watch had a gap meanwhile."""
-        (changes, gaps), recorded = self.conditions.snapshot(), self._accounted[1]
-        (changes_before, gaps_before), _ = self._accounted
+        §12): for the changes and events since the last check, unless a write is missing from the log."""
+        self.conditions.read()
+        changes, (changes_before, recorded) = Counter(self.conditions.changes), self._accounted
         events: dict[str, Counter[str]] = {}
         names: set[str] = set()
         core: Any = client.CoreV1Api(self.api)
@@ -639,9 +624,10 @@ class Chaos:
                 return [f"{event.involved_object.name}: {event.reason} counted {event.count} times"]
             kind = event.reason if event.reason in (SWITCH_EVENT, CONFLICT_EVENT) else "state"
             events.setdefault(uid, Counter())[kind] += 1
-        self._accounted = ((changes, gaps), names)
-        if gaps != gaps_before:
-            self.report.event_checks_skipped += 1
+        self._accounted = (changes, names)
+        listed = list_objects(self.api, "InferenceService", NAMESPACE)
+        if any(self.conditions.state(body["metadata"]["uid"]) != _condition_state(body) for body in listed):
+            self.report.event_checks_skipped += 1  # a stored write the log does not hold
             return []
         problems: list[str] = []
         for uid, counts in events.items():
@@ -697,7 +683,7 @@ def run(seed: int, steps: int, check_every: int, keep_logs: str = ".chaos", faul
     def log(text: str) -> None:
         print(text, flush=True)
 
-    with running_control_plane() as plane, api_client_for(plane.kubeconfig) as api:
+    with running_control_plane(audit=True) as plane, api_client_for(plane.kubeconfig) as api:
         chaos = Chaos(plane, api, report, log=log)
         chaos.start()
         number = 0

@@ -45,6 +45,22 @@ class ControlPlaneError(RuntimeError):
     """The control plane could not be started; the message carries the tail of the failing log."""
 
 
+#: The audit policy of :attr:`ControlPlane.audit_log`: InferenceService status writes, with what they stored.
+AUDIT_POLICY = {
+    "apiVersion": "audit.k8s.io/v1",
+    "kind": "Policy",
+    "omitStages": ["RequestReceived", "ResponseStarted"],
+    "rules": [
+        {
+            "level": "RequestResponse",
+            "verbs": ["patch", "update"],
+            "resources": [{"group": "ome.io", "resources": ["inferenceservices/status"]}],
+        },
+        {"level": "None"},
+    ],
+}
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -93,6 +109,8 @@ class ControlPlane:
     workdir: Path
     kubeconfig: Path
     install_crds: bool = True
+    #: Where kube-apiserver writes its audit log of InferenceService status writes (None: no audit log).
+    audit_log: Path | None = None
     _processes: list[tuple[str, subprocess.Popen[bytes]]] = field(default_factory=list, init=False)
     api_port: int = field(default=0, init=False)
     etcd_port: int = field(default=0, init=False)
@@ -308,6 +326,20 @@ class ControlPlane:
 
         self._wait_until("etcd", process, healthy)
 
+    def _audit_flags(self) -> list[str]:
+        """Every write of an InferenceService's status, with the object it stored, written to the log before
+        the answer (blocking): the record of each condition change that no watch gap can hide."""
+        if self.audit_log is None:
+            return []
+        policy = self.workdir / "audit-policy.yaml"
+        policy.write_text(json.dumps(AUDIT_POLICY))
+        return [
+            f"--audit-policy-file={policy}",
+            f"--audit-log-path={self.audit_log}",
+            "--audit-log-mode=blocking",
+            "--audit-log-format=json",
+        ]
+
     def _start_apiserver(self, port: int | None = None) -> None:
         self.api_port = port or free_port()
         pki = self.pki_dir
@@ -332,6 +364,7 @@ class ControlPlane:
                 # No controller-manager runs, so nothing would create service-account tokens for pods.
                 "--disable-admission-plugins=ServiceAccount",
                 f"--admission-control-config-file={pki / 'admission.yaml'}",
+                *self._audit_flags(),
             ],
         )
         context = ssl.create_default_context(cafile=str(pki / "ca.crt"))
@@ -376,11 +409,18 @@ class ControlPlane:
 
 @contextlib.contextmanager
 def running_control_plane(
-    bin_dir: Path | None = None, *, install_crds: bool = True
+    bin_dir: Path | None = None, *, install_crds: bool = True, audit: bool = False
 ) -> Iterator[ControlPlane]:
-    """Start a control plane in a temporary directory and always stop it and remove the directory."""
+    """Start a control plane in a temporary directory and always stop it and remove the directory; with
+    ``audit``, kube-apiserver logs every status write of an InferenceService to ``audit.log`` there."""
     workdir = Path(tempfile.mkdtemp(prefix="ome-selector-cp-"))
-    plane = ControlPlane(find_binaries(bin_dir), workdir, workdir / "kubeconfig", install_crds=install_crds)
+    plane = ControlPlane(
+        find_binaries(bin_dir),
+        workdir,
+        workdir / "kubeconfig",
+        install_crds=install_crds,
+        audit_log=workdir / "audit.log" if audit else None,
+    )
     try:
         plane.start()
         yield plane

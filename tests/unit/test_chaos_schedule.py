@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+from collections import Counter
+from pathlib import Path
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.chaos import FAULTS, MODELS, OPERATIONS, RUNTIMES, SERVICES, Step, schedule
+from harness.chaos import FAULTS, MODELS, OPERATIONS, RUNTIMES, SERVICES, ConditionAudit, Step, schedule
 
 
 def test_a_seed_always_gives_the_same_schedule_and_another_seed_another() -> None:
@@ -66,3 +70,48 @@ def test_every_operation_acts_on_what_the_schedule_has_made(seed: int, steps: in
         elif step.action == "delete-isvc":
             assert name in services
             services.discard(name)
+
+
+def _audited(version: int, uid: str, state: tuple[str, str, str] | None, code: int = 200) -> str:
+    conditions = [] if state is None else [dict(zip(("status", "reason", "message"), state, strict=True))]
+    for condition in conditions:
+        condition["type"] = "RuntimeReady"
+    stored = {
+        "kind": "InferenceService",
+        "metadata": {"uid": uid, "resourceVersion": str(version)},
+        "status": {"conditions": conditions},
+    }
+    entry = {"stage": "ResponseComplete", "responseStatus": {"code": code}}
+    if code == 200:
+        entry["responseObject"] = stored
+    return json.dumps(entry) + "\n"
+
+
+SELECTED = ("True", "RuntimeSelected", "selected rt")
+NOT_FOUND = ("False", "RuntimeNotFound", "no runtime")
+
+
+def test_the_audit_log_counts_each_condition_change_once_in_the_order_the_writes_were_stored(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "audit.log"
+    audit = ConditionAudit(log)
+    audit.read()  # no log yet: nothing
+    # Logged out of order (two requests answered together), a refused write, a write that changed nothing,
+    # and a line still being written.
+    log.write_text(
+        _audited(5, "a", NOT_FOUND)
+        + _audited(3, "a", SELECTED)
+        + _audited(6, "a", NOT_FOUND, code=409)
+        + _audited(7, "a", NOT_FOUND)
+        + _audited(4, "b", SELECTED)
+        + _audited(9, "a", SELECTED)[:20]
+    )
+    audit.read()
+    assert audit.changes == Counter({"a": 2, "b": 1})
+    assert (audit.state("a"), audit.state("b"), audit.state("c")) == (NOT_FOUND, SELECTED, None)
+    with log.open("a") as more:
+        more.write(_audited(9, "a", SELECTED)[20:] + _audited(8, "a", NOT_FOUND))
+    audit.read()  # the rest of the line: a change back
+    assert audit.changes == Counter({"a": 3, "b": 1})
+    assert audit.state("a") == SELECTED
