@@ -182,8 +182,8 @@ class Operator:
         controller = self.controller
         if controller is None:
             return
-        controller.on_watch_event(event["object"], deleted=event["type"] == "DELETED")
-        if self.learner is not None:
+        taken = controller.on_watch_event(event["object"], deleted=event["type"] == "DELETED")
+        if self.learner is not None and taken:  # an outdated event is one for neither
             (self.learner.forget if event["type"] == "DELETED" else self.learner.observe)(event["object"])
         if event["type"] is None:  # Kopf is listing: at start, or after a gap in the watch
             self._listing_seen(str(event["object"].get("kind")))

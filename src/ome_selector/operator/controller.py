@@ -231,17 +231,17 @@ class Controller:
 
     # --- feeding the catalog ------------------------------------------------------------------------
 
-    def on_watch_event(self, body: Mapping[str, Any], *, deleted: bool) -> None:
+    def on_watch_event(self, body: Mapping[str, Any], *, deleted: bool) -> bool:
         """A watch event (Kopf's listing included). Kopf hands each object's events over in order, but not
         the events of two objects: the deletion of a name's old object may come after the creation of its
         new one, and an event that waited in Kopf's queue through a watch gap after the listing that
         followed it. An event older than what the memory holds is dropped; any other is newer than a
-        listing still in flight."""
+        listing still in flight. Returns whether the event was taken (False: it was outdated)."""
         key = key_of(body)
         version = body_version(body)
         if key is not None:
             if self._outdated(key, version):
-                return
+                return False
             if self._touched is not None:
                 self._touched[key] = version
             if deleted and version is not None:
@@ -252,6 +252,7 @@ class Controller:
             self.forget(body)
         else:
             self.observe(body)
+        return True
 
     def _outdated(self, key: ObjectKey, version: int | None) -> bool:
         """Whether a state of ``key`` at resourceVersion ``version`` is older than what the memory holds: a

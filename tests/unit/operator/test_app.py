@@ -16,6 +16,7 @@ from kopf._cogs.clients import api as kopf_api
 from kopf._cogs.clients.watching import streaming_block
 from kopf._cogs.structs.references import Resource
 
+from harness import objects
 from harness.controlplane import free_port
 from ome_selector.kube.objects import PAGE_SIZE
 from ome_selector.operator.app import (
@@ -331,3 +332,30 @@ def test_kopfs_requests_retry_for_as_long_as_the_apiserver_is_away(monkeypatch: 
     assert asyncio.run(scenario()) == 200
     assert len(waits) == 30
     assert max(waits) == KOPF_RETRY_MAX_SECONDS
+
+
+def test_an_event_older_than_the_memory_reaches_neither_the_catalog_nor_the_learner() -> None:
+    """The deletion of a reused name's old model, handed over after the creation of its new one (SPEC §5)."""
+    seen: list[tuple[str, str]] = []
+
+    class Learner:
+        def observe(self, body: dict[str, Any]) -> None:
+            seen.append(("observe", body["metadata"]["uid"]))
+
+        def forget(self, body: dict[str, Any]) -> None:
+            seen.append(("forget", body["metadata"]["uid"]))
+
+    def model(uid: str, version: str) -> dict[str, Any]:
+        body = objects.model("m", size="7B")
+        body["metadata"] |= {"uid": uid, "resourceVersion": version, "generation": 1}
+        return body
+
+    operator = Operator(OperatorConfig(health_address=None))
+    operator.controller = Controller(None, Metrics(), report_only=True)
+    operator.learner = Learner()  # type: ignore[assignment]
+    added: Any = {"type": "ADDED", "object": model("new", "7")}  # Kopf's RawEvent
+    deleted: Any = {"type": "DELETED", "object": model("old", "6")}
+    asyncio.run(operator._on_event(added))
+    asyncio.run(operator._on_event(deleted))
+    assert seen == [("observe", "new")]
+    assert len(operator.controller.catalog.keys(kind=None)) == 1
