@@ -294,6 +294,9 @@ class Report:
     faults: int = 0
     operations: int = 0
     converge_seconds: list[float] = field(default_factory=list)
+    # Of each convergence, the seconds until the cluster could be read again (the control plane's own return
+    # after a restart, not the operator's doing).
+    unreadable_seconds: list[float] = field(default_factory=list)
     event_checks_skipped: int = 0  # intervals in which a stored status write was missing from the audit log
 
     def summary(self) -> dict[str, Any]:
@@ -307,6 +310,7 @@ class Report:
             "event_checks_skipped": self.event_checks_skipped,
             "converge_max_s": round(times[-1], 2) if times else None,
             "converge_median_s": round(times[len(times) // 2], 2) if times else None,
+            "unreadable_max_s": round(max(self.unreadable_seconds), 2) if self.unreadable_seconds else None,
         }
 
 
@@ -508,10 +512,13 @@ class Chaos:
         converge from then. Raises :class:`InvariantError` otherwise."""
         self.report.checks += 1
         began = max(time.monotonic(), self._faults_end)
+        readable: float | None = None
         problems: list[str] = []
         while True:
             try:
-                problems = self._conditions() + self._webhooks()
+                problems = self._conditions()
+                readable = readable or time.monotonic()
+                problems += self._webhooks()
             except (ApiException, OSError) as error:  # the API may still be settling after a restart
                 problems = [f"could not read the cluster or a webhook: {error}"]
             if not problems:
@@ -523,6 +530,9 @@ class Chaos:
             time.sleep(0.25)
         converged = max(0.0, time.monotonic() - began)
         self.report.converge_seconds.append(converged)
+        self.report.unreadable_seconds.append(max(0.0, (readable or began) - began))
+        if converged > CONVERGE_SECONDS / 2:  # where the time went
+            self.log(f"  the cluster could be read again after {self.report.unreadable_seconds[-1]:.1f} s")
         before = self._written()
         time.sleep(QUIET_SECONDS)
         after = self._written()
