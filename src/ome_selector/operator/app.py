@@ -18,6 +18,7 @@ import gc
 import itertools
 import logging
 import os
+import re
 import socket
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -81,6 +82,34 @@ class ApiRetries:
     def __iter__(self) -> Iterator[float]:
         yield from KOPF_RETRY_SECONDS
         yield from itertools.repeat(KOPF_RETRY_MAX_SECONDS)
+
+
+#: Of one request's failed attempts, Kopf's line for each of the first few, then for every this many: about
+#: one line each 30 s per watch stream while the apiserver is away, not one each 2 s.
+KOPF_RETRY_LOG_FIRST = 3
+KOPF_RETRY_LOG_EVERY = 15
+#: Kopf's loggers that log a line for every failed attempt of its watch streams' and listings' requests.
+KOPF_RETRYING_LOGGERS = ("kopf._cogs.clients.watching", "kopf._core.reactor.observation")
+_RETRY_LINE = re.compile(r"^Request attempt #(\d+)(?:/\d+)? failed; will retry")
+
+
+class FewerRetryLines(logging.Filter):
+    """Keeps Kopf's "Request attempt #N failed; will retry" lines bounded in a long outage: the retries never
+    end (``ApiRetries``), and each watch stream would log one every 2 s while the apiserver is away."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        retry = _RETRY_LINE.match(record.getMessage())
+        if retry is None:
+            return True
+        attempt = int(retry.group(1))
+        return attempt <= KOPF_RETRY_LOG_FIRST or attempt % KOPF_RETRY_LOG_EVERY == 0
+
+
+def _log_fewer_kopf_retries() -> None:
+    for name in KOPF_RETRYING_LOGGERS:
+        kopf_logger = logging.getLogger(name)
+        if not any(isinstance(f, FewerRetryLines) for f in kopf_logger.filters):
+            kopf_logger.addFilter(FewerRetryLines())
 
 
 @dataclass(frozen=True)
@@ -530,6 +559,7 @@ def configure_settings(settings: kopf.OperatorSettings, config: OperatorConfig) 
     settings.watching.connect_timeout = 10
     settings.networking.request_timeout = 60
     settings.networking.error_backoffs = ApiRetries()
+    _log_fewer_kopf_retries()
     # Kopf's own listing of each kind, in pages (it holds one page at a time, not every body at once).
     settings.watching.chunk_size = KOPF_LIST_CHUNK
     # Kopf keeps a task per object alive this long after its last event (5 s by default): after a listing of

@@ -283,10 +283,11 @@ def test_a_stopping_leader_records_its_written_conditions_events_before_it_hands
     assert order == ["events recorded", "lease released", "controller stopped"]
 
 
-def test_kopfs_requests_retry_for_as_long_as_the_apiserver_is_away(monkeypatch: Any) -> None:
+def test_kopfs_requests_retry_for_as_long_as_the_apiserver_is_away(monkeypatch: Any, caplog: Any) -> None:
     """SPEC §5: a relist within seconds of the apiserver's return. Kopf's own schedule gives up after nine
     attempts (about a minute), and a watch stream whose request gave up is never started again. Kopf's real
-    request routine, against a port that refuses connections for 30 attempts and then answers."""
+    request routine, against a port that refuses connections for 30 attempts and then answers; its line per
+    failed attempt is kept for the first three and every fifteenth."""
     settings = kopf.OperatorSettings()
     configure_settings(settings, OperatorConfig(health_address=None))
     waits: list[float] = []
@@ -322,16 +323,20 @@ def test_kopfs_requests_retry_for_as_long_as_the_apiserver_is_away(monkeypatch: 
             context = SimpleNamespace(session=session, server=f"http://127.0.0.1:{port}")
             unauthenticated: Any = kopf_api.request.__wrapped__  # type: ignore[attr-defined]  # no vault
             response = await unauthenticated(
-                "get", "/version", settings=settings, context=context, logger=logging.getLogger("test")
+                "get", "/version", settings=settings, context=context, logger=watch_logger
             )
             status = int(response.status)
         assert runner is not None
         await runner.cleanup()
         return status
 
-    assert asyncio.run(scenario()) == 200
+    watch_logger = logging.getLogger("kopf._cogs.clients.watching")  # the logger of Kopf's watch streams
+    with caplog.at_level(logging.ERROR, logger=watch_logger.name):
+        assert asyncio.run(scenario()) == 200
     assert len(waits) == 30
     assert max(waits) == KOPF_RETRY_MAX_SECONDS
+    retried = [r.getMessage().split(" failed")[0] for r in caplog.records if "will retry" in r.getMessage()]
+    assert retried == [f"Request attempt #{n}" for n in (1, 2, 3, 15, 30)]
 
 
 def test_an_event_older_than_the_memory_reaches_neither_the_catalog_nor_the_learner() -> None:
