@@ -5,11 +5,23 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.chaos import FAULTS, MODELS, OPERATIONS, RUNTIMES, SERVICES, ConditionAudit, Step, schedule
+from harness.chaos import (
+    FAULTS,
+    MODELS,
+    OPERATIONS,
+    RUNTIMES,
+    SERVICES,
+    Chaos,
+    ConditionAudit,
+    Step,
+    schedule,
+)
 
 
 def test_a_seed_always_gives_the_same_schedule_and_another_seed_another() -> None:
@@ -115,3 +127,52 @@ def test_the_audit_log_counts_each_condition_change_once_in_the_order_the_writes
     audit.read()  # the rest of the line: a change back
     assert audit.changes == Counter({"a": 3, "b": 1})
     assert audit.state("a") == SELECTED
+
+
+def _event_created(name: str, received: str, answered: str) -> str:
+    return (
+        json.dumps(
+            {
+                "stage": "ResponseComplete",
+                "requestReceivedTimestamp": received,
+                "stageTimestamp": answered,
+                "responseStatus": {"code": 201},
+                "responseObject": {"kind": "Event", "metadata": {"name": name}},
+            }
+        )
+        + "\n"
+    )
+
+
+def test_a_write_the_log_misses_is_adopted_from_the_cluster_as_one_change(tmp_path: Path) -> None:
+    log = tmp_path / "audit.log"
+    log.write_text(_audited(3, "a", NOT_FOUND) + _audited(5, "a", SELECTED, code=504))  # stored all the same
+    audit = ConditionAudit(log)
+    audit.read()
+    assert audit.state("a") == NOT_FOUND
+    audit.adopt("a", 5, SELECTED)
+    audit.adopt("a", 4, NOT_FOUND)  # older than what it holds: ignored
+    assert (audit.state("a"), audit.changes["a"]) == (SELECTED, 2)
+
+
+def test_an_event_stored_in_the_quiet_counts_as_written_in_it_only_if_it_was_requested_in_it(
+    tmp_path: Path,
+) -> None:
+    """The quiet check (nothing written when nothing changed) by when the apiserver received each create: an
+    event requested before the quiet and stored in it (the apiserver's etcd connection coming back) is the
+    tail of an earlier change."""
+    log = tmp_path / "audit.log"
+    log.write_text(
+        _event_created("late.1", "2026-12-06T18:15:00.900000Z", "2026-12-06T18:15:21.000000Z")
+        + _event_created("new.1", "2026-12-06T18:15:20.500000Z", "2026-12-06T18:15:20.510000Z")
+    )
+    said: list[str] = []
+    chaos: Any = SimpleNamespace(conditions=ConditionAudit(log), log=said.append)
+    quiet_began = 1796580920.0  # 2026-12-06T18:15:20Z
+    keys = ["event/late.1", "event/new.1", "event/unlogged.1", "isvc/s1"]
+    assert Chaos._written_in_quiet(chaos, keys, quiet_began) == [
+        "event/new.1 (requested 0.5 s into the quiet)",
+        "event/unlogged.1",
+        "isvc/s1",
+    ]
+    assert said == ["  event/late.1: requested 19.1 s before the quiet, stored 20.1 s after its request"]
