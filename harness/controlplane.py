@@ -45,8 +45,7 @@ class ControlPlaneError(RuntimeError):
     """The control plane could not be started; the message carries the tail of the failing log."""
 
 
-#: The audit policy of :attr:`ControlPlane.audit_log`: InferenceService status writes and event creates, with
-#: what they stored (an event's generated name is only in the stored object) and when each was received.
+#: The audit policy of :attr:`ControlPlane.audit_log`: InferenceService status writes, with what they stored.
 AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",
     "kind": "Policy",
@@ -56,11 +55,6 @@ AUDIT_POLICY = {
             "level": "RequestResponse",
             "verbs": ["patch", "update"],
             "resources": [{"group": "ome.io", "resources": ["inferenceservices/status"]}],
-        },
-        {
-            "level": "RequestResponse",
-            "verbs": ["create"],
-            "resources": [{"group": "", "resources": ["events"]}],
         },
         {"level": "None"},
     ],

@@ -129,21 +129,6 @@ def test_the_audit_log_counts_each_condition_change_once_in_the_order_the_writes
     assert audit.state("a") == SELECTED
 
 
-def _event_created(name: str, received: str, answered: str) -> str:
-    return (
-        json.dumps(
-            {
-                "stage": "ResponseComplete",
-                "requestReceivedTimestamp": received,
-                "stageTimestamp": answered,
-                "responseStatus": {"code": 201},
-                "responseObject": {"kind": "Event", "metadata": {"name": name}},
-            }
-        )
-        + "\n"
-    )
-
-
 def test_a_write_the_log_misses_is_adopted_from_the_cluster_as_one_change(tmp_path: Path) -> None:
     log = tmp_path / "audit.log"
     log.write_text(_audited(3, "a", NOT_FOUND) + _audited(5, "a", SELECTED, code=504))  # stored all the same
@@ -155,24 +140,25 @@ def test_a_write_the_log_misses_is_adopted_from_the_cluster_as_one_change(tmp_pa
     assert (audit.state("a"), audit.changes["a"]) == (SELECTED, 2)
 
 
-def test_an_event_stored_in_the_quiet_counts_as_written_in_it_only_if_it_was_requested_in_it(
+def test_an_event_recorded_in_the_quiet_is_written_in_it_unless_its_subject_changed_since_the_last_check(
     tmp_path: Path,
 ) -> None:
-    """The quiet check (nothing written when nothing changed) by when the apiserver received each create: an
-    event requested before the quiet and stored in it (the apiserver's etcd connection coming back) is the
-    tail of an earlier change."""
+    """The quiet check (nothing written when nothing changed): an event about an InferenceService whose
+    condition changed in this interval is the tail of that change (the event count holds it to one); any other
+    event, and any write of an InferenceService, was written while nothing changed."""
     log = tmp_path / "audit.log"
-    log.write_text(
-        _event_created("late.1", "2026-12-06T18:15:00.900000Z", "2026-12-06T18:15:21.000000Z")
-        + _event_created("new.1", "2026-12-06T18:15:20.500000Z", "2026-12-06T18:15:20.510000Z")
-    )
+    log.write_text(_audited(3, "a", NOT_FOUND) + _audited(4, "b", SELECTED))
+    audit = ConditionAudit(log)
+    audit.read()
+    with log.open("a") as more:
+        more.write(_audited(7, "a", SELECTED))  # a changed in this interval, b did not
     said: list[str] = []
-    chaos: Any = SimpleNamespace(conditions=ConditionAudit(log), log=said.append)
-    quiet_began = 1796580920.0  # 2026-12-06T18:15:20Z
-    keys = ["event/late.1", "event/new.1", "event/unlogged.1", "isvc/s1"]
-    assert Chaos._written_in_quiet(chaos, keys, quiet_began) == [
-        "event/new.1 (requested 0.5 s into the quiet)",
-        "event/unlogged.1",
-        "isvc/s1",
-    ]
-    assert said == ["  event/late.1: requested 19.1 s before the quiet, stored 20.1 s after its request"]
+    chaos: Any = SimpleNamespace(
+        conditions=audit,
+        log=said.append,
+        _accounted=(Counter(audit.changes), set()),
+        _event_subjects={"a.1": "a", "b.1": "b"},
+    )
+    keys = ["event/a.1", "event/b.1", "event/unknown.1", "isvc/s1"]
+    assert Chaos._written_in_quiet(chaos, keys) == ["event/b.1", "event/unknown.1", "isvc/s1"]
+    assert said == ["  event/a.1: recorded in the quiet, for a change before it"]
