@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import kopf
 import yaml
 from kubernetes_asyncio import client, config
@@ -46,6 +47,13 @@ KUBECONFIG_ERRORS: tuple[type[Exception], ...] = (
 #: Told of every request an ``api_client()`` makes: method, URL path, HTTP status (None: no answer), seconds.
 RequestObserver = Callable[[str, str, int | None, float], None]
 
+#: A request that names no timeout of its own (every one but the watch streams'): connecting, and then waiting
+#: for the next bytes of the answer, at most this long. kubernetes_asyncio waits forever by default, so a
+#: connection whose peer vanished without closing it would hold a write, and the worker behind it, until the
+#: kernel gives up (15 minutes). kube-apiserver answers a request within its own 60 s limit.
+REQUEST_CONNECT_SECONDS = 10.0
+REQUEST_READ_SECONDS = 70.0
+
 
 @dataclass(frozen=True)
 class ClusterAccess:
@@ -76,9 +84,24 @@ class ClusterAccess:
         # client sends its own Authorization header, and aiohttp refuses both at once). A unit test fails
         # if aiohttp renames the attribute.
         api.rest_client.pool_manager._trust_env = False
+        _bound_requests(api.rest_client)
         if self.observer is not None:
             _observe_requests(api.rest_client, self.observer)
         return api
+
+
+def _bound_requests(rest_client: Any) -> None:
+    """Give each request of one client that names no timeout the default bounds."""
+    request = rest_client.request
+
+    async def bounded(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        if not kwargs.get("_request_timeout"):
+            kwargs["_request_timeout"] = aiohttp.ClientTimeout(
+                sock_connect=REQUEST_CONNECT_SECONDS, sock_read=REQUEST_READ_SECONDS
+            )
+        return await request(method, url, *args, **kwargs)
+
+    rest_client.request = bounded
 
 
 def _observe_requests(rest_client: Any, observer: RequestObserver) -> None:

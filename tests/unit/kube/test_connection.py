@@ -9,6 +9,7 @@ import pytest
 import yaml
 from kubernetes_asyncio import client
 
+from ome_selector.kube import connection
 from ome_selector.kube.connection import (
     KUBECONFIG_ERRORS,
     ClusterAccess,
@@ -134,3 +135,49 @@ def test_api_clients_do_not_consult_the_environment_per_request(
             return api.rest_client.pool_manager.trust_env, api.rest_client.proxy
 
     assert asyncio.run(scenario()) == (False, "http://proxy:3128")
+
+
+def _kubeconfig_of(tmp_path: Path, server: str) -> Path:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": server}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    return kubeconfig
+
+
+def test_a_request_to_an_apiserver_that_never_answers_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A connection whose peer stopped answering without closing it: kubernetes_asyncio's default is to wait
+    forever, which would hold a write and its worker. A call that names a timeout keeps its own."""
+
+    async def scenario() -> list[str]:
+        async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.read()  # takes the request, never answers
+
+        server = await asyncio.start_server(silent, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        ended: list[str] = []
+        async with (
+            server,
+            await ClusterAccess(_kubeconfig_of(tmp_path, f"http://127.0.0.1:{port}")).api_client() as api,
+        ):
+            core = client.CoreV1Api(api)
+            async with asyncio.timeout(10):  # the test's own bound: a wait that never ends fails it
+                for default, own in ((0.3, None), (60.0, 0.2)):
+                    monkeypatch.setattr(connection, "REQUEST_READ_SECONDS", default)
+                    with pytest.raises(TimeoutError):
+                        await core.list_namespace(_request_timeout=own)
+                    ended.append(f"ended ({own})")
+        return ended
+
+    assert asyncio.run(scenario()) == ["ended (None)", "ended (0.2)"]
