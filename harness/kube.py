@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+import yaml
 from kubernetes import client, config
 
 from ome_selector.api.resources import Kind
@@ -24,6 +25,23 @@ def api_client_for(kubeconfig: Path) -> Iterator[Any]:
     api_client = config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
     with api_client:
         yield api_client
+
+
+def token_kubeconfig(path: Path, server: str) -> Path:
+    """A kubeconfig at ``path`` with one context: ``server`` and a bearer token (unit tests' clients)."""
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": server}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    return path
 
 
 def _call(api_client: Any, verb: Verb, kind: str, namespace: str | None) -> Callable[..., Any]:

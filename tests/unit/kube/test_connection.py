@@ -9,6 +9,7 @@ import pytest
 import yaml
 from kubernetes_asyncio import client
 
+from harness.kube import token_kubeconfig
 from ome_selector.kube import connection
 from ome_selector.kube.connection import (
     KUBECONFIG_ERRORS,
@@ -113,19 +114,7 @@ def test_api_clients_do_not_consult_the_environment_per_request(
 ) -> None:
     """aiohttp's per-request proxy and netrc lookups (two worker-thread hops per call) are off; the proxy
     still comes from the environment, once."""
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "c", "cluster": {"server": "https://apiserver:6443"}}],
-                "users": [{"name": "u", "user": {"token": "t"}}],
-                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-                "current-context": "x",
-            }
-        )
-    )
+    kubeconfig = token_kubeconfig(tmp_path / "kubeconfig", "https://apiserver:6443")
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy:3128")
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
@@ -135,23 +124,6 @@ def test_api_clients_do_not_consult_the_environment_per_request(
             return api.rest_client.pool_manager.trust_env, api.rest_client.proxy
 
     assert asyncio.run(scenario()) == (False, "http://proxy:3128")
-
-
-def _kubeconfig_of(tmp_path: Path, server: str) -> Path:
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "c", "cluster": {"server": server}}],
-                "users": [{"name": "u", "user": {"token": "t"}}],
-                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-                "current-context": "x",
-            }
-        )
-    )
-    return kubeconfig
 
 
 def test_a_request_to_an_apiserver_that_never_answers_ends(
@@ -169,7 +141,9 @@ def test_a_request_to_an_apiserver_that_never_answers_ends(
         ended: list[str] = []
         async with (
             server,
-            await ClusterAccess(_kubeconfig_of(tmp_path, f"http://127.0.0.1:{port}")).api_client() as api,
+            await ClusterAccess(
+                token_kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{port}")
+            ).api_client() as api,
         ):
             core = client.CoreV1Api(api)
             async with asyncio.timeout(10):  # the test's own bound: a wait that never ends fails it

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import kopf
 import pytest
-import yaml
 from aiohttp import web
 from kopf._core.actions.loggers import make_formatter  # what kopf.configure() uses
 from kubernetes_asyncio import client
@@ -18,6 +17,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from harness import objects
+from harness.kube import token_kubeconfig
 from ome_selector.api.loading import load_resource
 from ome_selector.api.logfields import log_fields
 from ome_selector.api.resources import Kind, ObjectKey
@@ -107,23 +107,6 @@ def test_certificate_expiry_and_catalog_sizes_appear_once_known() -> None:
     }
 
 
-def _kubeconfig(tmp_path: Path, port: int) -> Path:
-    path = tmp_path / "kubeconfig"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
-                "users": [{"name": "u", "user": {"token": "t"}}],
-                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-                "current-context": "x",
-            }
-        )
-    )
-    return path
-
-
 def test_every_request_of_a_client_is_counted_by_verb_and_code(tmp_path: Path) -> None:
     """A real client against a real (tiny) HTTP server: answered, refused and unanswered requests."""
     metrics = Metrics()
@@ -144,7 +127,10 @@ def test_every_request_of_a_client_is_counted_by_verb_and_code(tmp_path: Path) -
         await site.start()
         port = runner.addresses[0][1]
         try:
-            access = ClusterAccess(_kubeconfig(tmp_path, port), observer=metrics.observe_api_request)
+            access = ClusterAccess(
+                token_kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{port}"),
+                observer=metrics.observe_api_request,
+            )
             async with await access.api_client() as api:
                 core = client.CoreV1Api(api)
                 await core.list_namespace()
