@@ -353,28 +353,26 @@ class ConditionAudit:
             entry = json.loads(line)
             stored = entry.get("responseObject")
             code = (entry.get("responseStatus") or {}).get("code", 0)
-            if not isinstance(stored, dict) or not 200 <= code < 300:
-                continue
-            if stored.get("kind") != "InferenceService":
+            if (
+                not isinstance(stored, dict)
+                or stored.get("kind") != "InferenceService"
+                or not 200 <= code < 300
+            ):
                 continue
             metadata = stored["metadata"]
             writes.append((int(metadata["resourceVersion"]), metadata["uid"], _condition_state(stored)))
         for version, uid, state in sorted(writes):
-            before = self._states.get(uid, (0, None))
-            if version <= before[0]:
-                continue
-            if state != before[1]:
-                self.changes[uid] += 1
-            self._states[uid] = (version, state)
+            self.take(uid, version, state)
 
     def state(self, uid: str) -> ConditionState:
         """The state the last logged write of ``uid`` stored (None: no write logged)."""
         return self._states.get(uid, (0, None))[1]
 
-    def adopt(self, uid: str, version: int, state: ConditionState) -> None:
-        """Take the state the cluster holds where the log misses a stored write (a write answered 504 that
-        was stored all the same, or one stored by an apiserver killed before it logged it), counting it as
-        one change: the later intervals are held to the event count again."""
+    def take(self, uid: str, version: int, state: ConditionState) -> None:
+        """A state of ``uid`` stored at ``version``, counted as a change when it differs from the last one
+        taken (an older version is ignored): from the log, or from the cluster where the log misses a stored
+        write (a write answered 504 and stored all the same, or one stored by an apiserver killed before it
+        logged it), so that the later intervals are held to the event count again."""
         before = self._states.get(uid, (0, None))
         if version <= before[0]:
             return
@@ -675,7 +673,7 @@ class Chaos:
             self.report.event_checks_skipped += 1  # a stored write the log does not hold
             for body in missing:
                 metadata = body["metadata"]
-                self.conditions.adopt(
+                self.conditions.take(
                     metadata["uid"], int(metadata["resourceVersion"]), _condition_state(body)
                 )
             return []

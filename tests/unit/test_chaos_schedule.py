@@ -129,14 +129,14 @@ def test_the_audit_log_counts_each_condition_change_once_in_the_order_the_writes
     assert audit.state("a") == SELECTED
 
 
-def test_a_write_the_log_misses_is_adopted_from_the_cluster_as_one_change(tmp_path: Path) -> None:
+def test_a_write_the_log_misses_is_taken_from_the_cluster_as_one_change(tmp_path: Path) -> None:
     log = tmp_path / "audit.log"
     log.write_text(_audited(3, "a", NOT_FOUND) + _audited(5, "a", SELECTED, code=504))  # stored all the same
     audit = ConditionAudit(log)
     audit.read()
     assert audit.state("a") == NOT_FOUND
-    audit.adopt("a", 5, SELECTED)
-    audit.adopt("a", 4, NOT_FOUND)  # older than what it holds: ignored
+    audit.take("a", 5, SELECTED)
+    audit.take("a", 4, NOT_FOUND)  # older than what it holds: ignored
     assert (audit.state("a"), audit.changes["a"]) == (SELECTED, 2)
 
 
