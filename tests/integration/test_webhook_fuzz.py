@@ -159,7 +159,9 @@ def test_fuzzed_reviews_get_no_5xx_and_leave_memory_and_metrics_bounded(
     assert sum(statuses.values()) >= EXAMPLES // 2, statuses
     assert {400, 200} <= set(statuses), statuses
     # Labels come from fixed sets: /metrics cannot grow with what requests carry; neither can memory.
-    assert metrics_size(running.health_port) < 30 * 1024
+    # (The operator's own requests to the apiserver are left out: which of their fixed verb and status series
+    # appear depends on how a loaded apiserver answered at start, not on the reviews.)
+    assert metrics_size(running.health_port, excluding=("ome_selector_api_",)) < 30 * 1024
     assert rss_bytes(running.process.pid) - rss_before < 40 * MIB
     # Requests aiohttp itself cannot read: refused, and never a traceback in the log (neither for those nor
     # for any of the reviews above).
