@@ -9,7 +9,19 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-DOCUMENTS = ("README.md", "CONTRIBUTING.md", "CHANGELOG.md", "docs/SPEC.md", "docs/architecture.md")
+DOCUMENTS = (
+    "README.md",
+    "CONTRIBUTING.md",
+    "CHANGELOG.md",
+    "docs/SPEC.md",
+    "docs/architecture.md",
+    "docs/install.md",
+    "docs/usage.md",
+    "docs/performance.md",
+    "docs/testing.md",
+    "docs/monitoring.md",
+    "docs/runbooks.md",
+)
 
 _LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 _HEADING = re.compile(r"^#{1,6} (.+?)\s*$", re.MULTILINE)

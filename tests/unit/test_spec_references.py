@@ -27,7 +27,12 @@ SEARCHED = (
     "charts",
     "samples",
     "README.md",
+    "CONTRIBUTING.md",
     "docs/architecture.md",
+    "docs/install.md",
+    "docs/usage.md",
+    "docs/performance.md",
+    "docs/testing.md",
 )
 #: Vendored third-party files, which cite nothing of ours.
 NOT_SEARCHED = (REPO_ROOT / "tests" / "data",)

@@ -246,10 +246,10 @@ def test_offline_lint_and_what_if_load_no_client(tmp_path: Path) -> None:
     assert result.stderr.strip().endswith("PROBE-OK")
 
 
-def test_the_readme_shows_what_lint_prints_on_the_samples(kubectl_ome: Run) -> None:
-    """README "Check a catalog change in CI": the console block is the real output, with an inheritance
+def test_the_usage_guide_shows_what_lint_prints_on_the_samples(kubectl_ome: Run) -> None:
+    """docs/usage.md "Check a catalog change in CI": the console block is the real output, with an inheritance
     finding."""
-    readme = (REPO_ROOT / "README.md").read_text()
+    readme = (REPO_ROOT / "docs" / "usage.md").read_text()
     shown = readme.split("$ kubectl ome runtime lint -f samples/\n", 1)[1].split("```", 1)[0]
     result = kubectl_ome("runtime", "lint", "-f", "samples/")
     assert result.out + result.err + f"$ echo $?\n{result.code}\n" == shown
