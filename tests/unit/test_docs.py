@@ -1,5 +1,5 @@
-"""The documents stay what they claim to be: the README a front door, docs/architecture.md the house as the code
-has it (its import contracts are exactly those `lint-imports` checks)."""
+"""The documents stay what they claim to be: the README a front door, docs/architecture.md the house as the
+code has it (its import contracts are exactly those `lint-imports` checks)."""
 
 from __future__ import annotations
 
@@ -51,6 +51,7 @@ def test_the_architecture_names_exactly_the_contracts_lint_imports_checks() -> N
 def test_the_contract_reader_reads_names_with_escaped_bars() -> None:
     text = (
         "### Import contracts\n\n| Contract | Type | What |\n|---|---|---|\n"
-        "| a > b \\| c > d | `layers` | x |\n| No cycles | `acyclic_siblings` | y |\n\n## Next\n| Not | a | row |\n"
+        "| a > b \\| c > d | `layers` | x |\n| No cycles | `acyclic_siblings` | y |\n"
+        "\n## Next\n| Not | a | row |\n"
     )
     assert contracts_in(text) == {"a > b | c > d", "No cycles"}
