@@ -174,6 +174,8 @@ def _yaml_documents(text: str) -> list[tuple[Any, Positions]]:
             documents: list[tuple[Any, Positions]] = []
             while loader.check_node():
                 node = loader.get_node()
+                if node is None:  # pragma: no cover - check_node said there is one
+                    break
                 documents.append((loader.construct_document(node), Positions(node.start_mark.line + 1, node)))
             return documents
         finally:

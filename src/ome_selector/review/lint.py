@@ -328,6 +328,7 @@ _MODE_KEY = f'annotations["{DEPLOYMENT_MODE_ANNOTATION}"]'
 def _mode_finding(key: ObjectKey, component: str | None, value: str | None) -> Iterator[Finding]:
     """MODE001 for ``value`` of the annotation of ``spec.<component>`` (None: ``spec.deploymentMode``)."""
     if value is not None and declared_mode(value) is None:
+        field: FieldParts
         if component is None:
             path, field = "spec.deploymentMode", ("spec", "deploymentMode")
         else:
