@@ -876,10 +876,15 @@ def _unserved(model: Model, label: str) -> Finding:
 # --------------------------------------------------------------------------------------------------
 
 
+def _cut(part: str | int) -> str | int:
+    """A key of a field path, cut after :data:`_VALUE_LIMIT` characters (keys of maps are anyone's)."""
+    if isinstance(part, int) or len(part) <= _VALUE_LIMIT:
+        return part
+    return part[:_VALUE_LIMIT] + messages.ELLIPSIS
+
+
 def _unknown_message(key: ObjectKey, unknown: UnknownField) -> str:
-    *parent, name = unknown.parts
-    shown = str(name) if len(str(name)) <= _VALUE_LIMIT else str(name)[:_VALUE_LIMIT] + messages.ELLIPSIS
-    path = field_path(*parent, shown)
+    path = field_path(*(_cut(part) for part in unknown.parts))
     advice = (
         f"did you mean {unknown.suggestion}?"
         if unknown.suggestion is not None

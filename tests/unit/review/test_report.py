@@ -134,3 +134,17 @@ def test_field_findings_carry_the_field() -> None:
     (cut,) = field_findings(A, long)
     assert f"unknown field spec.{'x' * 64}…: " in cut.message
     assert cut.message.endswith("; remove it or correct its name")
+    in_a_map = {
+        "kind": "ClusterServingRuntime",
+        "spec": {
+            "supportedModelFormats": [
+                {"diffusionPipeline": {"additionalComponents": {"k" * 100: {"libary": "x"}}}}
+            ]
+        },
+    }
+    (deep,) = field_findings(A, in_a_map)
+    assert deep.message.startswith(
+        "ClusterServingRuntime a: unknown field spec.supportedModelFormats[0].diffusionPipeline."
+        f"additionalComponents.{'k' * 64}….libary: "
+    )
+    assert deep.message.endswith("did you mean library?")
