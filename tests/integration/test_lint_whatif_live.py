@@ -58,20 +58,44 @@ def both(samples_applied: None, control_plane: ControlPlane, capsys: pytest.Capt
     return invoke
 
 
+def without_locations(result: Result, output: str) -> tuple[Result, list[str]]:
+    """``result`` with the findings' locations taken out, and those locations: the one thing a finding on an
+    object read from the cluster lacks (SPEC §11: no file)."""
+    code, out, err = result
+    if output == "json":
+        document = json.loads(out)
+        locations = [json.dumps(finding.pop("location")) for finding in document["findings"]]
+        return (code, json.dumps(document), err), locations
+    rows = [line.split(None, 3) for line in out.splitlines()]
+    return (code, json.dumps([row[:2] + row[3:] for row in rows]), err), [row[2] for row in rows[1:]]
+
+
 @pytest.mark.parametrize("output", ["table", "json"])
 @pytest.mark.parametrize(
     "namespace", [["-n", "ome-demo"], ["-n", "team-a"], ["-n", "default"], ["-n", "demo-v13"]]
 )
 def test_lint_live_equals_files(both: Any, namespace: list[str], output: str) -> None:
     live, files = both("runtime", "lint", *namespace, "-o", output, files_flag="-f")
-    assert live == files
+    (live_bare, live_at), (files_bare, files_at) = (
+        without_locations(live, output),
+        without_locations(files, output),
+    )
+    assert live_bare == files_bare
     assert live[0] == 0, live[2]
     assert "SIZE003" in live[1]
+    # The same findings; live ones say they have no file, those from files name theirs ("-": the DEAD001
+    # summary of the table).
+    nowhere = "(cluster)" if output == "table" else "null"
+    file_prefix = str(SAMPLES) if output == "table" else f'{{"file": "{SAMPLES}/'
+    assert live_at
+    assert all(at in (nowhere, "-") for at in live_at), live_at
+    assert all(at.startswith(file_prefix) or at == "-" for at in files_at), files_at
+    assert [at == "-" for at in live_at] == [at == "-" for at in files_at]
 
 
 def test_lint_sees_inheritance_live_as_from_files(both: Any) -> None:
     live, files = both("runtime", "lint", "-n", "demo-v13", "-o", "json", files_flag="-f")
-    assert live == files
+    assert without_locations(live, "json")[0] == without_locations(files, "json")[0]
     codes = [f["code"] for f in json.loads(live[1])["findings"]]
     assert codes.count("INHR004") == 1
 
@@ -80,7 +104,56 @@ def test_lint_live_takes_the_context_namespace(both: Any) -> None:
     # The test kubeconfig's context names no namespace: "default", as with -n default and the files.
     live, _ = both("runtime", "lint", "-o", "json", files_flag="-f")
     _, files = both("runtime", "lint", "-n", "default", "-o", "json", files_flag="-f")
-    assert live == files
+    assert without_locations(live, "json")[0] == without_locations(files, "json")[0]
+
+
+LIVE_TYPO = """\
+apiVersion: ome.io/v1beta1
+kind: ServingRuntime
+metadata:
+  name: typo
+  namespace: lint-typo
+  annotations:
+    ome-selector.ome.io/lint-disable: DEAD001
+spec:
+  supportedModelFormat:
+    - modelFormat: {name: safetensors}
+      autoSelect: true
+"""
+
+
+def test_lint_live_reports_a_field_the_crd_keeps_but_declares_not(
+    control_plane: ControlPlane, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Our CRD keeps what it does not type (x-kubernetes-preserve-unknown-fields): a typo stays in the
+    cluster, and lint reports it from there, without a file; the object's annotation switches DEAD001 off."""
+    control_plane.kubectl("create", "namespace", "lint-typo")
+    control_plane.kubectl("apply", "-f", "-", input=LIVE_TYPO)
+    try:
+        code = run(["runtime", "lint", "-n", "lint-typo", "--kubeconfig", str(control_plane.kubeconfig)])
+        captured = capsys.readouterr()
+        assert code == 1
+        assert captured.out.splitlines()[1:] == [
+            "SCHM001   error      (cluster)   ServingRuntime lint-typo/typo: unknown field "
+            "spec.supportedModelFormat: no CRD declares it, so it is dropped or rejected and never read; "
+            "did you mean supportedModelFormats?"
+        ]
+        github = run(
+            [
+                "runtime",
+                "lint",
+                "-n",
+                "lint-typo",
+                "-o",
+                "github",
+                "--kubeconfig",
+                str(control_plane.kubeconfig),
+            ]
+        )
+        assert github == 1
+        assert capsys.readouterr().out.startswith("::error title=SCHM001::ServingRuntime lint-typo/typo: ")
+    finally:
+        control_plane.kubectl("delete", "namespace", "lint-typo", "--wait=false")
 
 
 WHAT_IF_CASES = {

@@ -23,10 +23,11 @@ RUNTIME_DEPENDENCIES = {
 
 
 def _product_files() -> set[str]:
-    """The package's modules and marker as the wheel must carry them (paths inside the wheel)."""
+    """The package's modules, marker and data as the wheel must carry them (paths inside the wheel): the
+    digest of the CRDs' fields that lint's unknown-field finding reads (SPEC §11)."""
     package = REPO_ROOT / "src" / "ome_selector"
     files = {f"ome_selector/{path.relative_to(package)}" for path in package.rglob("*.py")}
-    return files | {"ome_selector/py.typed"}
+    return files | {"ome_selector/py.typed", "ome_selector/api/crdfields.json"}
 
 
 def _normalized(name: str) -> str:

@@ -6,6 +6,9 @@ with where it was. It refuses what kubectl refuses — a key given twice in one 
 may still be overridden), a document or List item that is not an object — and keeps unquoted dates as strings,
 as the API server does. :func:`load_manifest` also loads the five kinds from it.
 
+Each object keeps where it is in the text (:class:`Positions`): the line of the object and, in YAML, of each
+of its keys, read from the parser's marks, so that a finding can name ``file:line`` (SPEC §11).
+
 Hostile text costs bounded work: nesting deeper than :data:`MAX_DEPTH` is an error, a number too long to read
 is an error, and a List reached twice through YAML aliases is an error (aliases could otherwise multiply the
 objects exponentially). Every problem is a :class:`~.loading.LoadError` naming the document and field.
@@ -14,8 +17,8 @@ objects exponentially). Every problem is a :class:`~.loading.LoadError` naming t
 from __future__ import annotations
 
 import json
-from collections.abc import Hashable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Hashable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
@@ -23,37 +26,95 @@ import yaml
 from ome_selector.api.loading import LoadError, describe_value, field_path, load_resource
 from ome_selector.api.resources import Resource
 
-__all__ = ["MAX_DEPTH", "ManifestObject", "load_manifest", "read_manifest"]
+__all__ = ["MAX_DEPTH", "ManifestObject", "Positions", "load_manifest", "read_manifest"]
 
 #: Objects nested deeper than this are refused (real manifests, CRDs included, stay far below it).
 MAX_DEPTH = 100
 
 
 @dataclass(frozen=True, slots=True)
+class Positions:
+    """Where an object and its fields are in the text: 1-based lines.
+
+    ``line`` is the object's first line; ``node`` is its YAML node (None for JSON, whose objects have only
+    their first line), kept to find the line of a field when one is asked for.
+    """
+
+    line: int
+    node: yaml.Node | None = None
+
+    def at(self, parts: Sequence[str | int]) -> Positions:
+        """The positions of the field at ``parts`` (``("spec", "modelSizeRange", "min")``, an index for an
+        array item); those of the deepest field found on the way when it is not in the text (a default)."""
+        node, line = self.node, self.line
+        for part in parts:
+            child = _child(node, part)
+            if child is None:
+                break
+            line, node = child
+        return Positions(line, node)
+
+    def line_of(self, parts: Sequence[str | int]) -> int:
+        """The line of the field at ``parts`` (see :meth:`at`)."""
+        return self.at(parts).line
+
+
+def _child(node: yaml.Node | None, part: str | int) -> tuple[int, yaml.Node] | None:
+    """The line of the key (or item) ``part`` of ``node`` and its value's node. The last of equal keys: merge
+    keys put the merged pairs before the mapping's own, which override them."""
+    if isinstance(node, yaml.MappingNode) and isinstance(part, str):
+        found = None
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.value == part:
+                found = (key.start_mark.line + 1, value)
+        return found
+    if isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
+        item = node.value[part]
+        return item.start_mark.line + 1, item
+    return None
+
+
+@dataclass(frozen=True, slots=True)
 class ManifestObject:
     """One object of a manifest: its body, the document it is in (1-based, None when the text holds one
-    document) and its path in that document (``items[3]`` in a ``kind: List``, ``""`` for the document)."""
+    document), its path in that document (``items[3]`` in a ``kind: List``, ``""`` for the document) and
+    where it is in the text."""
 
     body: Mapping[str, Any]
     document: int | None = None
     path: str = ""
+    positions: Positions | None = field(default=None, compare=False)
 
 
 def read_manifest(text: str, *, json_stream: bool = False) -> list[ManifestObject]:
     """The objects of a manifest, in order; raises :class:`LoadError` for text that is not one."""
-    documents = _json_values(text) if json_stream else _yaml_documents(text)
-    documents = [document for document in documents if document is not None]
-    several = len(documents) > 1
+    located = _json_values(text) if json_stream else _yaml_documents(text)
+    located = [(document, where) for document, where in located if document is not None]
+    several = len(located) > 1
     objects: list[ManifestObject] = []
     expanded: set[int] = set()
-    for index, document in enumerate(documents, start=1):
+    for index, (document, where) in enumerate(located, start=1):
         number = index if several else None
         try:
             _check_depth(document)
-            objects.extend(ManifestObject(body, number, path) for body, path in _expand(document, expanded))
+            objects.extend(
+                ManifestObject(body, number, path, _item_positions(where, path))
+                for body, path in _expand(document, expanded)
+            )
         except LoadError as error:
             raise error.in_document(number) from None
     return objects
+
+
+def _item_positions(document: Positions, path: str) -> Positions:
+    """The positions of the object at ``path`` (``items[3].items[0]`` in nested Lists) in a document."""
+    if not path or document.node is None:
+        return document
+    parts: list[str | int] = []
+    for step in path.split("."):
+        name, _, index = step.partition("[")
+        parts.extend([name, int(index.rstrip("]"))])
+    return document.at(parts)
 
 
 def load_manifest(
@@ -104,9 +165,21 @@ _StrictLoader.yaml_implicit_resolvers = {
 }
 
 
-def _yaml_documents(text: str) -> list[Any]:
+def _yaml_documents(text: str) -> list[tuple[Any, Positions]]:
+    """Each document with its positions. As ``yaml.load_all``, but each document's node tree is kept:
+    construction flattens merge keys into it, so a merged key has the line where it is written."""
     try:
-        return list(yaml.load_all(text, Loader=_StrictLoader))
+        loader = _StrictLoader(text)
+        try:
+            documents: list[tuple[Any, Positions]] = []
+            while loader.check_node():
+                node = loader.get_node()
+                if node is None:  # pragma: no cover - check_node said there is one
+                    break
+                documents.append((loader.construct_document(node), Positions(node.start_mark.line + 1, node)))
+            return documents
+        finally:
+            loader.dispose()
     except yaml.YAMLError as error:
         raise LoadError("", f"invalid YAML: {_yaml_problem(error)}") from None
     except RecursionError:  # the pure-Python composer recurses per level of nesting
@@ -150,15 +223,19 @@ _DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys)
 _SPACE = " \t\r\n"
 
 
-def _json_values(text: str) -> list[Any]:
-    """One or more concatenated JSON values (a JSON stream, as kubectl accepts)."""
-    values: list[Any] = []
+def _json_values(text: str) -> list[tuple[Any, Positions]]:
+    """One or more concatenated JSON values (a JSON stream, as kubectl accepts), each with its first line."""
+    values: list[tuple[Any, Positions]] = []
     position, length = 0, len(text)
+    line, counted = 1, 0
     while True:
         while position < length and text[position] in _SPACE:
             position += 1
         if position >= length:
             return values
+        line += text.count("\n", counted, position)
+        counted = position
+        start = Positions(line)
         try:
             value, position = _DECODER.raw_decode(text, position)
         except json.JSONDecodeError as error:
@@ -171,7 +248,7 @@ def _json_values(text: str) -> list[Any]:
             raise LoadError("", f"invalid JSON: nested deeper than {MAX_DEPTH} levels") from None
         except ValueError as error:  # an integer beyond Python's 4300-digit conversion limit
             raise LoadError("", f"invalid JSON: {_number_problem(error)}") from None
-        values.append(value)
+        values.append((value, start))
 
 
 # --- structure ----------------------------------------------------------------------------------------------

@@ -16,13 +16,13 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ome_selector.api.loading import LoadError, load_resource
-from ome_selector.api.manifests import read_manifest
-from ome_selector.api.resources import ObjectKey
+from ome_selector.api.loading import LoadError, key_of, load_resource
+from ome_selector.api.manifests import Positions, read_manifest
+from ome_selector.api.resources import API_GROUP_VERSION, ObjectKey
 from ome_selector.catalog.catalog import Catalog
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "RawObject",
     "SourceError",
     "load_catalog",
+    "objects_by_key",
     "parse_documents",
 ]
 
@@ -55,7 +56,8 @@ class RawObject:
     ``origin`` names the file (or ``<stdin>``, or the cluster) and is what a duplicate error shows;
     ``document`` (1-based, set when the file holds several) and ``path`` (``items[3]`` in a ``kind: List``)
     locate the object in it for validation errors. ``from_file`` is false for a body read from a cluster,
-    which its CRDs defaulted and validated already (SPEC §1 "Loading from files").
+    which its CRDs defaulted and validated already (SPEC §1 "Loading from files"). ``positions`` gives the
+    line of the object and of its fields in the file (None for a body read from a cluster).
     """
 
     body: Mapping[str, Any]
@@ -63,6 +65,7 @@ class RawObject:
     document: int | None = None
     path: str = ""
     from_file: bool = True
+    positions: Positions | None = field(default=None, compare=False)
 
     @property
     def location(self) -> str:
@@ -168,7 +171,9 @@ def parse_documents(text: str, origin: str, *, json_only: bool = False) -> list[
         objects = read_manifest(text, json_stream=json_only)
     except LoadError as error:
         raise SourceError(f"{origin}: {error}") from error
-    return [RawObject(item.body, origin, item.document, item.path) for item in objects]
+    return [
+        RawObject(item.body, origin, item.document, item.path, positions=item.positions) for item in objects
+    ]
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -198,6 +203,19 @@ def load_catalog(objects: Iterable[RawObject], namespace: str) -> Catalog:
         origins[key] = raw.origin
         catalog.upsert(resource)
     return catalog
+
+
+def objects_by_key(objects: Iterable[RawObject], namespace: str) -> dict[ObjectKey, RawObject]:
+    """Each object of the five kinds by its key (a namespaced one without a namespace in ``namespace``), the
+    last one where a key repeats: where findings about it are located (SPEC §11)."""
+    found: dict[ObjectKey, RawObject] = {}
+    for raw in objects:
+        if raw.body.get("apiVersion") != API_GROUP_VERSION:
+            continue
+        key = key_of(raw.body, default_namespace=namespace)
+        if key is not None:
+            found[key] = raw
+    return found
 
 
 def _object_label(body: Mapping[str, Any]) -> str:

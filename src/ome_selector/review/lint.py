@@ -44,9 +44,13 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
+from ome_selector.api.fields import UnknownField, unknown_fields
+from ome_selector.api.loading import field_path
 from ome_selector.api.resources import (
     DEPLOYMENT_MODE_ANNOTATION,
+    INHERIT_FROM_ANNOTATION,
     KNOWN_OPERATORS,
+    RUNTIME_PROFILE_ANNOTATION,
     DiffusionComponent,
     DiffusionPipeline,
     FormatSelector,
@@ -80,13 +84,17 @@ from ome_selector.selection.view import CatalogView
 
 __all__ = [
     "PROFILE_NOT_DISABLED",
+    "RULES",
     "Code",
+    "FieldParts",
     "Finding",
     "Severity",
+    "field_findings",
     "has_errors",
     "lint",
     "lint_document",
     "object_order",
+    "severity_of",
 ]
 
 
@@ -107,6 +115,7 @@ class Code(StrEnum):
     INHR003 = "INHR003"
     INHR004 = "INHR004"
     MODE001 = "MODE001"
+    SCHM001 = "SCHM001"
 
 
 class Severity(StrEnum):
@@ -114,7 +123,32 @@ class Severity(StrEnum):
     WARNING = "warning"
 
 
-_ERRORS = frozenset({Code.SIZE001, Code.SIZE002, Code.OPER001, Code.INHR002, Code.INHR003})
+_ERRORS = frozenset({Code.SIZE001, Code.SIZE002, Code.OPER001, Code.INHR002, Code.INHR003, Code.SCHM001})
+
+
+def severity_of(code: Code) -> Severity:
+    """The severity of the findings of ``code`` (SPEC §11)."""
+    return Severity.ERROR if code in _ERRORS else Severity.WARNING
+
+
+#: One line per code, what it finds: the help of `kubectl ome runtime lint` and the rules of its SARIF log.
+RULES: Mapping[Code, str] = {
+    Code.SIZE001: 'a size value that is not a parameter count, so it reads as 0 ("4b", "7 B")',
+    Code.SIZE002: "modelSizeRange.min above max: every model with a size is rejected",
+    Code.OPER001: "an unknown version operator: the entry matches no versioned model",
+    Code.INHR002: "a runtime whose ome.io/inherit-from chain is broken (the chain error)",
+    Code.INHR003: 'ome.io/runtime-profile: "true" without spec.disabled: true (OME\'s webhook denies it)',
+    Code.SCHM001: "a field no CRD declares (a typo such as supportedModelFormat), dropped and never read",
+    Code.SIZE003: "two auto-selectable runtimes of one scope accept the same models in overlapping ranges",
+    Code.RANK001: "for a model, the top two runtimes tie on score and size distance: the name decides",
+    Code.RANK002: 'a runtime without a range wins, as "closest", over a ranged runtime that covers the model',
+    Code.RANK003: "a runtime with one size bound wins on distance over runtimes with both bounds",
+    Code.DEAD001: "a runtime that is rank 1 for no model and that no InferenceService names or selects",
+    Code.SERV001: "a model (with a format) that no runtime supports",
+    Code.INHR001: "a runtime with a parent that auto-selection can pick on its own spec, ignoring the parent",
+    Code.INHR004: "a runtime that sets no spec.disabled and inherits disabled: true",
+    Code.MODE001: "an ome.io/deploymentMode value that is not a deployment mode, so it declares none",
+}
 
 
 def object_order(key: ObjectKey) -> tuple[str, str, str]:
@@ -122,17 +156,28 @@ def object_order(key: ObjectKey) -> tuple[str, str, str]:
     return (key.kind.value, key.namespace or "", key.name)
 
 
+#: A field of an object, as :func:`~ome_selector.api.loading.field_path` parts: ``("spec", "modelSizeRange",
+#: "min")``; ``()`` for the object itself.
+FieldParts = tuple[str | int, ...]
+
+
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """One problem: its code, the objects involved (sorted) and one line that says what to change."""
+    """One problem: its code, the objects involved (sorted) and one line that says what to change.
+
+    ``subject`` is the object the finding is located at (``file:line``, SPEC §11) and ``field`` the field of
+    it that the message is about (``()``: the object as a whole).
+    """
 
     code: Code
     objects: tuple[ObjectKey, ...]
     message: str
+    subject: ObjectKey | None = None
+    field: FieldParts = ()
 
     @property
     def severity(self) -> Severity:
-        return Severity.ERROR if self.code in _ERRORS else Severity.WARNING
+        return severity_of(self.code)
 
     @property
     def order(self) -> tuple[str, tuple[tuple[str, str, str], ...], str]:
@@ -144,9 +189,11 @@ class Finding:
 _VALUE_LIMIT = 64
 
 
-def _finding(code: Code, objects: Iterable[ObjectKey], message: str) -> Finding:
-    keys = tuple(sorted(set(objects), key=object_order))
-    return Finding(code, keys, messages.escape_controls(message))
+def _finding(code: Code, objects: Iterable[ObjectKey], message: str, *, field: FieldParts = ()) -> Finding:
+    """A finding about ``objects``, located at the first of them as given (and its ``field``)."""
+    given = list(objects)
+    keys = tuple(sorted(set(given), key=object_order))
+    return Finding(code, keys, messages.escape_controls(message), given[0] if given else None, field)
 
 
 def _quoted(value: str) -> str:
@@ -231,6 +278,9 @@ def lint(
 PROFILE_NOT_DISABLED = 'runtimes carrying ome.io/runtime-profile="true" must also set spec.disabled: true'
 
 
+_INHERIT_FROM: FieldParts = ("metadata", "annotations", INHERIT_FROM_ANNOTATION)
+
+
 def _inheritance_findings(profile: RuntimeProfile, chain: Chain | ChainError | None) -> Iterator[Finding]:
     """INHR001–INHR004 for one runtime; ``chain`` is None for a runtime without a parent."""
     runtime = profile.runtime
@@ -244,11 +294,17 @@ def _inheritance_findings(profile: RuntimeProfile, chain: Chain | ChainError | N
             f"{key} inherits from {_quoted(parent)} (ome.io/inherit-from) and has an entry with "
             "autoSelect: true, but auto-selection judges it on its own spec and ignores what it inherits; "
             "turn autoSelect off and name it in spec.runtime.name, or give it its own spec in full",
+            field=_INHERIT_FROM,
         )
     if isinstance(chain, ChainError):
-        yield _finding(Code.INHR002, [key], chain.message)
+        yield _finding(Code.INHR002, [key], chain.message, field=_INHERIT_FROM)
     if runtime.runtime_profile == "true" and spec.disabled is not True:
-        yield _finding(Code.INHR003, [key], PROFILE_NOT_DISABLED)
+        yield _finding(
+            Code.INHR003,
+            [key],
+            PROFILE_NOT_DISABLED,
+            field=("metadata", "annotations", RUNTIME_PROFILE_ANNOTATION),
+        )
     if spec.disabled is None and isinstance(chain, Chain):
         # The nearest runtime of the chain that sets disabled gives the effective value (SPEC §1).
         setter = next((link for link in chain.links[1:] if link.runtime.spec.disabled is not None), None)
@@ -259,6 +315,7 @@ def _inheritance_findings(profile: RuntimeProfile, chain: Chain | ChainError | N
                 f"{key} sets no spec.disabled and inherits disabled: true from {setter.runtime.key}: "
                 "disabled when an InferenceService names it, enabled when auto-selected; set spec.disabled "
                 "on it",
+                field=("spec",),
             )
 
 
@@ -268,32 +325,38 @@ def _inheritance_findings(profile: RuntimeProfile, chain: Chain | ChainError | N
 _MODE_KEY = f'annotations["{DEPLOYMENT_MODE_ANNOTATION}"]'
 
 
-def _mode_finding(key: ObjectKey, path: str, value: str | None) -> Iterator[Finding]:
+def _mode_finding(key: ObjectKey, component: str | None, value: str | None) -> Iterator[Finding]:
+    """MODE001 for ``value`` of the annotation of ``spec.<component>`` (None: ``spec.deploymentMode``)."""
     if value is not None and declared_mode(value) is None:
+        field: FieldParts
+        if component is None:
+            path, field = "spec.deploymentMode", ("spec", "deploymentMode")
+        else:
+            path = f"spec.{component}.{_MODE_KEY}"
+            field = ("spec", component, "annotations", DEPLOYMENT_MODE_ANNOTATION)
         yield _finding(
             Code.MODE001,
             [key],
             f"{key}: {path} {_quoted(value)} is not a deployment mode, so it declares none; use "
             "RawDeployment, OMENative, MultiNode or VirtualDeployment",
+            field=field,
         )
 
 
 def _runtime_mode_findings(runtime: Runtime) -> Iterator[Finding]:
     spec = runtime.spec
-    yield from _mode_finding(runtime.key, f"spec.engineConfig.{_MODE_KEY}", spec.engine_mode_annotation)
-    yield from _mode_finding(runtime.key, f"spec.decoderConfig.{_MODE_KEY}", spec.decoder_mode_annotation)
+    yield from _mode_finding(runtime.key, "engineConfig", spec.engine_mode_annotation)
+    yield from _mode_finding(runtime.key, "decoderConfig", spec.decoder_mode_annotation)
 
 
 def _isvc_mode_findings(isvc: InferenceService) -> Iterator[Finding]:
     spec = isvc.spec
     engine = spec.engine.annotations if spec.engine is not None else None
     decoder = spec.decoder.annotations if spec.decoder is not None else None
-    yield from _mode_finding(isvc.key, f"spec.engine.{_MODE_KEY}", engine.deployment_mode if engine else None)
-    yield from _mode_finding(
-        isvc.key, f"spec.decoder.{_MODE_KEY}", decoder.deployment_mode if decoder else None
-    )
+    yield from _mode_finding(isvc.key, "engine", engine.deployment_mode if engine else None)
+    yield from _mode_finding(isvc.key, "decoder", decoder.deployment_mode if decoder else None)
     # Outside the CRD's enum only from a cluster whose CRD lacks it: files reject it (SPEC §1).
-    yield from _mode_finding(isvc.key, "spec.deploymentMode", spec.deployment_mode)
+    yield from _mode_finding(isvc.key, None, spec.deployment_mode)
 
 
 # --- SIZE001, SIZE002, OPER001: values
@@ -306,12 +369,13 @@ def _suggestion(value: str) -> str:
     return upper if try_parse_parameter_count(upper) is not None else "4B"
 
 
-def _not_a_count(key: ObjectKey, path: str, value: str) -> Finding:
+def _not_a_count(key: ObjectKey, field: FieldParts, value: str) -> Finding:
     return _finding(
         Code.SIZE001,
         [key],
-        f"{key}: {path} {_quoted(value)} is not a parameter count and reads as 0; "
+        f"{key}: {field_path(*field)} {_quoted(value)} is not a parameter count and reads as 0; "
         f"write a number with an optional M, B or T suffix, such as {_suggestion(value)}",
+        field=field,
     )
 
 
@@ -319,7 +383,7 @@ def _model_value_findings(model: Model) -> Iterator[Finding]:
     value = model.spec.model_parameter_size
     # An empty size is "no size" (SPEC §2), not a value that reads as 0.
     if value and try_parse_parameter_count(value) is None:
-        yield _not_a_count(model.key, "spec.modelParameterSize", value)
+        yield _not_a_count(model.key, ("spec", "modelParameterSize"), value)
 
 
 def _runtime_value_findings(profile: RuntimeProfile) -> Iterator[Finding]:
@@ -333,7 +397,7 @@ def _runtime_value_findings(profile: RuntimeProfile) -> Iterator[Finding]:
                 continue
             count = try_parse_parameter_count(value)
             if count is None:
-                yield _not_a_count(key, f"spec.modelSizeRange.{bound}", value)
+                yield _not_a_count(key, ("spec", "modelSizeRange", bound), value)
             else:
                 counts[bound] = (value, count)
         # A bound that does not parse has its own finding; min above max needs two parameter counts.
@@ -344,6 +408,7 @@ def _runtime_value_findings(profile: RuntimeProfile) -> Iterator[Finding]:
                 f"{key}: spec.modelSizeRange.min {_quoted(counts['min'][0])} is above max "
                 f"{_quoted(counts['max'][0])}, so every model with a size is rejected; "
                 "swap the bounds or correct one of them",
+                field=("spec", "modelSizeRange", "min"),
             )
     for index, entry in enumerate(runtime.spec.supported_model_formats):
         for part, selector in (
@@ -357,6 +422,7 @@ def _runtime_value_findings(profile: RuntimeProfile) -> Iterator[Finding]:
                     f"{key}: spec.supportedModelFormats[{index}].{part}.operator "
                     f"{_quoted(selector.operator)} is not a known operator, so the entry matches no "
                     "versioned model; use Equal, GreaterThan or GreaterThanOrEqual",
+                    field=("spec", "supportedModelFormats", index, part, "operator"),
                 )
 
 
@@ -486,6 +552,7 @@ def _overlap_finding(first: _AutoEntry, second: _AutoEntry) -> Finding:
         [first.key, second.key],
         f"{first.key} ({_range(a)}) and {second.key} ({_range(b)}) both auto-select {label} models "
         "in overlapping size ranges; make the ranges disjoint, or turn autoSelect off on one of them",
+        field=("spec", "modelSizeRange"),
     )
 
 
@@ -803,3 +870,37 @@ def _unserved(model: Model, label: str) -> Finding:
         f"{model.key} ({about}): no runtime supports it; add or fix a runtime for it "
         f"(kubectl ome runtime explain --model {model.name}{where} shows each runtime's reason)",
     )
+
+
+# --- SCHM001: fields no CRD declares
+# --------------------------------------------------------------------------------------------------
+
+
+def _cut(part: str | int) -> str | int:
+    """A key of a field path, cut after :data:`_VALUE_LIMIT` characters (keys of maps are anyone's)."""
+    if isinstance(part, int) or len(part) <= _VALUE_LIMIT:
+        return part
+    return part[:_VALUE_LIMIT] + messages.ELLIPSIS
+
+
+def _unknown_message(key: ObjectKey, unknown: UnknownField) -> str:
+    path = field_path(*(_cut(part) for part in unknown.parts))
+    advice = (
+        f"did you mean {unknown.suggestion}?"
+        if unknown.suggestion is not None
+        else "remove it or correct its name"
+    )
+    return (
+        f"{key}: unknown field {path}: no CRD declares it, so it is dropped or rejected and never read; "
+        f"{advice}"
+    )
+
+
+def field_findings(key: ObjectKey, body: Mapping[str, Any]) -> list[Finding]:
+    """SCHM001 for each field of ``body`` (the object ``key``, as read from a file or the cluster) that no CRD
+    declares (:func:`~ome_selector.api.fields.unknown_fields`): the typed objects lint judges have dropped
+    them."""
+    return [
+        _finding(Code.SCHM001, [key], _unknown_message(key, unknown), field=unknown.parts)
+        for unknown in unknown_fields(body)
+    ]

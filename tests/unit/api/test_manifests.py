@@ -248,3 +248,40 @@ def test_any_text_reads_or_fails_with_a_load_error(text: str) -> None:
     for json in (False, True):
         with contextlib.suppress(LoadError):  # anything else fails the test
             read_manifest(text, json_stream=json)
+
+
+def test_positions_of_objects_and_fields() -> None:
+    """1-based lines, read from the parser's marks (SPEC §11 file:line): each document's object, each item of
+    a List, a field, an array item, a merged key where it is written, and the deepest key found for a field
+    that is not in the text."""
+    text = (
+        "kind: List\n"  # 1
+        "items:\n"
+        "  - kind: A\n"  # 3
+        "    spec:\n"
+        "      sizes: [1,\n"  # 5
+        "        2]\n"  # 6
+        "---\n"
+        "# a comment\n"
+        "base: &base {merged: 1}\n"  # 9
+        "spec:\n"  # 10
+        "  <<: *base\n"
+        "  own: 2\n"  # 12
+    )
+    first, second = read_manifest(text)
+    assert first.positions is not None
+    assert second.positions is not None
+    assert (first.path, first.positions.line, second.positions.line) == ("items[0]", 3, 9)
+    assert first.positions.line_of(("spec", "sizes", 1)) == 6
+    assert first.positions.line_of(("spec", "missing", "deeper")) == 4
+    assert second.positions.line_of(("spec", "own")) == 12
+    assert second.positions.line_of(("spec", "merged")) == 9
+    assert second.positions.line_of(()) == 9
+
+
+def test_positions_of_json_values() -> None:
+    objects = read_manifest('{"kind": "A"}\n\n  {"kind":\n "B"}\n{"kind": "C"}', json_stream=True)
+    assert [item.positions.line for item in objects if item.positions is not None] == [1, 3, 5]
+    # JSON has no field positions: a field is at its object's line.
+    assert objects[1].positions is not None
+    assert objects[1].positions.line_of(("kind",)) == 3

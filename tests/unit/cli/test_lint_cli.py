@@ -91,11 +91,14 @@ def test_errors_table_and_exit_status(kubectl_ome: Run, tmp_path: Path) -> None:
     path.write_text(CATALOG)
     result = kubectl_ome("runtime", "lint", "-f", str(path))
     assert result.code == 1
+    # Each finding at the line of the field it is about (SPEC §11).
     assert result.out == (
-        "CODE      SEVERITY   MESSAGE\n"
-        'SIZE001   error      ClusterBaseModel m: spec.modelParameterSize "4b" is not a parameter count and '
+        f"CODE      SEVERITY   LOCATION{' ' * (len(str(path)) - 5)}   MESSAGE\n"
+        f"SIZE001   error      {path}:6    "
+        'ClusterBaseModel m: spec.modelParameterSize "4b" is not a parameter count and '
         "reads as 0; write a number with an optional M, B or T suffix, such as 4B\n"
-        'SIZE001   error      ClusterServingRuntime rt: spec.modelSizeRange.max "8b" is not a parameter '
+        f"SIZE001   error      {path}:15   "
+        'ClusterServingRuntime rt: spec.modelSizeRange.max "8b" is not a parameter '
         "count and reads as 0; write a number with an optional M, B or T suffix, such as 8B\n"
     )
     assert result.err == "2 errors, 0 warnings (namespace default and cluster scope)\n"
@@ -103,20 +106,26 @@ def test_errors_table_and_exit_status(kubectl_ome: Run, tmp_path: Path) -> None:
 
 def test_samples_findings(kubectl_ome: Run) -> None:
     """One error, on purpose: team-b's runtime inherits from a runtime that does not exist (INHR002)."""
-    table = kubectl_ome("runtime", "lint", "-f", "samples/")
+    table = kubectl_ome("runtime", "lint", "-f", "samples/", "--show", "DEAD001")
     assert table.code == 1
     assert table.err == SAMPLES_SUMMARY
     assert [line.split()[:2] for line in table.out.splitlines()] == [["CODE", "SEVERITY"]] + [
         [code, severity] for code, severity, _ in SAMPLES_FINDINGS
     ]
-    document = kubectl_ome("runtime", "lint", "-f", "samples/", "-o", "json")
+    document = kubectl_ome("runtime", "lint", "-f", "samples/", "-o", "json", "--show", "DEAD001")
     assert (document.code, document.err) == (1, "")
     assert summarize(document.out) == SAMPLES_FINDINGS
-    assert list(json.loads(document.out)) == ["findings"]
-    assert list(json.loads(document.out)["findings"][0]) == ["code", "severity", "objects", "message"]
-    # The table and the document carry the same messages.
-    messages = [f["message"] for f in json.loads(document.out)["findings"]]
-    assert [line.split(maxsplit=2)[2] for line in table.out.splitlines()[1:]] == messages
+    assert list(json.loads(document.out)) == ["findings", "summarised"]
+    assert json.loads(document.out)["summarised"] == []
+    first = json.loads(document.out)["findings"][0]
+    assert list(first) == ["code", "severity", "objects", "message", "location"]
+    assert first["location"] == {"file": "samples/21-cluster-serving-runtimes.yaml", "line": 148}
+    # The table and the document carry the same locations and messages.
+    rows = [
+        (f"{f['location']['file']}:{f['location']['line']}", f["message"])
+        for f in json.loads(document.out)["findings"]
+    ]
+    assert [tuple(line.split(maxsplit=3)[2:]) for line in table.out.splitlines()[1:]] == rows
 
 
 def test_strict_fails_on_warnings(kubectl_ome: Run) -> None:
@@ -126,7 +135,9 @@ def test_strict_fails_on_warnings(kubectl_ome: Run) -> None:
 def test_one_namespace(kubectl_ome: Run) -> None:
     """From team-a its own runtime ranks first for every Llama model, and ome-demo's InferenceServices (which
     name the catalog runtimes) are out of scope."""
-    result = kubectl_ome("runtime", "lint", "-f", "samples/", "-n", "team-a", "-o", "json")
+    result = kubectl_ome(
+        "runtime", "lint", "-f", "samples/", "-n", "team-a", "-o", "json", "--show", "DEAD001"
+    )
     assert result.code == 0
     dead = [objects for code, _, objects in summarize(result.out) if code == "DEAD001"]
     assert dead == [
@@ -153,7 +164,7 @@ def test_no_findings(kubectl_ome: Run) -> None:
     assert empty == (0, "", "0 errors, 0 warnings (namespace default and cluster scope)\n")
     assert kubectl_ome("runtime", "lint", "-f", "samples/00-namespaces.yaml", "-o", "json") == (
         0,
-        '{\n  "findings": []\n}\n',
+        '{\n  "findings": [],\n  "summarised": []\n}\n',
         "",
     )
 
@@ -206,7 +217,8 @@ def test_installed_entry_point_and_help() -> None:
         timeout=60,
     )
     assert result.returncode == 1
-    assert result.stdout.startswith("CODE      SEVERITY   MESSAGE\nDEAD001   warning    ")
+    assert result.stdout.startswith("CODE      SEVERITY   LOCATION ")
+    assert "\nDEAD001   warning    -  " in result.stdout
     usage = subprocess.run(
         [str(KUBECTL_OME), "runtime", "lint", "--help"],
         capture_output=True,
@@ -215,7 +227,8 @@ def test_installed_entry_point_and_help() -> None:
         timeout=60,
     )
     assert usage.stdout.startswith(
-        "usage: kubectl ome runtime lint [-f PATH]... [-n NAMESPACE | -A] [-o table|json] [--strict]\n"
+        "usage: kubectl ome runtime lint [-f PATH]... [-n NAMESPACE | -A] [-o table|json|sarif|github] "
+        "[--strict]\n"
     )
     assert "RANK002  warning" in usage.stdout
 
@@ -253,5 +266,5 @@ def test_the_usage_guide_shows_what_lint_prints_on_the_samples(kubectl_ome: Run)
     shown = readme.split("$ kubectl ome runtime lint -f samples/\n", 1)[1].split("```", 1)[0]
     result = kubectl_ome("runtime", "lint", "-f", "samples/")
     assert result.out + result.err + f"$ echo $?\n{result.code}\n" == shown
-    assert "\nINHR002   error      inherit-from parent " in shown
-    assert "\nINHR004   warning    ServingRuntime demo-v13/demo-llama-draft " in shown
+    assert "\nINHR002   error      samples/22-serving-runtimes.yaml:47            inherit-from parent " in shown
+    assert "\nINHR004   warning    samples/40-demo-v13.yaml:60                    ServingRuntime demo-v13/" in shown
