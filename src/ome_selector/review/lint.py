@@ -49,7 +49,6 @@ from ome_selector.api.loading import field_path
 from ome_selector.api.resources import (
     DEPLOYMENT_MODE_ANNOTATION,
     INHERIT_FROM_ANNOTATION,
-    KNOWN_OPERATORS,
     RUNTIME_PROFILE_ANNOTATION,
     DiffusionComponent,
     DiffusionPipeline,
@@ -76,9 +75,14 @@ from ome_selector.selection.inheritance import (
 from ome_selector.selection.matcher import RuntimeCheck
 from ome_selector.selection.outcome import OutcomeKind, evaluate
 from ome_selector.selection.profiles import MatchKey, RuntimeProfile
-from ome_selector.selection.quantity import try_parse_parameter_count
 from ome_selector.selection.ranking import Ranking, RankKey, rank, rank_key
 from ome_selector.selection.scoring import entry_score
+from ome_selector.selection.values import (
+    ValueProblem,
+    ValueRule,
+    model_value_problems,
+    runtime_value_problems,
+)
 from ome_selector.selection.version import parse_version, version_matches
 from ome_selector.selection.view import CatalogView
 
@@ -196,9 +200,7 @@ def _finding(code: Code, objects: Iterable[ObjectKey], message: str, *, field: F
     return Finding(code, keys, messages.escape_controls(message), given[0] if given else None, field)
 
 
-def _quoted(value: str) -> str:
-    shown = value if len(value) <= _VALUE_LIMIT else value[:_VALUE_LIMIT] + messages.ELLIPSIS
-    return f'"{shown}"'
+_quoted = messages.lint_quoted
 
 
 def has_errors(findings: Iterable[Finding]) -> bool:
@@ -363,67 +365,42 @@ def _isvc_mode_findings(isvc: InferenceService) -> Iterator[Finding]:
 # -----------------------------------------------------------------------------------------
 
 
-def _suggestion(value: str) -> str:
-    """The value upper-cased if that is a parameter count, else ``4B`` (as the admission warning says)."""
-    upper = value.upper()
-    return upper if try_parse_parameter_count(upper) is not None else "4B"
+_VALUE_CODES = {
+    ValueRule.NOT_A_COUNT: Code.SIZE001,
+    ValueRule.MIN_ABOVE_MAX: Code.SIZE002,
+    ValueRule.UNKNOWN_OPERATOR: Code.OPER001,
+}
 
 
-def _not_a_count(key: ObjectKey, field: FieldParts, value: str) -> Finding:
-    return _finding(
-        Code.SIZE001,
-        [key],
-        f"{key}: {field_path(*field)} {_quoted(value)} is not a parameter count and reads as 0; "
-        f"write a number with an optional M, B or T suffix, such as {_suggestion(value)}",
-        field=field,
-    )
+def _value_findings(key: ObjectKey, problems: Iterable[ValueProblem]) -> Iterator[Finding]:
+    for problem in problems:
+        yield _finding(
+            _VALUE_CODES[problem.rule],
+            [key],
+            messages.value_finding(str(key), problem),
+            field=problem.fields[0],
+        )
 
 
 def _model_value_findings(model: Model) -> Iterator[Finding]:
-    value = model.spec.model_parameter_size
-    # An empty size is "no size" (SPEC §2), not a value that reads as 0.
-    if value and try_parse_parameter_count(value) is None:
-        yield _not_a_count(model.key, ("spec", "modelParameterSize"), value)
+    yield from _value_findings(model.key, model_value_problems(model.spec.model_parameter_size))
 
 
 def _runtime_value_findings(profile: RuntimeProfile) -> Iterator[Finding]:
     runtime = profile.runtime
-    key = runtime.key
     size_range = runtime.spec.model_size_range
-    if size_range is not None:
-        counts: dict[str, tuple[str, Fraction]] = {}
-        for bound, value in (("min", size_range.min), ("max", size_range.max)):
-            if value is None:
-                continue
-            count = try_parse_parameter_count(value)
-            if count is None:
-                yield _not_a_count(key, ("spec", "modelSizeRange", bound), value)
-            else:
-                counts[bound] = (value, count)
-        # A bound that does not parse has its own finding; min above max needs two parameter counts.
-        if "min" in counts and "max" in counts and counts["min"][1] > counts["max"][1]:
-            yield _finding(
-                Code.SIZE002,
-                [key],
-                f"{key}: spec.modelSizeRange.min {_quoted(counts['min'][0])} is above max "
-                f"{_quoted(counts['max'][0])}, so every model with a size is rejected; "
-                "swap the bounds or correct one of them",
-                field=("spec", "modelSizeRange", "min"),
-            )
-    for index, entry in enumerate(runtime.spec.supported_model_formats):
-        for part, selector in (
-            ("modelFormat", entry.model_format),
-            ("modelFramework", entry.model_framework),
-        ):
-            if selector is not None and selector.operator not in KNOWN_OPERATORS:
-                yield _finding(
-                    Code.OPER001,
-                    [key],
-                    f"{key}: spec.supportedModelFormats[{index}].{part}.operator "
-                    f"{_quoted(selector.operator)} is not a known operator, so the entry matches no "
-                    "versioned model; use Equal, GreaterThan or GreaterThanOrEqual",
-                    field=("spec", "supportedModelFormats", index, part, "operator"),
-                )
+    operators = [
+        (index, part, selector.operator)
+        for index, entry in enumerate(runtime.spec.supported_model_formats)
+        for part, selector in (("modelFormat", entry.model_format), ("modelFramework", entry.model_framework))
+        if selector is not None
+    ]
+    problems = runtime_value_problems(
+        size_range.min if size_range is not None else None,
+        size_range.max if size_range is not None else None,
+        operators,
+    )
+    yield from _value_findings(runtime.key, problems)
 
 
 # --- SIZE003: overlapping auto-selectable runtimes

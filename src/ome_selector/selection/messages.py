@@ -17,6 +17,9 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
+from ome_selector.api.loading import field_path
+from ome_selector.selection.values import ValueProblem, ValueRule, suggestion_for
+
 __all__ = [
     "ADDITIONAL_COMPONENTS_MISSING",
     "ADMISSION_WARNING_LIMIT",
@@ -42,6 +45,7 @@ __all__ = [
     "format_not_supported_reason",
     "inheritance_cycle",
     "interval_text",
+    "lint_quoted",
     "max_depth_exceeded",
     "min_above_max_warning",
     "mismatch_reason",
@@ -76,6 +80,8 @@ __all__ = [
     "unknown_version_operator_reason",
     "unrequired_value_reason",
     "unrequired_version_reason",
+    "value_finding",
+    "value_warning",
 ]
 
 #: Condition messages, events and admission denials carry at most this many characters (SPEC §5).
@@ -579,4 +585,51 @@ def unknown_operator_warning(path: str, value: str) -> str:
     return (
         f"{path} {_quoted(value, MESSAGE_LIMIT)} is not a known operator, so this entry matches no versioned "
         "model"
+    )
+
+
+def value_warning(problem: ValueProblem) -> str:
+    """The §7 admission warning of one value problem (the rules: :mod:`.values`)."""
+    path = field_path(*problem.fields[0])
+    if problem.rule is ValueRule.NOT_A_COUNT:
+        (value,) = problem.values
+        return not_a_parameter_count_warning(path, value, suggestion_for(value))
+    if problem.rule is ValueRule.MIN_ABOVE_MAX:
+        minimum, maximum = problem.values
+        return min_above_max_warning(minimum, maximum)
+    (operator,) = problem.values
+    return unknown_operator_warning(path, operator)
+
+
+# --- §11 lint findings about the same values
+# ------------------------------------------------------------------------------------------
+# A finding names its object first and says what to do; it shows at most this many characters of a value.
+LINT_VALUE_LIMIT = 64
+
+
+def lint_quoted(value: str) -> str:
+    """A value as lint findings quote it: cut to :data:`LINT_VALUE_LIMIT` characters, ending in "…"."""
+    cut = value if len(value) <= LINT_VALUE_LIMIT else value[:LINT_VALUE_LIMIT] + ELLIPSIS
+    return f'"{cut}"'
+
+
+def value_finding(subject: str, problem: ValueProblem) -> str:
+    """The §11 finding (SIZE001, SIZE002, OPER001) of one value problem of ``subject`` (``Kind name``)."""
+    path = field_path(*problem.fields[0])
+    if problem.rule is ValueRule.NOT_A_COUNT:
+        (value,) = problem.values
+        return (
+            f"{subject}: {path} {lint_quoted(value)} is not a parameter count and reads as 0; "
+            f"write a number with an optional M, B or T suffix, such as {suggestion_for(value)}"
+        )
+    if problem.rule is ValueRule.MIN_ABOVE_MAX:
+        minimum, maximum = problem.values
+        return (
+            f"{subject}: spec.modelSizeRange.min {lint_quoted(minimum)} is above max {lint_quoted(maximum)}, "
+            "so every model with a size is rejected; swap the bounds or correct one of them"
+        )
+    (operator,) = problem.values
+    return (
+        f"{subject}: {path} {lint_quoted(operator)} is not a known operator, so the entry matches no "
+        "versioned model; use Equal, GreaterThan or GreaterThanOrEqual"
     )

@@ -22,18 +22,25 @@ an object too large to read (:func:`~ome_selector.api.bounds.oversized`) is not 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from ome_selector.api.bounds import oversized
-from ome_selector.api.loading import LoadError, field_path, load_resource
-from ome_selector.api.resources import KNOWN_OPERATORS, InferenceService, Kind
+from ome_selector.api.loading import LoadError, load_resource
+from ome_selector.api.resources import InferenceService, Kind
 from ome_selector.selection import messages
 from ome_selector.selection.inheritance import RuntimeLookup
 from ome_selector.selection.outcome import Outcome, OutcomeKind, evaluate
-from ome_selector.selection.quantity import try_parse_parameter_count
+from ome_selector.selection.values import (
+    DEFAULT_SUGGESTION,
+    OperatorField,
+    ValueProblem,
+    model_value_problems,
+    runtime_value_problems,
+    suggestion_for,
+)
 from ome_selector.selection.view import CatalogView
 
 __all__ = [
@@ -43,15 +50,13 @@ __all__ = [
     "Decision",
     "Lookup",
     "Operation",
-    "ValueProblem",
+    "SizeProblem",
     "decide_inference_service",
     "decide_sizes",
     "size_problems",
     "suggestion_for",
 ]
 
-#: What the not-a-parameter-count warning suggests when upper-casing the value does not help.
-DEFAULT_SUGGESTION = "4B"
 #: Most size and operator problems written out for one object; the others are counted in one more warning.
 MAX_SIZE_WARNINGS = 10
 
@@ -262,16 +267,19 @@ _Path = tuple[str | int, ...]
 
 
 @dataclass(frozen=True)
-class ValueProblem:
-    """One SPEC §7 size or operator warning and the field(s) it is about (as key/index paths). The text is
+class SizeProblem:
+    """One SPEC §7 size or operator warning (the rule: :mod:`ome_selector.selection.values`). The text is
     written only when asked for (:attr:`message`): an object can have thousands of problems."""
 
-    describe: Callable[[], str]
-    fields: tuple[_Path, ...] = field(default=())
+    problem: ValueProblem
+
+    @property
+    def fields(self) -> tuple[_Path, ...]:
+        return self.problem.fields
 
     @property
     def message(self) -> str:
-        return self.describe()
+        return messages.value_warning(self.problem)
 
     def unchanged_in(self, old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:
         """Whether every field it is about is the same in ``old`` (then ``--strict-sizes`` only warns)."""
@@ -280,83 +288,42 @@ class ValueProblem:
         return all(_get(old, path) == _get(new, path) for path in self.fields)
 
 
-def suggestion_for(value: str) -> str:
-    """The value upper-cased if that is a parameter count, else ``4B``."""
-    upper = value.upper()
-    return upper if try_parse_parameter_count(upper) is not None else DEFAULT_SUGGESTION
-
-
-def size_problems(kind: Kind, body: Mapping[str, Any]) -> list[ValueProblem]:
+def size_problems(kind: Kind, body: Mapping[str, Any]) -> list[SizeProblem]:
     """Every SPEC §7 warning for a model or runtime ``body``, in field order."""
     spec = body.get("spec")
     if not isinstance(spec, Mapping):
         return []
     if kind.is_model:
-        return _model_problems(spec)
+        size = spec.get("modelParameterSize")
+        return [SizeProblem(p) for p in model_value_problems(size if isinstance(size, str) else None)]
     if kind.is_runtime:
-        return _runtime_problems(spec)
+        return [SizeProblem(p) for p in _runtime_problems(spec)]
     return []
 
 
-def _not_a_count(path: _Path, value: str) -> ValueProblem:
-    return ValueProblem(
-        lambda: messages.not_a_parameter_count_warning(field_path(*path), value, suggestion_for(value)),
-        (path,),
-    )
-
-
-def _model_problems(spec: Mapping[str, Any]) -> list[ValueProblem]:
-    value = spec.get("modelParameterSize")
-    # An empty size is "no size" (SPEC §2), not a value that reads as 0.
-    if isinstance(value, str) and value and try_parse_parameter_count(value) is None:
-        return [_not_a_count(("spec", "modelParameterSize"), value)]
-    return []
-
-
-def _runtime_problems(spec: Mapping[str, Any]) -> list[ValueProblem]:
-    problems: list[ValueProblem] = []
+def _runtime_problems(spec: Mapping[str, Any]) -> Iterator[ValueProblem]:
     size_range = spec.get("modelSizeRange")
-    if isinstance(size_range, Mapping):
-        bounds: dict[str, Any] = {}
-        for bound in ("min", "max"):
-            value = size_range.get(bound)
-            if not isinstance(value, str):
-                continue  # absent (or null): no bound
-            path: _Path = ("spec", "modelSizeRange", bound)
-            parsed = try_parse_parameter_count(value)
-            if parsed is None:
-                problems.append(_not_a_count(path, value))
-            else:
-                bounds[bound] = parsed
-        if "min" in bounds and "max" in bounds and bounds["min"] > bounds["max"]:
-            low, high = size_range["min"], size_range["max"]
-            problems.append(
-                ValueProblem(
-                    lambda: messages.min_above_max_warning(low, high),
-                    (("spec", "modelSizeRange", "min"), ("spec", "modelSizeRange", "max")),
-                )
-            )
-    entries = spec.get("supportedModelFormats")
-    if isinstance(entries, Sequence) and not isinstance(entries, str):
-        for index, entry in enumerate(entries):
-            if not isinstance(entry, Mapping):
-                continue
-            for part in ("modelFormat", "modelFramework"):
-                selector = entry.get(part)
-                if not isinstance(selector, Mapping):
-                    continue
-                operator = selector.get("operator")
-                if isinstance(operator, str) and operator not in KNOWN_OPERATORS:
-                    path = ("spec", "supportedModelFormats", index, part, "operator")
-                    problems.append(_unknown_operator(path, operator))
-    return problems
+    bounds = size_range if isinstance(size_range, Mapping) else {}
+    # Only strings are bounds as written: absent or null is no bound.
+    minimum, maximum = (
+        value if isinstance(value, str) else None for value in (bounds.get("min"), bounds.get("max"))
+    )
+    return runtime_value_problems(minimum, maximum, _operators(spec.get("supportedModelFormats")))
 
 
-def _unknown_operator(path: _Path, operator: str) -> ValueProblem:
-    return ValueProblem(lambda: messages.unknown_operator_warning(field_path(*path), operator), (path,))
+def _operators(entries: Any) -> Iterator[OperatorField]:
+    if not isinstance(entries, Sequence) or isinstance(entries, str):
+        return
+    for index, entry in enumerate(entries):
+        if not isinstance(entry, Mapping):
+            continue
+        for part in ("modelFormat", "modelFramework"):
+            selector = entry.get(part)
+            if isinstance(selector, Mapping) and isinstance(operator := selector.get("operator"), str):
+                yield index, part, operator
 
 
-def _warnings(problems: Sequence[ValueProblem]) -> tuple[str, ...]:
+def _warnings(problems: Sequence[SizeProblem]) -> tuple[str, ...]:
     """The first :data:`MAX_SIZE_WARNINGS` problems written out, and a count of the rest."""
     shown = [messages.admission_warning(p.message) for p in problems[:MAX_SIZE_WARNINGS]]
     hidden = len(problems) - len(shown)
