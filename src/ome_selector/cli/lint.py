@@ -15,6 +15,7 @@ from typing import Any
 from ome_selector.cli.arguments import (
     add_cluster_arguments,
     add_files_argument,
+    add_kustomize_argument,
     add_namespace_arguments,
     add_output_argument,
     add_runtime_lookup_argument,
@@ -22,7 +23,7 @@ from ome_selector.cli.arguments import (
 )
 from ome_selector.cli.render import render_table
 from ome_selector.cli.scope import object_source, views
-from ome_selector.cli.sources import SourceError, load_catalog
+from ome_selector.cli.sources import SourceError, read_catalog, redefinition_warnings
 from ome_selector.review.lint import Finding, Severity, has_errors, lint, lint_document
 from ome_selector.selection.inheritance import RuntimeLookup
 
@@ -35,7 +36,7 @@ LINT_OUTPUTS = ("table", "json")
 COLUMNS = ("CODE", "SEVERITY", "MESSAGE")
 
 _USAGE = (
-    "%(prog)s [-f PATH]... [-n NAMESPACE | -A] [-o table|json] [--strict]\n"
+    "%(prog)s [-f PATH]... [-k DIR]... [-n NAMESPACE | -A] [-o table|json] [--strict]\n"
     "       [--runtime-lookup v1.3|legacy] [--kubeconfig PATH] [--context NAME] [-h]"
 )
 
@@ -60,8 +61,9 @@ stable code, a severity, the objects involved and one line that says what to cha
 
 Rankings are those of explain and of the operator: auto-selection judges each runtime on its own spec, a
 named runtime (found as --runtime-lookup says) on its effective spec, merged along ome.io/inherit-from.
-Objects are read as explain reads them: with -f from files or directories only (never the kubeconfig; a
-duplicate object is an error), else from the cluster of the kubeconfig context. Each namespace is judged
+Objects are read as explain reads them: with -f from files or directories, with -k from what `kubectl
+kustomize DIR` builds (never the kubeconfig; an object defined twice is read as kubectl apply leaves it, the
+last one, with a warning), else from the cluster of the kubeconfig context. Each namespace is judged
 with its own ServingRuntimes and BaseModels and every cluster-scoped object: -n one namespace, -A all;
 without either, the context's namespace, or with -f every namespace in the files."""
 
@@ -72,6 +74,9 @@ examples:
 
   # Fail on warnings too
   kubectl ome runtime lint -f catalog/ --strict
+
+  # A kustomization, as kubectl apply -k would apply it
+  kubectl ome runtime lint -k overlays/prod/
 
   # The cluster, every namespace, as JSON
   kubectl ome runtime lint -A -o json
@@ -91,6 +96,7 @@ def add_lint_parser(commands: argparse._SubParsersAction[Any]) -> None:
         epilog=_EPILOG,
     )
     add_files_argument(parser)
+    add_kustomize_argument(parser)
     add_namespace_arguments(parser, subject="judge the runtimes, models and InferenceServices")
     add_output_argument(parser, LINT_OUTPUTS)
     parser.add_argument("--strict", action="store_true", help="exit 1 on any finding, not only on errors")
@@ -122,11 +128,13 @@ def lint_command(args: argparse.Namespace) -> int:
     """Run `kubectl ome runtime lint` for the parsed ``args``; returns the exit status."""
     try:
         source = object_source(args.filenames, args)
-        catalog = load_catalog(source.read(), source.namespace)
+        catalog, redefined = read_catalog(source.read(), source.namespace)
         namespaces = views(catalog, source, args)
     except SourceError as error:
         sys.stderr.write(f"error: {error}\n")
         return EXIT_ERROR
+    for warning in redefinition_warnings(redefined):
+        sys.stderr.write(warning + "\n")
     findings = lint(catalog, namespaces, RuntimeLookup(args.runtime_lookup))
     sys.stdout.write(render_findings(findings, args.output))
     sys.stdout.flush()

@@ -152,7 +152,7 @@ def test_applying_an_inference_service_and_stdin(kubectl_ome: Run) -> None:
             "error: ClusterServingRuntime sglang-llama-3-2-small is both applied (-f) and deleted "
             "(--delete)\n",
         ),
-        ([], "error: nothing to compare: give -f CHANGE or --delete KIND/NAME\n"),
+        ([], "error: nothing to compare: give -f CHANGE, -k DIR or --delete KIND/NAME\n"),
         (["-f", "no/such/file.yaml"], 'error: the path "no/such/file.yaml" does not exist\n'),
     ],
     ids=["missing", "namespaced-missing", "applied-and-deleted", "nothing", "no-file"],
