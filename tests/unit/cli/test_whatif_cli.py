@@ -167,7 +167,7 @@ def test_bad_files_are_reported_as_explain_reports_them(kubectl_ome: Run) -> Non
     assert (bad_change.code, bad_change.out) == (1, "")
     assert bad_change.err == explain.err
     assert bad_change.err.startswith(f"error: {BAD_CHANGE}: ")
-    for path in ("tests/data/ome-catalog", "tests/data/cli/malformed/invalid-json.json"):
+    for path in ("tests/data/cli/malformed/priority-zero.yaml", "tests/data/cli/malformed/invalid-json.json"):
         what_if = kubectl_ome("runtime", "what-if", "-f", CLOSER, "--against", path)
         explain = kubectl_ome("runtime", "explain", "-f", path, "--model", "m")
         assert (what_if.code, what_if.out) == (1, "")
@@ -197,7 +197,9 @@ def test_bad_files_are_reported_as_explain_reports_them(kubectl_ome: Run) -> Non
 def test_usage_errors(kubectl_ome: Run, args: list[str], message: str) -> None:
     result = kubectl_ome("runtime", "what-if", *args, *AGAINST)
     assert (result.code, result.out) == (1, "")
-    assert result.err.startswith("usage: kubectl ome runtime what-if (-f CHANGE)... [--delete KIND/NAME]...")
+    assert result.err.startswith(
+        "usage: kubectl ome runtime what-if (-f CHANGE | -k DIR)... [--delete KIND/NAME]..."
+    )
     assert result.err.endswith(f"error: {message}\n")
 
 
