@@ -7,6 +7,8 @@ in the catalog, or the exact error message (which must name the file, and the fi
 from __future__ import annotations
 
 import io
+import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from ome_selector.cli.sources import (
     FileSource,
     RawObject,
     SourceError,
+    build_kustomization,
     load_catalog,
     parse_documents,
     read_catalog,
@@ -439,3 +442,55 @@ def test_defaults_are_applied_as_the_crds_do() -> None:
     assert entry.auto_select is False
     assert entry.model_format is not None
     assert (entry.model_format.operator, entry.model_format.weight) == ("Equal", 1)
+
+
+def _fake_kubectl(tmp_path: Path, script: str) -> Path:
+    """A directory holding an executable ``kubectl`` running ``script`` (sh): stands in for kubectl where a
+    test is about the bounds, not about kustomize (tests/integration/test_kubectl_files.py runs the real
+    one)."""
+    directory = tmp_path / "bin"
+    directory.mkdir()
+    kubectl = directory / "kubectl"
+    kubectl.write_text(f"#!/bin/sh\n{script}\n")
+    kubectl.chmod(0o755)
+    return directory
+
+
+@pytest.mark.parametrize(
+    ("script", "limits", "error"),
+    [
+        (
+            f"exec {shutil.which('sleep')} 30",
+            {"timeout": 0.5},
+            "kubectl kustomize {dir}: no result within 0.5 s",
+        ),
+        (
+            f"exec {shutil.which('yes')} 'apiVersion: v1'",
+            {"limit": 1 << 20},
+            "kubectl kustomize {dir}: more than 1048576 bytes of output",
+        ),
+        (
+            "echo 'error: accumulating resources: boom' >&2; exit 1",
+            {},
+            "kubectl kustomize {dir}: accumulating resources: boom",
+        ),
+        ("exit 3", {}, "kubectl kustomize {dir}: exit status 3"),
+        ("printf '\\377'", {}, "kubectl kustomize {dir}: not UTF-8 text (byte 0)"),
+    ],
+    ids=["timeout", "too-much-output", "kustomize-error", "silent-failure", "not-utf8"],
+)
+def test_a_kustomization_build_is_bounded(
+    script: str, limits: dict[str, float], error: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(_fake_kubectl(tmp_path, script)))
+    with pytest.raises(SourceError) as caught:
+        build_kustomization(str(tmp_path), **limits)  # type: ignore[arg-type]
+    assert str(caught.value) == error.format(dir=tmp_path)
+
+
+def test_a_kustomization_build_runs_kubectl_kustomize_without_a_kubeconfig(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KUBECONFIG", "/somewhere/secret")
+    monkeypatch.setenv("PATH", str(_fake_kubectl(tmp_path, 'echo "args=$* kubeconfig=$KUBECONFIG"')))
+    assert build_kustomization(str(tmp_path)) == f"args=kustomize {tmp_path} kubeconfig={os.devnull}\n"

@@ -12,6 +12,7 @@ cost the control plane seconds to install, and the other tests read nothing the 
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 from collections.abc import Iterator
@@ -22,8 +23,9 @@ import yaml
 
 from harness import chart, objects
 from harness.controlplane import ControlPlane
-from harness.crds import CRD_NAMES, OME_CRD_DIR, ome_crd_documents
+from harness.crds import CRD_NAMES, ome_crd_documents
 from harness.kube import create
+from harness.ome_data import OmeSnapshot
 from tests.integration import test_explain_live
 from tests.integration.test_catalog_impact import (
     test_create_apply_and_delete_print_the_impact_and_the_new_ambiguity,
@@ -62,8 +64,10 @@ __all__ = [
 CHART_TIMEOUT_S = 120
 
 
-def _crd_state(control_plane: ControlPlane) -> dict[str, dict[str, Any]]:
-    """What an install could change on a CRD: its resourceVersion, labels, annotations, its managers."""
+def _crd_state(control_plane: ControlPlane, snapshot: OmeSnapshot) -> dict[str, dict[str, Any]]:
+    """What an install could change on a CRD: its resourceVersion, labels, annotations, its managers, and
+    whether its schema is still the one the snapshot publishes."""
+    published = _published(snapshot)
     listed = json.loads(control_plane.kubectl("get", "crd", *CRD_NAMES, "-o", "json").stdout)["items"]
     return {
         crd["metadata"]["name"]: {
@@ -71,13 +75,16 @@ def _crd_state(control_plane: ControlPlane) -> dict[str, dict[str, Any]]:
             "labels": crd["metadata"].get("labels"),
             "annotations": crd["metadata"].get("annotations"),
             "managers": sorted({entry["manager"] for entry in crd["metadata"].get("managedFields", [])}),
-            "spec": crd["spec"]["versions"][0]["schema"] == _published[crd["metadata"]["name"]],
+            "spec": crd["spec"]["versions"][0]["schema"] == published[crd["metadata"]["name"]],
         }
         for crd in listed
     }
 
 
-_published = {doc["metadata"]["name"]: doc["spec"]["versions"][0]["schema"] for doc in ome_crd_documents()}
+@functools.cache
+def _published(snapshot: OmeSnapshot) -> dict[str, Any]:
+    documents = ome_crd_documents(snapshot.crds)
+    return {doc["metadata"]["name"]: doc["spec"]["versions"][0]["schema"] for doc in documents}
 
 
 def _helm(control_plane: ControlPlane, *args: str) -> subprocess.CompletedProcess[str]:
@@ -93,16 +100,16 @@ def release(control_plane: ControlPlane) -> Iterator[list[str]]:
         _helm(control_plane, "uninstall", name, "--namespace", name, "--wait=false", "--no-hooks")
 
 
-def test_the_control_plane_has_omes_crds(control_plane: ControlPlane) -> None:
-    assert all(state["spec"] for state in _crd_state(control_plane).values())
-    assert (OME_CRD_DIR / "LICENSE").is_file()
-    assert "cfa05c6967648a1bd62e2d96221f06aa1dec95fe" in (OME_CRD_DIR / "README.md").read_text()
+def test_the_control_plane_has_omes_crds(control_plane: ControlPlane, ome_snapshot: OmeSnapshot) -> None:
+    assert all(state["spec"] for state in _crd_state(control_plane, ome_snapshot).values())
+    assert (ome_snapshot.crds / "LICENSE").is_file()
+    assert ome_snapshot.commit in (ome_snapshot.crds / "README.md").read_text()
 
 
 def test_helm_install_beside_omes_crds_emits_replaces_relabels_and_adopts_none(
-    control_plane: ControlPlane, release: list[str]
+    control_plane: ControlPlane, release: list[str], ome_snapshot: OmeSnapshot
 ) -> None:
-    before = _crd_state(control_plane)
+    before = _crd_state(control_plane, ome_snapshot)
     release.append("beside")
     installed = _helm(
         control_plane,
@@ -153,7 +160,7 @@ def test_helm_install_beside_omes_crds_emits_replaces_relabels_and_adopts_none(
     assert upgraded.returncode == 0, upgraded.stderr
     uninstalled = _helm(control_plane, "uninstall", "beside", "--namespace=beside")
     assert uninstalled.returncode == 0, uninstalled.stderr
-    assert _crd_state(control_plane) == before
+    assert _crd_state(control_plane, ome_snapshot) == before
 
 
 def test_a_failed_install_leaves_no_fail_closed_webhook(
