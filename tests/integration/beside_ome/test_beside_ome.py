@@ -24,8 +24,12 @@ import yaml
 from harness import chart, objects
 from harness.controlplane import ControlPlane
 from harness.crds import CRD_NAMES, ome_crd_documents
-from harness.kube import create
-from harness.ome_data import OmeSnapshot
+from harness.kube import create, get
+from harness.ome_data import V13_CRD_PROFILES, OmeSnapshot
+from ome_selector.api.loading import load_resource
+from ome_selector.api.resources import InferenceService
+from ome_selector.catalog.catalog import Catalog
+from ome_selector.selection.outcome import evaluate
 from tests.integration import test_explain_live
 from tests.integration.test_catalog_impact import (
     test_create_apply_and_delete_print_the_impact_and_the_new_ambiguity,
@@ -192,6 +196,59 @@ def test_a_failed_install_leaves_no_fail_closed_webhook(
         api_client, objects.inference_service("written", namespace=namespace, model_name="x", engine=engine)
     )
     create(api_client, objects.runtime("written-rt", namespace=namespace))
+
+
+def test_omes_runtime_fields_as_the_cluster_stores_them(
+    control_plane: ControlPlane, api_client: Any, namespace: str, crd_profile: str
+) -> None:
+    """OME's InferenceService CRD since 5e4857e has spec.runtime.autoSync (default true),
+    spec.runtime.revision and spec.deploymentMode: the stored objects (with the CRD's defaults) load as the
+    product reads them (SPEC §1): absent autoSync is stored true and counts as true, a pinned one with a
+    revision is pinned (the advisory not repeated), and revision itself is not read. OME's CRD at cfa05c6
+    refuses the fields."""
+    model = objects.model("m", namespace=namespace, size="70B")
+    runtime = objects.runtime("rt", namespace=namespace, size_range=("1B", "8B"))
+    synced = objects.inference_service("synced", namespace=namespace, model_name="m", runtime_name="rt")
+    pinned = objects.inference_service(
+        "pinned", namespace=namespace, model_name="m", runtime_name="rt", auto_sync=False
+    )
+    pinned["spec"]["runtime"] |= {"kind": "ServingRuntime", "revision": "rt-5c9d7f"}
+    pinned["spec"]["deploymentMode"] = "RawDeployment"
+    document = yaml.safe_dump_all([synced, pinned])
+    created = control_plane.kubectl("create", "--validate=strict", "-f", "-", input=document, check=False)
+    if crd_profile not in V13_CRD_PROFILES:
+        assert created.returncode != 0
+        assert 'unknown field "spec.runtime.autoSync"' in created.stderr, created.stderr
+        assert 'unknown field "spec.runtime.revision"' in created.stderr, created.stderr
+        assert 'unknown field "spec.deploymentMode"' in created.stderr, created.stderr
+        return
+    assert created.returncode == 0, created.stderr
+    stored = {name: get(api_client, "InferenceService", name, namespace) for name in ("synced", "pinned")}
+    assert stored["synced"]["spec"]["runtime"] == {
+        "name": "rt",
+        "kind": "ClusterServingRuntime",
+        "apiGroup": "ome.io",
+        "autoSync": True,
+    }
+    assert stored["pinned"]["spec"]["runtime"]["revision"] == "rt-5c9d7f"
+    catalog = Catalog.from_resources(
+        [resource for body in (model, runtime) if (resource := load_resource(body)) is not None]
+    )
+    synced_isvc, pinned_isvc = load_resource(stored["synced"]), load_resource(stored["pinned"])
+    assert isinstance(synced_isvc, InferenceService)
+    assert isinstance(pinned_isvc, InferenceService)
+    assert (synced_isvc.auto_sync, pinned_isvc.auto_sync) == (True, False)
+    assert pinned_isvc.raw_deployment_modes == ("RawDeployment", "RawDeployment")
+    unsupported = "model size 70B is outside supported range [1B, 8B]"
+    synced_outcome, pinned_outcome = evaluate(catalog, synced_isvc), evaluate(catalog, pinned_isvc)
+    assert synced_outcome is not None
+    assert pinned_outcome is not None
+    message = f"using specified ServingRuntime rt; it does not declare support for model m: {unsupported}"
+    assert synced_outcome.message == pinned_outcome.message == message
+    advisory = f"runtime rt does not declare support for model m: {unsupported}"
+    assert synced_outcome.advisory == pinned_outcome.advisory == advisory
+    assert synced_outcome.event is not None  # RuntimeCompatibilityAdvisory
+    assert pinned_outcome.event is None  # pinned: not repeated (SPEC §5)
 
 
 # Collected last (pytest takes a module's tests in the order its names were bound): the module-scoped samples
