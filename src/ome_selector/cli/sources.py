@@ -1,11 +1,12 @@
 """Where `kubectl ome runtime explain` gets its objects from, and how they become a catalog (SPEC §6).
 
-An :class:`ObjectSource` yields raw object bodies, each with the place it came from; :func:`load_catalog`
+An :class:`ObjectSource` yields raw object bodies, each with the place it came from; :func:`read_catalog`
 turns them into a :class:`~ome_selector.catalog.catalog.Catalog` with the same defaults and validation as the
-CRDs. The offline mode uses :class:`FileSource`, which walks files and directories and hands each file's text
-to the product's one manifest reader (:func:`ome_selector.api.manifests.read_manifest`); the live mode
-(reading the cluster through one consistent listing) plugs in as another source, so validation, duplicate
-detection and rendering are shared.
+CRDs, keeping the last definition of an object as ``kubectl apply`` does. The offline mode uses
+:class:`FileSource`, which walks files and directories in kubectl's order (and builds ``-k`` kustomizations
+with ``kubectl kustomize``) and hands each text to the product's one manifest reader
+(:func:`ome_selector.api.manifests.read_manifest`); the live mode (reading the cluster through one consistent
+listing) plugs in as another source, so validation, duplicate resolution and rendering are shared.
 
 Every problem is raised as :class:`SourceError`, whose text is the user-facing message (it names the file and,
 for an invalid object, the field path).

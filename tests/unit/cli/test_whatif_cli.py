@@ -11,6 +11,7 @@ import subprocess
 from typing import Any
 
 import pytest
+import yaml
 from cli_runner import KUBECTL_OME, REPO_ROOT, Run
 
 CLOSER = "tests/data/whatif/sglang-llama-3-2-small.yaml"
@@ -214,3 +215,46 @@ def test_installed_entry_point_exits_3_on_change() -> None:
     )
     assert result.returncode == 3
     assert "llama-1b-auto" in result.stdout
+
+
+def test_objects_defined_twice_are_the_last_with_a_warning(kubectl_ome: Run, tmp_path: Any) -> None:
+    """In the change and in the --against catalog alike, an object defined twice is the later one (SPEC §6):
+    the copy of the closer runtime given first loses to the original, which switches the 1B model."""
+    original = REPO_ROOT / CLOSER
+    earlier = tmp_path / "earlier.yaml"
+    earlier.write_text(original.read_text().replace("autoSelect: true", "autoSelect: false"))
+    twice = tmp_path / "catalog.yaml"
+    twice.write_text((REPO_ROOT / "samples" / "10-cluster-base-models.yaml").read_text())
+    result = kubectl_ome(
+        "runtime",
+        "what-if",
+        "-f",
+        str(earlier),
+        "-f",
+        CLOSER,
+        *AGAINST,
+        "--against",
+        str(twice),
+        "-o",
+        "json",
+    )
+    assert result.code == 0, result.err
+    document = json.loads(result.out)
+    assert [c["name"] for c in document["changes"]] == ["llama-1b-auto"]
+    warning = "; the last one is used, as kubectl apply leaves it"
+    lines = result.err.splitlines()
+    assert lines[-1] == (
+        "Warning: ClusterServingRuntime sglang-llama-3-2-small is defined twice: "
+        f"in {earlier} and in {CLOSER}{warning}"
+    )
+    models = [
+        doc["metadata"]["name"]
+        for doc in yaml.safe_load_all(twice.read_text())
+        if doc and doc["kind"] == "ClusterBaseModel"
+    ]
+    assert len(models) > 1
+    assert lines[:-1] == [
+        f"Warning: ClusterBaseModel {name} is defined twice: in samples/10-cluster-base-models.yaml "
+        f"(document {number}) and in {twice} (document {number}){warning}"
+        for number, name in enumerate(models, start=1)
+    ]
