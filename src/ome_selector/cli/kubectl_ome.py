@@ -111,7 +111,12 @@ exit status: 0 when it could explain (also when there are no runtimes), 1 on a u
 
 
 class CommandError(Exception):
-    """A failed lookup (model or InferenceService not found, ...); ``str()`` is the message for stderr."""
+    """A failed lookup (model or InferenceService not found, ...); ``str()`` is the message for stderr, and
+    ``warnings`` what stderr says before it (objects defined more than once, SPEC §6)."""
+
+    def __init__(self, message: str, warnings: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.warnings = tuple(warnings)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -219,18 +224,10 @@ def _notes(catalog: Catalog, model: Model, isvc: InferenceService | None, lookup
     return notes
 
 
-def explain_command(
-    args: argparse.Namespace, source: ObjectSource
-) -> tuple[Explanation, EffectiveRuntime | None, list[str]]:
-    """The explanation for the parsed command line, the effective runtime (with ``--with-effective``) and the
-    notes for stderr.
-
-    Raises :class:`SourceError` when the objects cannot be read and :class:`CommandError` when a lookup fails.
-    """
-    lookup = RuntimeLookup(args.runtime_lookup)
-    namespace = source.namespace
-    catalog, redefined = read_catalog(source.read(), namespace)
-    warnings = redefinition_warnings(redefined)
+def _subject(
+    args: argparse.Namespace, catalog: Catalog, namespace: str
+) -> tuple[InferenceService | None, Model]:
+    """The InferenceService (with ``--isvc``) and the model to explain; :class:`CommandError` if not found."""
     isvc: InferenceService | None = None
     if args.isvc is not None:
         isvc = _find_isvc(catalog, namespace, args.isvc)
@@ -244,6 +241,25 @@ def explain_command(
     model = catalog.resolve_model(namespace, model_name)
     if model is None:
         raise CommandError(messages.model_not_found(model_name, namespace))
+    return isvc, model
+
+
+def explain_command(
+    args: argparse.Namespace, source: ObjectSource
+) -> tuple[Explanation, EffectiveRuntime | None, list[str]]:
+    """The explanation for the parsed command line, the effective runtime (with ``--with-effective``) and the
+    notes for stderr.
+
+    Raises :class:`SourceError` when the objects cannot be read and :class:`CommandError` when a lookup fails.
+    """
+    lookup = RuntimeLookup(args.runtime_lookup)
+    namespace = source.namespace
+    catalog, redefined = read_catalog(source.read(), namespace)
+    warnings = redefinition_warnings(redefined)
+    try:
+        isvc, model = _subject(args, catalog, namespace)
+    except CommandError as error:
+        raise CommandError(str(error), warnings) from None
     explanation = explain(catalog, model, namespace, isvc)
     effective = None
     if args.with_effective and isvc is not None:
@@ -273,6 +289,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     try:
         explanation, effective, notes = explain_command(args, object_source(args))
     except (SourceError, CommandError) as error:
+        for warning in error.warnings if isinstance(error, CommandError) else ():
+            sys.stderr.write(warning + "\n")
         sys.stderr.write(f"error: {error}\n")
         return EXIT_ERROR
     text = render(explanation, args.output, effective)

@@ -100,3 +100,13 @@ def test_the_later_file_in_kubectls_order_is_the_one_read(kubectl_ome: Run, snap
     start, end = header.index("RANGE"), header.index("REASON")
     ranges = [row[start:end].strip() for row in rows if row.split()[0] == "srt-mixtral-8x7b-instruct"]
     assert ranges == ["[45B, 50B]"]
+
+
+def test_the_warnings_come_before_a_lookup_error(kubectl_ome: Run, snapshot: OmeSnapshot) -> None:
+    directory = catalog_dir(snapshot)
+    result = kubectl_ome("runtime", "explain", "-f", directory, "--model", "no-such-model")
+    assert (result.code, result.out) == (1, "")
+    assert result.err.splitlines() == [
+        *duplicate_warnings(directory),
+        "error: model no-such-model not found: no BaseModel in namespace default and no ClusterBaseModel",
+    ]
