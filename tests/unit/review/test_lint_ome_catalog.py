@@ -1,7 +1,7 @@
-"""Lint of OME's published catalog, each vendored snapshot (harness.ome_data: OME cfa05c6 and 5e4857e), loaded
-as the selection-core tests load it (four runtime names appear twice; the later file in kubectl's order wins):
-the tie findings derived from explain's rankings, the 72B model an unranged 14B runtime wins, and no false size
-or operator errors."""
+"""Lint of OME's published catalog, each vendored snapshot (harness.ome_data: OME cfa05c6 and 5e4857e),
+loaded as the selection-core tests load it (four runtime names appear twice; the later file in kubectl's order
+wins): the tie findings derived from explain's rankings, the 72B model an unranged 14B runtime wins, and no
+false size or operator errors."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from lint_expectations import spec_distance, ties
 from selection_builders import load_ome_catalog
 
 from harness.ome_data import OME_5E4857E, OME_CFA05C6, SNAPSHOTS, OmeSnapshot
-
 from ome_selector.api.resources import Kind, ObjectKey
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.review.lint import Code, Finding, lint, object_order

@@ -12,7 +12,6 @@ import pytest
 from selection_builders import isvc, load_ome_catalog, resolve_runtime
 
 from harness.ome_data import OME_5E4857E, OME_CFA05C6, SNAPSHOTS, OmeSnapshot
-
 from ome_selector.api.resources import Kind, Model, ModelFormat, ModelFramework, Resource, Runtime
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.selection.explain import Explanation, explain, explanation_document
@@ -38,8 +37,8 @@ class Figures:
 
 FIGURES = {
     OME_CFA05C6.id: Figures(205, 205, 201, 205, 41, 39, 118),
-    # Five more runtimes (two nvfp4 ones, the first tokenspeed one, DeepSeek V4 Flash and Pro, Kimi K3) and two
-    # more models (DeepSeek V4 Flash and Pro, published without a modelFormat).
+    # Five more runtimes (two nvfp4 ones, the first tokenspeed one, DeepSeek V4 Flash and Pro, Kimi K3) and
+    # two more models (DeepSeek V4 Flash and Pro, published without a modelFormat).
     OME_5E4857E.id: Figures(207, 210, 206, 207, 41, 39, 120),
 }
 
