@@ -180,6 +180,16 @@ CASES = [
         ],
     ),
     Case(
+        "many definitions: the warning names the first three and the last",
+        {f"{index}.yaml": cbm("m1") for index in range(7)},
+        ["."],
+        {key(CBM, "m1")},
+        warnings=[
+            "Warning: ClusterBaseModel m1 is defined 7 times: in ./0.yaml, in ./1.yaml, in ./2.yaml, … "
+            "and in ./6.yaml; the last one is used, as kubectl apply leaves it"
+        ],
+    ),
+    Case(
         "kubectl's order: a subdirectory is walked where its name sorts, so a.yaml comes after a/",
         {"a/z.yaml": cbm("m1", "  disabled: true\n"), "a.yaml": cbm("m1"), "a-b.yaml": cbm("m2")},
         ["."],

@@ -355,6 +355,8 @@ def _load(doc: Mapping[str, Any], default_namespace: str | None, from_file: bool
 # Objects defined more than once (SPEC §6 "Loading from files")
 
 _Item = TypeVar("_Item")
+#: How many earlier definitions a warning names before "…" (the last one is always named).
+_PLACES_SHOWN = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -370,7 +372,10 @@ class Redefinition:
         """The one warning for this object (SPEC §6), without the ``Warning: `` prefix."""
         count = len(self.places)
         times = "twice" if count == 2 else f"{count} times"
-        where = " and ".join([", ".join(f"in {p}" for p in self.places[:-1]), f"in {self.places[-1]}"])
+        earlier = [f"in {place}" for place in self.places[:-1]]
+        if len(earlier) > _PLACES_SHOWN:  # bounded, whatever the number of copies
+            earlier = [*earlier[: _PLACES_SHOWN - 1], "…"]
+        where = f"{', '.join(earlier)} and in {self.places[-1]}"
         return f"{self.key} is defined {times}: {where}; the last one is used, as kubectl apply leaves it"
 
 
