@@ -57,9 +57,10 @@ def crd_documents(directory: Path = CRD_DIR) -> list[dict[str, Any]]:
     return documents
 
 
-def ome_crd_documents() -> list[dict[str, Any]]:
-    """OME's five CRDs (``tests/data/ome-crds/``), as :func:`crd_documents` reads ours."""
-    return crd_documents(OME_CRD_DIR)
+def ome_crd_documents(directory: Path = OME_CRD_DIR) -> list[dict[str, Any]]:
+    """OME's five CRDs (default ``tests/data/ome-crds/``; every snapshot in :mod:`harness.ome_data`), as
+    :func:`crd_documents` reads ours."""
+    return crd_documents(directory)
 
 
 def install_crds(kubeconfig: Path, documents: list[dict[str, Any]] | None = None) -> None:

@@ -12,6 +12,7 @@ import yaml
 
 from harness.controlplane import ControlPlane
 from harness.kube import PLURALS
+from harness.ome_data import V13_CRD_PROFILES
 from ome_selector.cli.kubectl_ome import run
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +41,7 @@ def samples_applied(control_plane: ControlPlane, crd_profile: str) -> Iterator[N
     """The samples in the cluster; cluster-scoped ones are removed afterwards (other tests count runtimes).
     samples/ome-v1.3/ (spec.runtime.autoSync) only on CRDs that hold it; no case here depends on it."""
     control_plane.kubectl("apply", "-f", str(SAMPLES / "00-namespaces.yaml"))
-    control_plane.kubectl("apply", *(["-R"] if crd_profile == "ours" else []), "-f", str(SAMPLES))
+    control_plane.kubectl("apply", *(["-R"] if crd_profile in V13_CRD_PROFILES else []), "-f", str(SAMPLES))
     yield
     for path in sorted(SAMPLES.glob("*.yaml")):
         for document in yaml.safe_load_all(path.read_text()):

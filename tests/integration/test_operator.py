@@ -22,6 +22,7 @@ from harness.kube import (
     patch,
     runtime_ready,
 )
+from harness.ome_data import V13_CRD_PROFILES
 from harness.operator_thread import OperatorThread
 from ome_selector.api.loading import load_resource
 from ome_selector.api.resources import InferenceService
@@ -138,14 +139,14 @@ def _outcome_objects(ns: str) -> list[dict[str, Any]]:
     ]
 
 
-# Needs spec.runtime.autoSync, which OME's CRDs before v1.3 reject (tests/integration/beside_ome/).
+# Needs spec.runtime.autoSync, which OME's CRDs before v1.3 reject (tests/integration/beside_ome/, cfa05c6).
 NEEDS_V13 = {"pinned-unsupported"}
 
 
 def test_every_outcome_row_with_its_condition_and_event(
     api_client: Any, namespace: str, running_operator: Any, crd_profile: str
 ) -> None:
-    skipped = NEEDS_V13 if crd_profile == "ome" else set()
+    skipped = set() if crd_profile in V13_CRD_PROFILES else NEEDS_V13
     for body in _outcome_objects(namespace):
         if body["metadata"]["name"] not in skipped:
             create(api_client, body)

@@ -18,6 +18,7 @@ from jsonschema import Draft202012Validator
 
 from harness.crds import CRD_DIR, CRD_NAMES, crd_documents
 from harness.objects import with_field
+from harness.ome_data import OME_5E4857E, OME_CFA05C6, SNAPSHOTS, OmeSnapshot
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CATALOG_DIR = REPO_ROOT / "tests" / "data" / "ome-catalog"
@@ -184,9 +185,9 @@ def _ome_documents(directory: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
                 yield path, document
 
 
-def _catalog_dir() -> Path:
-    assert (CATALOG_DIR / "runtimes").is_dir(), f"OME's catalog is vendored under {CATALOG_DIR}"
-    return CATALOG_DIR
+def _catalog_dir(directory: Path = CATALOG_DIR) -> Path:
+    assert (directory / "runtimes").is_dir(), f"OME's catalog is vendored under {directory}"
+    return directory
 
 
 # A valid object of every kind, using every typed field.
@@ -663,15 +664,22 @@ def test_what_the_product_reads_leniently_is_accepted(kind: str, path: str, valu
 # --------------------------------------------------------------------------------------------- real data
 
 
-def test_omes_catalog_validates() -> None:
-    catalog = _catalog_dir()
+#: The documents of each vendored snapshot of OME's catalog, by kind (a duplicated name counts twice).
+CATALOG_COUNTS = {
+    OME_CFA05C6.id: {"ClusterServingRuntime": 205, "ClusterBaseModel": 205},
+    OME_5E4857E.id: {"ClusterServingRuntime": 210, "ClusterBaseModel": 207},
+}
+
+
+@pytest.mark.parametrize("snapshot", SNAPSHOTS, ids=[snapshot.id for snapshot in SNAPSHOTS])
+def test_omes_catalog_validates(snapshot: OmeSnapshot) -> None:
+    catalog = _catalog_dir(snapshot.catalog)
     counts = dict.fromkeys(ALL_KINDS, 0)
     failures = []
     for path, document in _ome_documents(catalog):
         counts[document["kind"]] += 1
         failures += [f"{path.relative_to(catalog)}: {error}" for error in _errors(document)]
-    assert counts["ClusterServingRuntime"] >= 100
-    assert counts["ClusterBaseModel"] >= 100
+    assert {kind: count for kind, count in counts.items() if count} == CATALOG_COUNTS[snapshot.id]
     assert failures == []
 
 

@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any
 
 from ome_selector.api.loading import load_resource
-from ome_selector.api.manifests import load_manifest
 from ome_selector.api.resources import InferenceService, Model, Resource, Runtime
 from ome_selector.catalog.catalog import Catalog
+from ome_selector.cli.sources import FileSource
 from ome_selector.selection import messages
 from ome_selector.selection.explain import Explanation
 
@@ -199,11 +199,14 @@ def resolve_runtime(c: Catalog, namespace: str, name: str) -> Runtime | None:
     return profile.runtime if profile is not None else None
 
 
-def load_ome_catalog() -> list[Resource]:
-    """The vendored OME catalog, models and runtimes, files in sorted path order (later duplicates win)."""
+def load_ome_catalog(directory: Path = OME_CATALOG) -> list[Resource]:
+    """Every definition of a vendored OME catalog (default: OME cfa05c6), models and runtimes, files in
+    kubectl's order as `-f DIR` reads them, so that in a :class:`Catalog` the later duplicate wins."""
     resources: list[Resource] = []
-    for path in sorted(OME_CATALOG.rglob("*.yaml")):
-        resources.extend(load_manifest(path.read_text(encoding="utf-8")))
+    for raw in FileSource([str(directory)]).read():
+        resource = load_resource(raw.body, from_file=True)
+        if resource is not None:
+            resources.append(resource)
     return resources
 
 

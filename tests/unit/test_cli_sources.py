@@ -8,13 +8,23 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from ome_selector.api.resources import Kind, ObjectKey, Runtime
-from ome_selector.cli.sources import FileSource, RawObject, SourceError, load_catalog, parse_documents
+from ome_selector.cli.sources import (
+    FileSource,
+    RawObject,
+    SourceError,
+    build_kustomization,
+    load_catalog,
+    parse_documents,
+    read_catalog,
+    redefinition_warnings,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MALFORMED = REPO_ROOT / "tests" / "data" / "cli" / "malformed"
@@ -61,6 +71,9 @@ class Case:
     keys: set[ObjectKey] = field(default_factory=set)
     error: str | None = None
     namespace: str = "default"
+    #: The warnings about objects defined more than once (SPEC §6), and which models the kept ones disable.
+    warnings: list[str] = field(default_factory=list)
+    disabled: set[ObjectKey] = field(default_factory=set)
 
 
 CASES = [
@@ -126,23 +139,94 @@ CASES = [
         {key(CBM, "m1")},
     ),
     Case(
-        "two objects with one kind and name in two files: an error naming both files",
+        "two objects with one kind and name in two files: the later one is kept, with a warning naming both",
         {"one/a.yaml": cbm("m1"), "two/b.yaml": cbm("m1", "  disabled: true\n")},
         ["one", "two"],
-        error="ClusterBaseModel m1 is defined twice: in one/a.yaml and in two/b.yaml",
+        {key(CBM, "m1")},
+        warnings=[
+            "Warning: ClusterBaseModel m1 is defined twice: in one/a.yaml and in two/b.yaml; the last one is "
+            "used, as kubectl apply leaves it"
+        ],
+        disabled={key(CBM, "m1")},
     ),
     Case(
-        "two objects with one kind and name in one file",
-        {"a.yaml": f"{csr('r1')}---\n{csr('r1')}"},
+        "the order of the -f arguments decides, not the names",
+        {"one/a.yaml": cbm("m1"), "two/b.yaml": cbm("m1", "  disabled: true\n")},
+        ["two", "one"],
+        {key(CBM, "m1")},
+        warnings=[
+            "Warning: ClusterBaseModel m1 is defined twice: in two/b.yaml and in one/a.yaml; the last one is "
+            "used, as kubectl apply leaves it"
+        ],
+    ),
+    Case(
+        "two objects with one kind and name in one file: each place names its document",
+        {"a.yaml": f"{csr('r1')}---\n{cbm('m1')}---\n{csr('r1')}"},
         ["a.yaml"],
-        error="ClusterServingRuntime r1 is defined twice: in a.yaml and in a.yaml",
+        {key(CSR, "r1"), key(CBM, "m1")},
+        warnings=[
+            "Warning: ClusterServingRuntime r1 is defined twice: in a.yaml (document 1) and in a.yaml "
+            "(document 3); the last one is used, as kubectl apply leaves it"
+        ],
+    ),
+    Case(
+        "three definitions: one warning naming the three places, the last one kept",
+        {"a.yaml": cbm("m1", "  disabled: true\n"), "b.yaml": cbm("m1"), "c.yaml": cbm("m1")},
+        ["."],
+        {key(CBM, "m1")},
+        warnings=[
+            "Warning: ClusterBaseModel m1 is defined 3 times: in ./a.yaml, in ./b.yaml and in ./c.yaml; the "
+            "last one is used, as kubectl apply leaves it"
+        ],
+    ),
+    Case(
+        "many definitions: the warning names the first three and the last",
+        {f"{index}.yaml": cbm("m1") for index in range(7)},
+        ["."],
+        {key(CBM, "m1")},
+        warnings=[
+            "Warning: ClusterBaseModel m1 is defined 7 times: in ./0.yaml, in ./1.yaml, in ./2.yaml, … "
+            "and in ./6.yaml; the last one is used, as kubectl apply leaves it"
+        ],
+    ),
+    Case(
+        "kubectl's order: a subdirectory is walked where its name sorts, so a.yaml comes after a/",
+        {"a/z.yaml": cbm("m1", "  disabled: true\n"), "a.yaml": cbm("m1"), "a-b.yaml": cbm("m2")},
+        ["."],
+        {key(CBM, "m1"), key(CBM, "m2")},
+        warnings=[
+            "Warning: ClusterBaseModel m1 is defined twice: in ./a/z.yaml and in ./a.yaml; the last one is "
+            "used, as kubectl apply leaves it"
+        ],
+    ),
+    Case(
+        "one warning per object, in the order of their first definitions",
+        {"a.yaml": f"{csr('r1')}---\n{cbm('m1')}", "b.yaml": f"{cbm('m1')}---\n{csr('r1')}"},
+        ["a.yaml", "b.yaml"],
+        {key(CSR, "r1"), key(CBM, "m1")},
+        warnings=[
+            "Warning: ClusterServingRuntime r1 is defined twice: in a.yaml (document 1) and in b.yaml "
+            "(document 2); the last one is used, as kubectl apply leaves it",
+            "Warning: ClusterBaseModel m1 is defined twice: in a.yaml (document 2) and in b.yaml "
+            "(document 1); the last one is used, as kubectl apply leaves it",
+        ],
+    ),
+    Case(
+        "an invalid earlier definition is still an error (kubectl apply fails on it too)",
+        {"a.yaml": cbm("m1", "  disabled: 'yes'\n"), "b.yaml": cbm("m1")},
+        ["a.yaml", "b.yaml"],
+        error="a.yaml: ClusterBaseModel m1: spec.disabled: must be a boolean, not 'yes' (str)",
     ),
     Case(
         "a namespaced object without metadata.namespace is in the -n namespace (so it can clash)",
         {"a.yaml": bm("m1"), "b.yaml": bm("m1", "team-a")},
         ["a.yaml", "b.yaml"],
-        error="BaseModel team-a/m1 is defined twice: in a.yaml and in b.yaml",
+        {key(BM, "m1", "team-a")},
         namespace="team-a",
+        warnings=[
+            "Warning: BaseModel team-a/m1 is defined twice: in a.yaml and in b.yaml; the last one is used, "
+            "as kubectl apply leaves it"
+        ],
     ),
     Case(
         "the same name in two namespaces, or as BaseModel and ClusterBaseModel, is no clash",
@@ -266,8 +350,12 @@ def test_reading_files(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPat
             load_catalog(source.read(), source.namespace)
         assert str(caught.value) == case.error
         return
-    catalog = load_catalog(source.read(), source.namespace)
+    catalog, redefined = read_catalog(source.read(), source.namespace)
     assert set(catalog.keys()) == case.keys
+    assert redefinition_warnings(redefined) == case.warnings
+    disabled = {m.key for m in catalog.models() if m.spec.disabled}
+    assert disabled == case.disabled
+    assert set(load_catalog(source.read(), source.namespace).keys()) == case.keys
 
 
 MALFORMED_CASES = {
@@ -314,13 +402,22 @@ def test_a_linked_file_is_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert set(load_catalog(source.read(), "default").keys()) == {key(CBM, "m1")}
 
 
-def test_directories_are_walked_in_name_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _write(
-        tmp_path,
-        {name: cbm(name.replace("/", "-").split(".")[0]) for name in ["b.yaml", "a/z.yaml", "a.yaml"]},
-    )
+def test_directories_are_walked_in_kubectls_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Go's filepath.Walk, as `kubectl apply -R -f` walks: each directory's entries by the bytes of their
+    names, a subdirectory where its name sorts ("a" before "a-b.yaml" before "a.yaml"), upper case before
+    lower case; only *.yaml, *.yml and *.json, by their exact suffix; a link to a directory not followed."""
+    names = ["b.yaml", "a/z.yaml", "a/y/x.json", "a.yaml", "a-b.yaml", "B.yml", "a/c.YAML", "a/notes.txt"]
+    _write(tmp_path, {name: cbm("m") for name in names})
+    (tmp_path / "linked").symlink_to(tmp_path / "a")
     monkeypatch.chdir(tmp_path)
-    assert FileSource(["."]).files() == [os.path.join(".", "a.yaml"), "./b.yaml", "./a/z.yaml"]
+    assert FileSource(["."]).files() == [
+        "./B.yml",
+        "./a/y/x.json",
+        "./a/z.yaml",
+        "./a-b.yaml",
+        "./a.yaml",
+        "./b.yaml",
+    ]
 
 
 def test_standard_input(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -355,3 +452,55 @@ def test_defaults_are_applied_as_the_crds_do() -> None:
     assert entry.auto_select is False
     assert entry.model_format is not None
     assert (entry.model_format.operator, entry.model_format.weight) == ("Equal", 1)
+
+
+def _fake_kubectl(tmp_path: Path, script: str) -> Path:
+    """A directory holding an executable ``kubectl`` running ``script`` (sh): stands in for kubectl where a
+    test is about the bounds, not about kustomize (tests/integration/test_kubectl_files.py runs the real
+    one)."""
+    directory = tmp_path / "bin"
+    directory.mkdir()
+    kubectl = directory / "kubectl"
+    kubectl.write_text(f"#!/bin/sh\n{script}\n")
+    kubectl.chmod(0o755)
+    return directory
+
+
+@pytest.mark.parametrize(
+    ("script", "limits", "error"),
+    [
+        (
+            f"exec {shutil.which('sleep')} 30",
+            {"timeout": 0.5},
+            "kubectl kustomize {dir}: no result within 0.5 s",
+        ),
+        (
+            f"exec {shutil.which('yes')} 'apiVersion: v1'",
+            {"limit": 1 << 20},
+            "kubectl kustomize {dir}: more than 1048576 bytes of output",
+        ),
+        (
+            "echo 'error: accumulating resources: boom' >&2; exit 1",
+            {},
+            "kubectl kustomize {dir}: accumulating resources: boom",
+        ),
+        ("exit 3", {}, "kubectl kustomize {dir}: exit status 3"),
+        ("printf '\\377'", {}, "kubectl kustomize {dir}: not UTF-8 text (byte 0)"),
+    ],
+    ids=["timeout", "too-much-output", "kustomize-error", "silent-failure", "not-utf8"],
+)
+def test_a_kustomization_build_is_bounded(
+    script: str, limits: dict[str, float], error: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(_fake_kubectl(tmp_path, script)))
+    with pytest.raises(SourceError) as caught:
+        build_kustomization(str(tmp_path), **limits)  # type: ignore[arg-type]
+    assert str(caught.value) == error.format(dir=tmp_path)
+
+
+def test_a_kustomization_build_runs_kubectl_kustomize_without_a_kubeconfig(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KUBECONFIG", "/somewhere/secret")
+    monkeypatch.setenv("PATH", str(_fake_kubectl(tmp_path, 'echo "args=$* kubeconfig=$KUBECONFIG"')))
+    assert build_kustomization(str(tmp_path)) == f"args=kustomize {tmp_path} kubeconfig={os.devnull}\n"

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import sys
 import weakref
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -37,7 +38,15 @@ from ome_selector.api.resources import (
     RuntimeSpec,
 )
 
-__all__ = ["LoadError", "describe_value", "field_path", "key_of", "load_resource"]
+__all__ = [
+    "LoadError",
+    "Redefinition",
+    "describe_value",
+    "field_path",
+    "keep_last_definitions",
+    "key_of",
+    "load_resource",
+]
 
 _KINDS = {kind.value: kind for kind in Kind}
 
@@ -340,3 +349,50 @@ def _load(doc: Mapping[str, Any], default_namespace: str | None, from_file: bool
         resource_version=resource_version,
         generation=_generation(metadata),
     )
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Objects defined more than once (SPEC §6 "Loading from files")
+
+_Item = TypeVar("_Item")
+#: How many earlier definitions a warning names before "…" (the last one is always named).
+_PLACES_SHOWN = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Redefinition:
+    """An object defined more than once in what was read: ``places`` names every definition in reading order;
+    the last one is the one kept, as ``kubectl apply`` leaves it."""
+
+    key: ObjectKey
+    places: tuple[str, ...]
+
+    @property
+    def warning(self) -> str:
+        """The one warning for this object (SPEC §6), without the ``Warning: `` prefix."""
+        count = len(self.places)
+        times = "twice" if count == 2 else f"{count} times"
+        earlier = [f"in {place}" for place in self.places[:-1]]
+        if len(earlier) > _PLACES_SHOWN:  # bounded, whatever the number of copies
+            earlier = [*earlier[: _PLACES_SHOWN - 1], "…"]
+        where = f"{', '.join(earlier)} and in {self.places[-1]}"
+        return f"{self.key} is defined {times}: {where}; the last one is used, as kubectl apply leaves it"
+
+
+def keep_last_definitions(
+    definitions: Iterable[tuple[ObjectKey, str, _Item]],
+) -> tuple[list[_Item], list[Redefinition]]:
+    """Of ``(key, place, item)`` triples in reading order, the items to keep (the last of each key, at the
+    position of the key's first definition) and one :class:`Redefinition` per key defined more than once, in
+    the order of the keys' first definitions.
+
+    ``kubectl apply`` applies every object in file order, so of two with one key the later one is what the
+    cluster holds (SPEC §6).
+    """
+    kept: dict[ObjectKey, _Item] = {}
+    places: dict[ObjectKey, list[str]] = {}
+    for key, place, item in definitions:
+        kept[key] = item
+        places.setdefault(key, []).append(place)
+    redefined = [Redefinition(key, tuple(where)) for key, where in places.items() if len(where) > 1]
+    return list(kept.values()), redefined

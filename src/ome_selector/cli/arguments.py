@@ -1,5 +1,5 @@
 """The command-line arguments the `kubectl ome` subcommands share, each written once: the subcommand itself,
-``-f``, ``-o``, ``-n``/``-A``, ``--runtime-lookup`` and the kubeconfig pair."""
+``-f``, ``-k``, ``-o``, ``-n``/``-A``, ``--runtime-lookup`` and the kubeconfig pair."""
 
 from __future__ import annotations
 
@@ -8,9 +8,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ome_selector.cli.sources import Kustomization
+
 __all__ = [
     "add_cluster_arguments",
     "add_files_argument",
+    "add_kustomize_argument",
     "add_namespace_arguments",
     "add_output_argument",
     "add_runtime_lookup_argument",
@@ -51,6 +54,36 @@ def add_files_argument(
     """``-f``/``--filename``, repeatable, into the list ``dest``."""
     parser.add_argument(
         "-f", "--filename", action="append", dest=dest, metavar=metavar, default=[], help=help
+    )
+
+
+#: What ``-k`` reads when a subcommand says nothing else.
+KUSTOMIZE_HELP = (
+    "read the objects `kubectl kustomize DIR` builds (kubectl on PATH), not the cluster; repeatable, read in "
+    "command-line order with -f"
+)
+
+
+def _kustomization(text: str) -> Kustomization:
+    if not text:
+        raise argparse.ArgumentTypeError("must not be empty")
+    return Kustomization(text)
+
+
+def add_kustomize_argument(
+    parser: argparse.ArgumentParser, *, dest: str = "filenames", help: str = KUSTOMIZE_HELP
+) -> None:
+    """``-k``/``--kustomize DIR``, repeatable, into the same list ``dest`` as ``-f`` so that the two keep
+    their command-line order (SPEC §6: of two definitions of one object the later one is kept)."""
+    parser.add_argument(
+        "-k",
+        "--kustomize",
+        action="append",
+        dest=dest,
+        metavar="DIR",
+        type=_kustomization,
+        default=[],
+        help=help,
     )
 
 

@@ -21,6 +21,7 @@ from ome_selector.catalog.catalog import Catalog
 from ome_selector.cli.arguments import (
     add_cluster_arguments,
     add_files_argument,
+    add_kustomize_argument,
     add_output_argument,
     add_runtime_lookup_argument,
     add_subcommand,
@@ -30,7 +31,14 @@ from ome_selector.cli.exits import quietly
 from ome_selector.cli.lint import add_lint_parser
 from ome_selector.cli.model_inspect import add_model_command, run_model_command
 from ome_selector.cli.render import OUTPUT_FORMATS, render
-from ome_selector.cli.sources import DEFAULT_NAMESPACE, FileSource, ObjectSource, SourceError, load_catalog
+from ome_selector.cli.sources import (
+    DEFAULT_NAMESPACE,
+    FileSource,
+    ObjectSource,
+    SourceError,
+    read_catalog,
+    redefinition_warnings,
+)
 from ome_selector.cli.status import add_status_parser
 from ome_selector.cli.whatif import add_what_if_parser
 from ome_selector.selection import messages
@@ -51,8 +59,9 @@ EXPLICIT_RUNTIME_NOTE = "Note: spec.runtime is explicit; automatic selection bel
 
 #: The synopsis of SPEC §6 (argparse cannot say that -f repeats).
 EXPLAIN_USAGE = (
-    "%(prog)s (--model NAME | --isvc NAME) [-n NAMESPACE] [-f PATH]... [-o table|wide|json|yaml]\n"
-    "       [--with-effective] [--runtime-lookup v1.3|legacy] [--kubeconfig PATH] [--context NAME] [-h]"
+    "%(prog)s (--model NAME | --isvc NAME) [-n NAMESPACE] [-f PATH]... [-k DIR]...\n"
+    "       [-o table|wide|json|yaml] [--with-effective] [--runtime-lookup v1.3|legacy] [--kubeconfig PATH]\n"
+    "       [--context NAME] [-h]"
 )
 
 _EXPLAIN_DESCRIPTION = """\
@@ -74,7 +83,9 @@ consistent, paged listing; the namespace is -n, else the context's, else "defaul
 With -f (files or directories, repeatable) only those objects are read, never the cluster or the kubeconfig.
 Directories are read recursively (*.yaml, *.yml, *.json); "kind: List" is expanded; other kinds are skipped;
 a namespaced object without metadata.namespace is in the -n namespace; inheritance chains are resolved from
-those objects alone."""
+those objects alone. With -k DIR (repeatable) the objects are those `kubectl kustomize DIR` builds, with the
+kubectl on PATH. An object defined more than once (in -f and -k order) is read as kubectl apply leaves it: the
+last definition is used, with a warning naming where each one is."""
 
 _EXPLAIN_EPILOG = """\
 examples:
@@ -93,11 +104,19 @@ examples:
   # The machine-readable document
   kubectl ome runtime explain -f catalog/ -f models.yaml --model qwen3-8b -o json
 
+  # A kustomization, as kubectl apply -k would apply it
+  kubectl ome runtime explain -k overlays/prod/ --model qwen3-8b
+
 exit status: 0 when it could explain (also when there are no runtimes), 1 on a usage, file or lookup error."""
 
 
 class CommandError(Exception):
-    """A failed lookup (model or InferenceService not found, ...); ``str()`` is the message for stderr."""
+    """A failed lookup (model or InferenceService not found, ...); ``str()`` is the message for stderr, and
+    ``warnings`` what stderr says before it (objects defined more than once, SPEC §6)."""
+
+    def __init__(self, message: str, warnings: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.warnings = tuple(warnings)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -149,6 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="namespace of the model, InferenceService and ServingRuntimes (with -f: default 'default')",
     )
     add_files_argument(explain_parser)
+    add_kustomize_argument(explain_parser)
     add_output_argument(explain_parser, OUTPUT_FORMATS)
     explain_parser.add_argument(
         "--with-effective",
@@ -168,7 +188,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def object_source(args: argparse.Namespace) -> ObjectSource:
-    """Where the objects come from: the `-f` files (never the kubeconfig), else the current cluster."""
+    """Where the objects come from: the `-f` files and `-k` kustomizations (never the kubeconfig), else the
+    current cluster."""
     if args.filenames:
         return FileSource(tuple(args.filenames), args.namespace or DEFAULT_NAMESPACE)
     from ome_selector.cli.cluster_source import ClusterSource  # noqa: PLC0415 - only live mode loads the client
@@ -203,17 +224,10 @@ def _notes(catalog: Catalog, model: Model, isvc: InferenceService | None, lookup
     return notes
 
 
-def explain_command(
-    args: argparse.Namespace, source: ObjectSource
-) -> tuple[Explanation, EffectiveRuntime | None, list[str]]:
-    """The explanation for the parsed command line, the effective runtime (with ``--with-effective``) and the
-    notes for stderr.
-
-    Raises :class:`SourceError` when the objects cannot be read and :class:`CommandError` when a lookup fails.
-    """
-    lookup = RuntimeLookup(args.runtime_lookup)
-    namespace = source.namespace
-    catalog = load_catalog(source.read(), namespace)
+def _subject(
+    args: argparse.Namespace, catalog: Catalog, namespace: str
+) -> tuple[InferenceService | None, Model]:
+    """The InferenceService (with ``--isvc``) and the model to explain; :class:`CommandError` if not found."""
     isvc: InferenceService | None = None
     if args.isvc is not None:
         isvc = _find_isvc(catalog, namespace, args.isvc)
@@ -227,6 +241,25 @@ def explain_command(
     model = catalog.resolve_model(namespace, model_name)
     if model is None:
         raise CommandError(messages.model_not_found(model_name, namespace))
+    return isvc, model
+
+
+def explain_command(
+    args: argparse.Namespace, source: ObjectSource
+) -> tuple[Explanation, EffectiveRuntime | None, list[str]]:
+    """The explanation for the parsed command line, the effective runtime (with ``--with-effective``) and the
+    notes for stderr.
+
+    Raises :class:`SourceError` when the objects cannot be read and :class:`CommandError` when a lookup fails.
+    """
+    lookup = RuntimeLookup(args.runtime_lookup)
+    namespace = source.namespace
+    catalog, redefined = read_catalog(source.read(), namespace)
+    warnings = redefinition_warnings(redefined)
+    try:
+        isvc, model = _subject(args, catalog, namespace)
+    except CommandError as error:
+        raise CommandError(str(error), warnings) from None
     explanation = explain(catalog, model, namespace, isvc)
     effective = None
     if args.with_effective and isvc is not None:
@@ -234,7 +267,7 @@ def explain_command(
     notes = _notes(catalog, model, isvc, lookup)
     if not explanation.verdicts:
         notes.append(f"No serving runtimes found in namespace {namespace} or at cluster scope.")
-    return explanation, effective, notes
+    return explanation, effective, [*notes, *warnings]
 
 
 def run(argv: Sequence[str] | None = None) -> int:
@@ -256,6 +289,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     try:
         explanation, effective, notes = explain_command(args, object_source(args))
     except (SourceError, CommandError) as error:
+        for warning in error.warnings if isinstance(error, CommandError) else ():
+            sys.stderr.write(warning + "\n")
         sys.stderr.write(f"error: {error}\n")
         return EXIT_ERROR
     text = render(explanation, args.output, effective)

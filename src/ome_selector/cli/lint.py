@@ -19,6 +19,7 @@ from ome_selector.api.resources import ObjectKey
 from ome_selector.cli.arguments import (
     add_cluster_arguments,
     add_files_argument,
+    add_kustomize_argument,
     add_namespace_arguments,
     add_output_argument,
     add_runtime_lookup_argument,
@@ -26,7 +27,13 @@ from ome_selector.cli.arguments import (
 )
 from ome_selector.cli.render import render_table
 from ome_selector.cli.scope import object_source, views
-from ome_selector.cli.sources import RawObject, SourceError, load_catalog, objects_by_key
+from ome_selector.cli.sources import (
+    RawObject,
+    SourceError,
+    objects_by_key,
+    read_catalog,
+    redefinition_warnings,
+)
 from ome_selector.review.lint import (
     RULES,
     Code,
@@ -62,7 +69,7 @@ COLUMNS = ("CODE", "SEVERITY", "LOCATION", "MESSAGE")
 NO_LOCATION = "-"
 
 _USAGE = (
-    "%(prog)s [-f PATH]... [-n NAMESPACE | -A] [-o table|json|sarif|github] [--strict]\n"
+    "%(prog)s [-f PATH]... [-k DIR]... [-n NAMESPACE | -A] [-o table|json|sarif|github] [--strict]\n"
     "       [--disable CODE[,CODE]] [--show CODE[,CODE]] [--runtime-lookup v1.3|legacy]\n"
     "       [--kubeconfig PATH] [--context NAME] [-h]"
 )
@@ -75,8 +82,9 @@ stable code, a severity, the objects involved, where it is (file:line) and one l
 
 Rankings are those of explain and of the operator: auto-selection judges each runtime on its own spec, a
 named runtime (found as --runtime-lookup says) on its effective spec, merged along ome.io/inherit-from.
-Objects are read as explain reads them: with -f from files or directories only (never the kubeconfig; a
-duplicate object is an error), else from the cluster of the kubeconfig context. Each namespace is judged
+Objects are read as explain reads them: with -f from files or directories, with -k from what `kubectl
+kustomize DIR` builds (never the kubeconfig; an object defined twice is read as kubectl apply leaves it, the
+last one, with a warning), else from the cluster of the kubeconfig context. Each namespace is judged
 with its own ServingRuntimes and BaseModels and every cluster-scoped object: -n one namespace, -A all;
 without either, the context's namespace, or with -f every namespace in the files.
 
@@ -93,6 +101,9 @@ examples:
 
   # Fail on warnings too
   kubectl ome runtime lint -f catalog/ --strict
+
+  # A kustomization, as kubectl apply -k would apply it
+  kubectl ome runtime lint -k overlays/prod/
 
   # The cluster, every namespace, as JSON
   kubectl ome runtime lint -A -o json
@@ -119,6 +130,7 @@ def add_lint_parser(commands: argparse._SubParsersAction[Any]) -> None:
         epilog=_EPILOG,
     )
     add_files_argument(parser)
+    add_kustomize_argument(parser)
     add_namespace_arguments(parser, subject="judge the runtimes, models and InferenceServices")
     add_output_argument(parser, LINT_OUTPUTS)
     parser.add_argument("--strict", action="store_true", help="exit 1 on any finding, not only on errors")
@@ -234,7 +246,7 @@ def lint_command(args: argparse.Namespace) -> int:
     try:
         source = object_source(args.filenames, args)
         raws = source.read()
-        catalog = load_catalog(raws, source.namespace)
+        catalog, redefined = read_catalog(raws, source.namespace)
         namespaces = views(catalog, source, args)
     except SourceError as error:
         sys.stderr.write(f"error: {error}\n")
@@ -253,7 +265,7 @@ def lint_command(args: argparse.Namespace) -> int:
     disabled = frozenset().union(*args.disable)
     reported = sorted(suppress(found, disabled, per_object), key=lambda finding: finding.order)
     listed, summaries = summarise(reported, frozenset().union(*args.show))
-    for warning in warnings:
+    for warning in [*redefinition_warnings(redefined), *warnings]:
         sys.stderr.write(warning + "\n")
     sys.stdout.write(render_findings(listed, summaries, args.output, locator))
     sys.stdout.flush()

@@ -16,13 +16,14 @@ import argparse
 from collections.abc import Sequence
 
 from ome_selector.catalog.catalog import Catalog
-from ome_selector.cli.sources import DEFAULT_NAMESPACE, FileSource, ObjectSource
+from ome_selector.cli.sources import DEFAULT_NAMESPACE, FileSource, Kustomization, ObjectSource
 
 __all__ = ["object_source", "views"]
 
 
-def object_source(paths: Sequence[str], args: argparse.Namespace) -> ObjectSource:
-    """The files in ``paths`` (never the kubeconfig), else the cluster of the kubeconfig context."""
+def object_source(paths: Sequence[str | Kustomization], args: argparse.Namespace) -> ObjectSource:
+    """The files and kustomizations in ``paths`` (never the kubeconfig), else the cluster of the kubeconfig
+    context."""
     if paths:
         return FileSource(tuple(paths), args.namespace or DEFAULT_NAMESPACE)
     from ome_selector.cli.cluster_source import ClusterSource  # noqa: PLC0415 - only live mode loads the client

@@ -14,9 +14,11 @@ import sys
 from typing import Any
 
 from ome_selector.api.resources import Kind, ObjectKey
+from ome_selector.catalog.catalog import Catalog
 from ome_selector.cli.arguments import (
     add_cluster_arguments,
     add_files_argument,
+    add_kustomize_argument,
     add_namespace_arguments,
     add_output_argument,
     add_runtime_lookup_argument,
@@ -24,7 +26,7 @@ from ome_selector.cli.arguments import (
 )
 from ome_selector.cli.render import render_table
 from ome_selector.cli.scope import object_source
-from ome_selector.cli.sources import FileSource, SourceError, load_catalog
+from ome_selector.cli.sources import FileSource, SourceError, read_catalog, redefinition_warnings
 from ome_selector.review.whatif import (
     CatalogChange,
     ChangeError,
@@ -45,15 +47,17 @@ COLUMNS = ("NAMESPACE", "NAME", "BEFORE", "AFTER")
 ABSENT = "(absent)"
 
 _USAGE = (
-    "%(prog)s (-f CHANGE)... [--delete KIND/NAME]... [-n NAMESPACE | -A] [--against PATH]...\n"
+    "%(prog)s (-f CHANGE | -k DIR)... [--delete KIND/NAME]... [-n NAMESPACE | -A] [--against PATH]...\n"
     "       [-o table|json] [--fail-on-change] [--runtime-lookup v1.3|legacy] [--kubeconfig PATH]\n"
     "       [--context NAME] [-h]"
 )
 
 _DESCRIPTION = """\
 Show which InferenceServices would change verdict (RuntimeReady status, reason or selected runtime) if the
-objects in the -f files were applied and the --delete objects deleted, with the verdict now (BEFORE) and after
-(AFTER). Nothing is applied: the verdicts are computed as the operator computes them.
+objects in the -f files (and those `kubectl kustomize DIR` builds for -k DIR, as kubectl apply -k would apply
+them) were applied and the --delete objects deleted, with the verdict now (BEFORE) and after (AFTER). Nothing
+is applied: the verdicts are computed as the operator computes them. An object defined more than once is read
+as kubectl apply leaves it: the last definition, with a warning.
 
 The catalog is the cluster of the kubeconfig context, or with --against only those files or directories
 (never the kubeconfig). -n limits the InferenceServices to one namespace, -A takes all; without either, the
@@ -69,6 +73,9 @@ examples:
 
   # A CI gate on a catalog pull request: exit 3 when any InferenceService would change
   kubectl ome runtime what-if -f catalog/runtimes/ --against catalog/ --fail-on-change
+
+  # The same for a kustomization (kubectl on PATH builds it)
+  kubectl ome runtime what-if -k overlays/prod/ --against catalog/
 
   # Who loses their runtime if this one goes?
   kubectl ome runtime what-if --delete clusterservingruntime/vllm-llama-3-2 -A
@@ -110,6 +117,12 @@ def add_what_if_parser(commands: argparse._SubParsersAction[Any]) -> None:
         dest="changes",
         metavar="CHANGE",
         help="objects to apply (file or directory, recursively); repeatable; - = stdin",
+    )
+    add_kustomize_argument(
+        parser,
+        dest="changes",
+        help="objects to apply: what `kubectl kustomize DIR` builds (kubectl on PATH); repeatable, in "
+        "command-line order with -f",
     )
     parser.add_argument(
         "--delete",
@@ -153,10 +166,11 @@ def render_what_if(result: WhatIf, output: str) -> str:
     return render_table(COLUMNS, rows)
 
 
-def _change(args: argparse.Namespace, namespace: str) -> CatalogChange:
-    applied = (
-        load_catalog(FileSource(tuple(args.changes), namespace).read(), namespace) if args.changes else ()
-    )
+def _change(args: argparse.Namespace, namespace: str, warnings: list[str]) -> CatalogChange:
+    applied: Catalog | tuple[()] = ()
+    if args.changes:
+        applied, redefined = read_catalog(FileSource(tuple(args.changes), namespace).read(), namespace)
+        warnings.extend(redefinition_warnings(redefined))
     deleted = tuple(
         ObjectKey(kind, namespace if kind.namespaced else None, name) for kind, name in args.deletions
     )
@@ -166,17 +180,21 @@ def _change(args: argparse.Namespace, namespace: str) -> CatalogChange:
 def what_if_command(args: argparse.Namespace) -> int:
     """Run `kubectl ome runtime what-if` for the parsed ``args``; returns the exit status."""
     if not args.changes and not args.deletions:
-        sys.stderr.write("error: nothing to compare: give -f CHANGE or --delete KIND/NAME\n")
+        sys.stderr.write("error: nothing to compare: give -f CHANGE, -k DIR or --delete KIND/NAME\n")
         return EXIT_ERROR
+    warnings: list[str] = []
     try:
         source = object_source(args.against, args)
-        before = load_catalog(source.read(), source.namespace)
-        change = _change(args, source.namespace)
+        before, redefined = read_catalog(source.read(), source.namespace)
+        warnings.extend(redefinition_warnings(redefined))
+        change = _change(args, source.namespace, warnings)
         lookup = RuntimeLookup(args.runtime_lookup)
         result = what_if(before, change, {args.namespace} if args.namespace else None, lookup)
     except (SourceError, ChangeError) as error:
         sys.stderr.write(f"error: {error}\n")
         return EXIT_ERROR
+    for warning in warnings:
+        sys.stderr.write(warning + "\n")
     sys.stdout.write(render_what_if(result, args.output))
     sys.stdout.flush()
     if args.output == "table":

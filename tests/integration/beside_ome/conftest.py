@@ -1,8 +1,12 @@
-"""The second CRD profile: OME's own CRDs (tests/data/ome-crds, OME commit cfa05c69), not ours (SPEC §0).
+"""The other CRD profiles: OME's own CRDs, not ours (SPEC §0), once per vendored snapshot (harness.ome_data:
+tests/data/ome-crds at OME cfa05c69, profile "ome"; tests/data/ome-2026-08-21/crds at OME 5e4857e, profile
+"ome-5e4857e").
 
 `control_plane` and `api_client` are overridden for the tests of this directory, so every fixture built on
 them (`namespace`, `running_operator`, `cluster_objects`, ...) runs against a control plane that has OME's
-CRDs; the tests are a representative subset of the main suite's, imported into test_beside_ome.py.
+CRDs; `ome_snapshot` is parametrized, so every test here runs on each snapshot's CRDs (pytest groups the tests
+by snapshot: one control plane at a time). The tests are a representative subset of the main suite's,
+imported into test_beside_ome.py.
 """
 
 from __future__ import annotations
@@ -16,10 +20,19 @@ import pytest
 from harness.controlplane import ControlPlane, running_control_plane
 from harness.crds import install_crds, ome_crd_documents
 from harness.kube import api_client_for
+from harness.ome_data import SNAPSHOTS, OmeSnapshot
 
 HERE = Path(__file__).resolve().parent
 #: explain's cases run here too: an InferenceService with an accelerator class, a model no runtime serves.
 EXPLAIN_CASES = {"isvc-llama-3b-h100", "model-qwen3-32b-demo"}
+
+
+def _case(name: str) -> str:
+    """explain's case in a test's name, without the snapshot's id pytest joins to it."""
+    case = name.split("[", 1)[-1].rstrip("]")
+    for snapshot in SNAPSHOTS:
+        case = case.removeprefix(f"{snapshot.id}-").removesuffix(f"-{snapshot.id}")
+    return case
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -29,22 +42,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items
         if HERE in Path(str(item.fspath)).parents
         and getattr(item, "originalname", "") == "test_live_equals_offline"
-        and item.name.split("[", 1)[-1].rstrip("]") not in EXPLAIN_CASES
+        and _case(item.name) not in EXPLAIN_CASES
     ]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = [item for item in items if item not in dropped]
 
 
-@pytest.fixture(scope="session")
-def crd_profile() -> str:
-    return "ome"
+@pytest.fixture(scope="session", params=SNAPSHOTS, ids=[snapshot.id for snapshot in SNAPSHOTS])
+def ome_snapshot(request: pytest.FixtureRequest) -> OmeSnapshot:
+    chosen: OmeSnapshot = request.param
+    return chosen
 
 
 @pytest.fixture(scope="session")
-def control_plane() -> Iterator[ControlPlane]:
+def crd_profile(ome_snapshot: OmeSnapshot) -> str:
+    return ome_snapshot.profile
+
+
+@pytest.fixture(scope="session")
+def control_plane(ome_snapshot: OmeSnapshot) -> Iterator[ControlPlane]:
     with running_control_plane(install_crds=False) as plane:
-        install_crds(plane.kubeconfig, ome_crd_documents())
+        install_crds(plane.kubeconfig, ome_crd_documents(ome_snapshot.crds))
         yield plane
 
 

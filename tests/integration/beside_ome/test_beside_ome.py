@@ -12,6 +12,7 @@ cost the control plane seconds to install, and the other tests read nothing the 
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 from collections.abc import Iterator
@@ -22,8 +23,13 @@ import yaml
 
 from harness import chart, objects
 from harness.controlplane import ControlPlane
-from harness.crds import CRD_NAMES, OME_CRD_DIR, ome_crd_documents
-from harness.kube import create
+from harness.crds import CRD_NAMES, ome_crd_documents
+from harness.kube import create, get
+from harness.ome_data import V13_CRD_PROFILES, OmeSnapshot
+from ome_selector.api.loading import load_resource
+from ome_selector.api.resources import InferenceService
+from ome_selector.catalog.catalog import Catalog
+from ome_selector.selection.outcome import evaluate
 from tests.integration import test_explain_live
 from tests.integration.test_catalog_impact import (
     test_create_apply_and_delete_print_the_impact_and_the_new_ambiguity,
@@ -62,8 +68,10 @@ __all__ = [
 CHART_TIMEOUT_S = 120
 
 
-def _crd_state(control_plane: ControlPlane) -> dict[str, dict[str, Any]]:
-    """What an install could change on a CRD: its resourceVersion, labels, annotations, its managers."""
+def _crd_state(control_plane: ControlPlane, snapshot: OmeSnapshot) -> dict[str, dict[str, Any]]:
+    """What an install could change on a CRD: its resourceVersion, labels, annotations, its managers, and
+    whether its schema is still the one the snapshot publishes."""
+    published = _published(snapshot)
     listed = json.loads(control_plane.kubectl("get", "crd", *CRD_NAMES, "-o", "json").stdout)["items"]
     return {
         crd["metadata"]["name"]: {
@@ -71,13 +79,16 @@ def _crd_state(control_plane: ControlPlane) -> dict[str, dict[str, Any]]:
             "labels": crd["metadata"].get("labels"),
             "annotations": crd["metadata"].get("annotations"),
             "managers": sorted({entry["manager"] for entry in crd["metadata"].get("managedFields", [])}),
-            "spec": crd["spec"]["versions"][0]["schema"] == _published[crd["metadata"]["name"]],
+            "spec": crd["spec"]["versions"][0]["schema"] == published[crd["metadata"]["name"]],
         }
         for crd in listed
     }
 
 
-_published = {doc["metadata"]["name"]: doc["spec"]["versions"][0]["schema"] for doc in ome_crd_documents()}
+@functools.cache
+def _published(snapshot: OmeSnapshot) -> dict[str, Any]:
+    documents = ome_crd_documents(snapshot.crds)
+    return {doc["metadata"]["name"]: doc["spec"]["versions"][0]["schema"] for doc in documents}
 
 
 def _helm(control_plane: ControlPlane, *args: str) -> subprocess.CompletedProcess[str]:
@@ -93,16 +104,16 @@ def release(control_plane: ControlPlane) -> Iterator[list[str]]:
         _helm(control_plane, "uninstall", name, "--namespace", name, "--wait=false", "--no-hooks")
 
 
-def test_the_control_plane_has_omes_crds(control_plane: ControlPlane) -> None:
-    assert all(state["spec"] for state in _crd_state(control_plane).values())
-    assert (OME_CRD_DIR / "LICENSE").is_file()
-    assert "cfa05c6967648a1bd62e2d96221f06aa1dec95fe" in (OME_CRD_DIR / "README.md").read_text()
+def test_the_control_plane_has_omes_crds(control_plane: ControlPlane, ome_snapshot: OmeSnapshot) -> None:
+    assert all(state["spec"] for state in _crd_state(control_plane, ome_snapshot).values())
+    assert (ome_snapshot.crds / "LICENSE").is_file()
+    assert ome_snapshot.commit in (ome_snapshot.crds / "README.md").read_text()
 
 
 def test_helm_install_beside_omes_crds_emits_replaces_relabels_and_adopts_none(
-    control_plane: ControlPlane, release: list[str]
+    control_plane: ControlPlane, release: list[str], ome_snapshot: OmeSnapshot
 ) -> None:
-    before = _crd_state(control_plane)
+    before = _crd_state(control_plane, ome_snapshot)
     release.append("beside")
     installed = _helm(
         control_plane,
@@ -153,7 +164,7 @@ def test_helm_install_beside_omes_crds_emits_replaces_relabels_and_adopts_none(
     assert upgraded.returncode == 0, upgraded.stderr
     uninstalled = _helm(control_plane, "uninstall", "beside", "--namespace=beside")
     assert uninstalled.returncode == 0, uninstalled.stderr
-    assert _crd_state(control_plane) == before
+    assert _crd_state(control_plane, ome_snapshot) == before
 
 
 def test_a_failed_install_leaves_no_fail_closed_webhook(
@@ -185,6 +196,59 @@ def test_a_failed_install_leaves_no_fail_closed_webhook(
         api_client, objects.inference_service("written", namespace=namespace, model_name="x", engine=engine)
     )
     create(api_client, objects.runtime("written-rt", namespace=namespace))
+
+
+def test_omes_runtime_fields_as_the_cluster_stores_them(
+    control_plane: ControlPlane, api_client: Any, namespace: str, crd_profile: str
+) -> None:
+    """OME's InferenceService CRD since 5e4857e has spec.runtime.autoSync (default true),
+    spec.runtime.revision and spec.deploymentMode: the stored objects (with the CRD's defaults) load as the
+    product reads them (SPEC §1): absent autoSync is stored true and counts as true, a pinned one with a
+    revision is pinned (the advisory not repeated), and revision itself is not read. OME's CRD at cfa05c6
+    refuses the fields."""
+    model = objects.model("m", namespace=namespace, size="70B")
+    runtime = objects.runtime("rt", namespace=namespace, size_range=("1B", "8B"))
+    synced = objects.inference_service("synced", namespace=namespace, model_name="m", runtime_name="rt")
+    pinned = objects.inference_service(
+        "pinned", namespace=namespace, model_name="m", runtime_name="rt", auto_sync=False
+    )
+    pinned["spec"]["runtime"] |= {"kind": "ServingRuntime", "revision": "rt-5c9d7f"}
+    pinned["spec"]["deploymentMode"] = "RawDeployment"
+    document = yaml.safe_dump_all([synced, pinned])
+    created = control_plane.kubectl("create", "--validate=strict", "-f", "-", input=document, check=False)
+    if crd_profile not in V13_CRD_PROFILES:
+        assert created.returncode != 0
+        assert 'unknown field "spec.runtime.autoSync"' in created.stderr, created.stderr
+        assert 'unknown field "spec.runtime.revision"' in created.stderr, created.stderr
+        assert 'unknown field "spec.deploymentMode"' in created.stderr, created.stderr
+        return
+    assert created.returncode == 0, created.stderr
+    stored = {name: get(api_client, "InferenceService", name, namespace) for name in ("synced", "pinned")}
+    assert stored["synced"]["spec"]["runtime"] == {
+        "name": "rt",
+        "kind": "ClusterServingRuntime",
+        "apiGroup": "ome.io",
+        "autoSync": True,
+    }
+    assert stored["pinned"]["spec"]["runtime"]["revision"] == "rt-5c9d7f"
+    catalog = Catalog.from_resources(
+        [resource for body in (model, runtime) if (resource := load_resource(body)) is not None]
+    )
+    synced_isvc, pinned_isvc = load_resource(stored["synced"]), load_resource(stored["pinned"])
+    assert isinstance(synced_isvc, InferenceService)
+    assert isinstance(pinned_isvc, InferenceService)
+    assert (synced_isvc.auto_sync, pinned_isvc.auto_sync) == (True, False)
+    assert pinned_isvc.raw_deployment_modes == ("RawDeployment", "RawDeployment")
+    unsupported = "model size 70B is outside supported range [1B, 8B]"
+    synced_outcome, pinned_outcome = evaluate(catalog, synced_isvc), evaluate(catalog, pinned_isvc)
+    assert synced_outcome is not None
+    assert pinned_outcome is not None
+    message = f"using specified ServingRuntime rt; it does not declare support for model m: {unsupported}"
+    assert synced_outcome.message == pinned_outcome.message == message
+    advisory = f"runtime rt does not declare support for model m: {unsupported}"
+    assert synced_outcome.advisory == pinned_outcome.advisory == advisory
+    assert synced_outcome.event is not None  # RuntimeCompatibilityAdvisory
+    assert pinned_outcome.event is None  # pinned: not repeated (SPEC §5)
 
 
 # Collected last (pytest takes a module's tests in the order its names were bound): the module-scoped samples

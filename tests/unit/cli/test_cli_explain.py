@@ -467,13 +467,16 @@ def test_samples_named_twice_in_different_ways_are_read_once(kubectl_ome: Any) -
 
 
 def test_duplicate_across_files_names_both(kubectl_ome: Any, tmp_path: Path) -> None:
+    """An object defined twice is read as kubectl apply leaves it, the later one, with a warning that names
+    both files (SPEC §6); the copy of samples/11-base-models.yaml repeats its one BaseModel."""
     copy = tmp_path / "copy.yaml"
     copy.write_text((REPO_ROOT / "samples" / "11-base-models.yaml").read_text())
+    alone = kubectl_ome("runtime", "explain", "-f", "samples/", "--model", "qwen3-8b-demo")
     result = kubectl_ome("runtime", "explain", "-f", "samples/", "-f", str(copy), "--model", "qwen3-8b-demo")
-    assert (result.returncode, result.stdout) == (1, "")
+    assert (result.returncode, result.stdout) == (0, alone.stdout)
     assert result.stderr == (
-        "error: BaseModel team-a/support-assistant-3b is defined twice: "
-        f"in samples/11-base-models.yaml and in {copy}\n"
+        "Warning: BaseModel team-a/support-assistant-3b is defined twice: "
+        f"in samples/11-base-models.yaml and in {copy}; the last one is used, as kubectl apply leaves it\n"
     )
 
 
@@ -503,8 +506,8 @@ def test_help_is_prefixed_kubectl_ome(kubectl_ome: Any) -> None:
     assert explain.returncode == 0
     assert explain.stdout.startswith(
         "usage: kubectl ome runtime explain (--model NAME | --isvc NAME) [-n NAMESPACE] [-f PATH]... "
-        "[-o table|wide|json|yaml]\n       [--with-effective] [--runtime-lookup v1.3|legacy] "
-        "[--kubeconfig PATH] [--context NAME] [-h]\n"
+        "[-k DIR]...\n       [-o table|wide|json|yaml] [--with-effective] [--runtime-lookup v1.3|legacy] "
+        "[--kubeconfig PATH]\n       [--context NAME] [-h]\n"
     )
     assert "kubectl ome runtime explain -f samples/ --model llama-3-2-3b-instruct-demo" in explain.stdout
 
@@ -590,16 +593,38 @@ def test_ome_catalog_qwen3_32b(kubectl_ome: Any) -> None:
     assert table.stdout == golden("ome-catalog-qwen3-32b.wide.txt")
 
 
-def test_ome_catalog_as_published_has_duplicate_runtime_names(kubectl_ome: Any) -> None:
+def test_ome_catalog_as_published_reads_duplicate_runtime_names_as_kubectl_apply(kubectl_ome: Any) -> None:
     """The whole catalog directory (kustomization.yaml files skipped) holds four runtime names twice; explain
-    refuses it, naming both files of the first clash in path order."""
-    result = kubectl_ome("runtime", "explain", "-f", OME_CATALOG, "--model", "qwen3-32b")
-    assert (result.returncode, result.stdout) == (1, "")
-    assert result.stderr == (
-        "error: ClusterServingRuntime srt-qwen2-5-32b-instruct is defined twice: "
-        f"in {OME_CATALOG}/runtimes/srt/Qwen/Qwen2.5-32B-Instruct-rt.yaml "
-        f"and in {OME_CATALOG}/runtimes/srt/Qwen/qwen2-5-32b-instruct-rt.yaml\n"
-    )
+    keeps the later file of each in kubectl's order and says so once per name, after its own notes."""
+    result = kubectl_ome("runtime", "explain", "-f", OME_CATALOG, "--model", "qwen3-32b", "-o", "json")
+    assert result.returncode == 0, result.stderr
+    assert len(json.loads(result.stdout)["runtimes"]) == 201
+    assert result.stderr.splitlines() == [
+        f"Warning: ClusterServingRuntime {name} is defined twice: in {OME_CATALOG}/runtimes/srt/{first} and "
+        f"in {OME_CATALOG}/runtimes/srt/{last}; the last one is used, as kubectl apply leaves it"
+        for name, first, last in (
+            (
+                "srt-qwen2-5-32b-instruct",
+                "Qwen/Qwen2.5-32B-Instruct-rt.yaml",
+                "Qwen/qwen2-5-32b-instruct-rt.yaml",
+            ),
+            (
+                "srt-qwen3-embedding-0-6b",
+                "Qwen/Qwen3-Embedding-0.6B-rt.yaml",
+                "Qwen/qwen3-embedding-0-6b-rt.yaml",
+            ),
+            (
+                "srt-llama-3-2-11b-vision-instruct",
+                "meta/llama-3-2-11b-vision-instruct-rt.yaml",
+                "unsloth/llama-3-2-11b-vision-instruct-rt.yaml",
+            ),
+            (
+                "srt-mixtral-8x7b-instruct",
+                "mistralai/mixtral-8x7b-instruct-v0-1-rt.yaml",
+                "mixtral-8x7b-instruct-rt.yaml",
+            ),
+        )
+    ]
 
 
 def test_ome_catalog_models_without_metadata(kubectl_ome: Any) -> None:

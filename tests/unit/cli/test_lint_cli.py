@@ -177,7 +177,6 @@ def test_stdin(kubectl_ome: Run) -> None:
 
 def test_bad_input_is_reported_as_explain_reports_it(kubectl_ome: Run) -> None:
     for path in (
-        "tests/data/ome-catalog",  # four runtime names are defined twice
         "tests/data/cli/malformed/priority-zero.yaml",
         "tests/data/cli/malformed/invalid-yaml.yaml",
         "no/such/dir",
@@ -187,9 +186,6 @@ def test_bad_input_is_reported_as_explain_reports_it(kubectl_ome: Run) -> None:
         assert (lint.code, lint.out) == (1, ""), path
         assert lint.err == explain.err, path
         assert lint.err.startswith("error: "), path
-    assert kubectl_ome("runtime", "lint", "-f", "tests/data/ome-catalog").err.startswith(
-        "error: ClusterServingRuntime srt-qwen2-5-32b-instruct is defined twice: in "
-    )
 
 
 def test_usage_errors(kubectl_ome: Run) -> None:
@@ -227,7 +223,7 @@ def test_installed_entry_point_and_help() -> None:
         timeout=60,
     )
     assert usage.stdout.startswith(
-        "usage: kubectl ome runtime lint [-f PATH]... [-n NAMESPACE | -A] [-o table|json|sarif|github] "
+        "usage: kubectl ome runtime lint [-f PATH]... [-k DIR]... [-n NAMESPACE | -A] [-o table|json|sarif|github] "
         "[--strict]\n"
     )
     assert "RANK002  warning" in usage.stdout

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -13,8 +12,6 @@ from typing import Any
 import jsonschema
 import pytest
 from cli_runner import REPO_ROOT, Run
-
-from ome_selector.api.manifests import load_manifest
 
 SARIF_SCHEMA = REPO_ROOT / "tests" / "data" / "sarif" / "sarif-schema-2.1.0.json"
 OME_CATALOG = REPO_ROOT / "tests" / "data" / "ome-catalog"
@@ -289,36 +286,47 @@ def test_stdin_has_no_artifact_in_sarif(kubectl_ome: Run) -> None:
 # --- OME's published catalog --------------------------------------------------------------------------------
 
 
-def without_duplicates(target: Path) -> None:
-    """OME's catalog under ``target``/tests/data/ome-catalog, without the four files whose runtime a later
-    file defines again: the files as "later file wins" reads them (this branch refuses duplicates)."""
-    paths = sorted(OME_CATALOG.rglob("*.yaml"))
-    last: dict[tuple[str, str], Path] = {}
-    for path in paths:
-        for resource in load_manifest(path.read_text(encoding="utf-8")):
-            last[(resource.kind.value, resource.name)] = path
-    kept = set(last.values())
-    assert len(paths) - len(kept) == 6  # the four earlier files and the two kustomization.yaml
-    for path in paths:
-        if path in kept:
-            copy = target / "tests" / "data" / "ome-catalog" / path.relative_to(OME_CATALOG)
-            copy.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, copy)
+#: The four runtimes OME's published catalog defines in two files each, read as kubectl apply reads them.
+_SRT = "tests/data/ome-catalog/runtimes/srt/"
+REDEFINED = "".join(
+    f"Warning: ClusterServingRuntime {name} is defined twice: in {_SRT}{first} and in {_SRT}{last}; "
+    "the last one is used, as kubectl apply leaves it\n"
+    for name, first, last in (
+        (
+            "srt-qwen2-5-32b-instruct",
+            "Qwen/Qwen2.5-32B-Instruct-rt.yaml",
+            "Qwen/qwen2-5-32b-instruct-rt.yaml",
+        ),
+        (
+            "srt-qwen3-embedding-0-6b",
+            "Qwen/Qwen3-Embedding-0.6B-rt.yaml",
+            "Qwen/qwen3-embedding-0-6b-rt.yaml",
+        ),
+        (
+            "srt-llama-3-2-11b-vision-instruct",
+            "meta/llama-3-2-11b-vision-instruct-rt.yaml",
+            "unsloth/llama-3-2-11b-vision-instruct-rt.yaml",
+        ),
+        (
+            "srt-mixtral-8x7b-instruct",
+            "mistralai/mixtral-8x7b-instruct-v0-1-rt.yaml",
+            "mixtral-8x7b-instruct-rt.yaml",
+        ),
+    )
+)
 
 
 @pytest.fixture
-def ome_catalog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """``tests/data/ome-catalog`` as lint reads it from the repository root, once duplicates read as
-    ``kubectl apply`` reads them: the same paths, the same findings."""
-    without_duplicates(tmp_path)
-    monkeypatch.chdir(tmp_path)
+def ome_catalog(monkeypatch: pytest.MonkeyPatch) -> str:
+    """``tests/data/ome-catalog`` as vendored, read from the repository root."""
+    monkeypatch.chdir(REPO_ROOT)
     return "tests/data/ome-catalog"
 
 
 def test_ome_catalog_is_clean_and_dead_runtimes_take_one_line(kubectl_ome: Run, ome_catalog: str) -> None:
     result = kubectl_ome("runtime", "lint", "-f", ome_catalog)
     assert result.code == 0
-    assert result.err == "0 errors, 212 warnings (namespace default and cluster scope)\n"
+    assert result.err == REDEFINED + "0 errors, 212 warnings (namespace default and cluster scope)\n"
     assert result.out == (GOLDEN / "lint-ome-catalog.table.txt").read_text()
     assert result.out.splitlines()[-1] == (
         "DEAD001   warning    -"
@@ -330,7 +338,7 @@ def test_ome_catalog_is_clean_and_dead_runtimes_take_one_line(kubectl_ome: Run, 
     # With the dead runtimes switched off, --strict fails on the 34 real warnings only.
     strict = kubectl_ome("runtime", "lint", "-f", ome_catalog, "--strict", "--disable", "DEAD001")
     assert strict.code == 1
-    assert strict.err == "0 errors, 34 warnings (namespace default and cluster scope)\n"
+    assert strict.err == REDEFINED + "0 errors, 34 warnings (namespace default and cluster scope)\n"
     shown = kubectl_ome("runtime", "lint", "-f", ome_catalog, "--show", "DEAD001", "-o", "json")
     document = json.loads(shown.out)
     assert sum(f["code"] == "DEAD001" for f in document["findings"]) == 178

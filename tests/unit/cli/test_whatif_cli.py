@@ -11,6 +11,7 @@ import subprocess
 from typing import Any
 
 import pytest
+import yaml
 from cli_runner import KUBECTL_OME, REPO_ROOT, Run
 
 CLOSER = "tests/data/whatif/sglang-llama-3-2-small.yaml"
@@ -152,7 +153,7 @@ def test_applying_an_inference_service_and_stdin(kubectl_ome: Run) -> None:
             "error: ClusterServingRuntime sglang-llama-3-2-small is both applied (-f) and deleted "
             "(--delete)\n",
         ),
-        ([], "error: nothing to compare: give -f CHANGE or --delete KIND/NAME\n"),
+        ([], "error: nothing to compare: give -f CHANGE, -k DIR or --delete KIND/NAME\n"),
         (["-f", "no/such/file.yaml"], 'error: the path "no/such/file.yaml" does not exist\n'),
     ],
     ids=["missing", "namespaced-missing", "applied-and-deleted", "nothing", "no-file"],
@@ -167,7 +168,7 @@ def test_bad_files_are_reported_as_explain_reports_them(kubectl_ome: Run) -> Non
     assert (bad_change.code, bad_change.out) == (1, "")
     assert bad_change.err == explain.err
     assert bad_change.err.startswith(f"error: {BAD_CHANGE}: ")
-    for path in ("tests/data/ome-catalog", "tests/data/cli/malformed/invalid-json.json"):
+    for path in ("tests/data/cli/malformed/priority-zero.yaml", "tests/data/cli/malformed/invalid-json.json"):
         what_if = kubectl_ome("runtime", "what-if", "-f", CLOSER, "--against", path)
         explain = kubectl_ome("runtime", "explain", "-f", path, "--model", "m")
         assert (what_if.code, what_if.out) == (1, "")
@@ -197,7 +198,9 @@ def test_bad_files_are_reported_as_explain_reports_them(kubectl_ome: Run) -> Non
 def test_usage_errors(kubectl_ome: Run, args: list[str], message: str) -> None:
     result = kubectl_ome("runtime", "what-if", *args, *AGAINST)
     assert (result.code, result.out) == (1, "")
-    assert result.err.startswith("usage: kubectl ome runtime what-if (-f CHANGE)... [--delete KIND/NAME]...")
+    assert result.err.startswith(
+        "usage: kubectl ome runtime what-if (-f CHANGE | -k DIR)... [--delete KIND/NAME]..."
+    )
     assert result.err.endswith(f"error: {message}\n")
 
 
@@ -212,3 +215,46 @@ def test_installed_entry_point_exits_3_on_change() -> None:
     )
     assert result.returncode == 3
     assert "llama-1b-auto" in result.stdout
+
+
+def test_objects_defined_twice_are_the_last_with_a_warning(kubectl_ome: Run, tmp_path: Any) -> None:
+    """In the change and in the --against catalog alike, an object defined twice is the later one (SPEC §6):
+    the copy of the closer runtime given first loses to the original, which switches the 1B model."""
+    original = REPO_ROOT / CLOSER
+    earlier = tmp_path / "earlier.yaml"
+    earlier.write_text(original.read_text().replace("autoSelect: true", "autoSelect: false"))
+    twice = tmp_path / "catalog.yaml"
+    twice.write_text((REPO_ROOT / "samples" / "10-cluster-base-models.yaml").read_text())
+    result = kubectl_ome(
+        "runtime",
+        "what-if",
+        "-f",
+        str(earlier),
+        "-f",
+        CLOSER,
+        *AGAINST,
+        "--against",
+        str(twice),
+        "-o",
+        "json",
+    )
+    assert result.code == 0, result.err
+    document = json.loads(result.out)
+    assert [c["name"] for c in document["changes"]] == ["llama-1b-auto"]
+    warning = "; the last one is used, as kubectl apply leaves it"
+    lines = result.err.splitlines()
+    assert lines[-1] == (
+        "Warning: ClusterServingRuntime sglang-llama-3-2-small is defined twice: "
+        f"in {earlier} and in {CLOSER}{warning}"
+    )
+    models = [
+        doc["metadata"]["name"]
+        for doc in yaml.safe_load_all(twice.read_text())
+        if doc and doc["kind"] == "ClusterBaseModel"
+    ]
+    assert len(models) > 1
+    assert lines[:-1] == [
+        f"Warning: ClusterBaseModel {name} is defined twice: in samples/10-cluster-base-models.yaml "
+        f"(document {number}) and in {twice} (document {number}){warning}"
+        for number, name in enumerate(models, start=1)
+    ]

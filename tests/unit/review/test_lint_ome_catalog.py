@@ -1,15 +1,18 @@
-"""Lint of OME's published catalog (tests/data/ome-catalog, OME cfa05c6), loaded as the selection-core tests
-load it (four runtime names appear twice; the later file wins): the tie findings derived from explain's
-rankings, the 72B model an unranged 14B runtime wins, and no false size or operator errors."""
+"""Lint of OME's published catalog, each vendored snapshot (harness.ome_data: OME cfa05c6 and 5e4857e),
+loaded as the selection-core tests load it (four runtime names appear twice; the later file in kubectl's order
+wins): the tie findings derived from explain's rankings, the 72B model an unranged 14B runtime wins, and no
+false size or operator errors."""
 
 from __future__ import annotations
 
 from collections import Counter
 from functools import cache
 
+import pytest
 from lint_expectations import spec_distance, ties
 from selection_builders import load_ome_catalog
 
+from harness.ome_data import OME_5E4857E, OME_CFA05C6, SNAPSHOTS, OmeSnapshot
 from ome_selector.api.resources import Kind, ObjectKey
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.review.lint import Code, Finding, lint, object_order
@@ -18,14 +21,28 @@ from ome_selector.selection.explain import explain
 NS = "default"
 
 
+#: The findings per code, per snapshot: OME 5e4857e adds five runtimes no published model auto-selects yet
+#: (its two new models carry no modelFormat), so five more DEAD001.
+COUNTS = {
+    OME_CFA05C6.id: {"DEAD001": 178, "SIZE003": 20, "RANK001": 9, "RANK002": 3, "SERV001": 2},
+    OME_5E4857E.id: {"DEAD001": 183, "SIZE003": 20, "RANK001": 9, "RANK002": 3, "SERV001": 2},
+}
+
+
+@pytest.fixture(params=SNAPSHOTS, ids=[snapshot.id for snapshot in SNAPSHOTS])
+def snapshot(request: pytest.FixtureRequest) -> OmeSnapshot:
+    chosen: OmeSnapshot = request.param
+    return chosen
+
+
 @cache
-def ome() -> tuple[Catalog, tuple[Finding, ...]]:
-    c = Catalog.from_resources(load_ome_catalog())
+def ome(snapshot: OmeSnapshot) -> tuple[Catalog, tuple[Finding, ...]]:
+    c = Catalog.from_resources(load_ome_catalog(snapshot.catalog))
     return c, lint(c, [NS])
 
 
-def by_code(code: Code) -> list[Finding]:
-    return [f for f in ome()[1] if f.code is code]
+def by_code(snapshot: OmeSnapshot, code: Code) -> list[Finding]:
+    return [f for f in ome(snapshot)[1] if f.code is code]
 
 
 def sorted_keys(keys: tuple[ObjectKey, ...]) -> tuple[ObjectKey, ...]:
@@ -36,8 +53,8 @@ def cluster_runtime(name: str) -> ObjectKey:
     return ObjectKey(Kind.CLUSTER_SERVING_RUNTIME, None, name)
 
 
-def test_ties_are_those_of_explains_rankings() -> None:
-    c, _ = ome()
+def test_ties_are_those_of_explains_rankings(snapshot: OmeSnapshot) -> None:
+    c, _ = ome(snapshot)
     rank001: set[tuple[ObjectKey, ...]] = set()
     rank002: set[tuple[ObjectKey, ...]] = set()
     for model in c.models():
@@ -58,22 +75,22 @@ def test_ties_are_those_of_explains_rankings() -> None:
             ]
             if beaten:
                 rank002.add((model.key, first.runtime.key, *beaten))
-    assert {f.objects for f in by_code(Code.RANK001)} == {sorted_keys(t) for t in rank001}
-    assert {f.objects for f in by_code(Code.RANK002)} == {sorted_keys(t) for t in rank002}
+    assert {f.objects for f in by_code(snapshot, Code.RANK001)} == {sorted_keys(t) for t in rank001}
+    assert {f.objects for f in by_code(snapshot, Code.RANK002)} == {sorted_keys(t) for t in rank002}
     # OME's "9 models whose top two runtimes tie on score": here 6 without a size (name decides, RANK001)
     # and 3 with one, where two unranged runtimes tie (RANK001) and beat the model's own ranged one (RANK002).
     assert len(rank001) == 9
     assert len(rank002) == 3
 
 
-def test_qwen2_5_72b_auto_selects_an_unranged_14b_runtime() -> None:
+def test_qwen2_5_72b_auto_selects_an_unranged_14b_runtime(snapshot: OmeSnapshot) -> None:
     qwen = ObjectKey(Kind.CLUSTER_BASE_MODEL, None, "qwen2-5-72b-instruct")
     r14, r32, own = (
         cluster_runtime("srt-deepseek-r1-distill-qwen-14b"),
         cluster_runtime("srt-deepseek-r1-distill-qwen-32b"),
         cluster_runtime("srt-qwen2-5-72b-instruct"),
     )
-    findings = [(f.code, f.objects, f.message) for f in ome()[1] if qwen in f.objects]
+    findings = [(f.code, f.objects, f.message) for f in ome(snapshot)[1] if qwen in f.objects]
     assert findings == [
         (
             Code.RANK001,
@@ -95,30 +112,41 @@ def test_qwen2_5_72b_auto_selects_an_unranged_14b_runtime() -> None:
         ),
     ]
     # The 72B runtime and the two unranged ones also overlap as runtimes (SIZE003).
-    overlaps = {f.objects for f in by_code(Code.SIZE003)}
+    overlaps = {f.objects for f in by_code(snapshot, Code.SIZE003)}
     assert (r14, own) in overlaps
     assert (r32, own) in overlaps
     assert (r14, r32) in overlaps
 
 
-def test_no_false_size_or_operator_errors() -> None:
+def test_no_false_size_or_operator_errors(snapshot: OmeSnapshot) -> None:
     # Every size value in the catalog is a parameter count, every range is ordered, every operator known.
-    assert by_code(Code.SIZE001) == []
-    assert by_code(Code.SIZE002) == []
-    assert by_code(Code.OPER001) == []
+    assert by_code(snapshot, Code.SIZE001) == []
+    assert by_code(snapshot, Code.SIZE002) == []
+    assert by_code(snapshot, Code.OPER001) == []
 
 
-def test_counts_per_code() -> None:
+def test_counts_per_code(snapshot: OmeSnapshot) -> None:
     # Most published models carry no modelFormat yet (OME fills it in from the weights), so most runtimes are
     # rank 1 for no model of the catalog as published.
-    assert Counter(f.code.value for f in ome()[1]) == {
-        "DEAD001": 178,
-        "SIZE003": 20,
-        "RANK001": 9,
-        "RANK002": 3,
-        "SERV001": 2,
-    }
+    assert Counter(f.code.value for f in ome(snapshot)[1]) == COUNTS[snapshot.id]
     # A copied range: the 20B gpt-oss gRPC runtime declares the 120B model's 115B-125B.
     assert (cluster_runtime("srt-gpt-oss-120b-grpc"), cluster_runtime("srt-gpt-oss-20b-grpc")) in {
-        f.objects for f in by_code(Code.SIZE003)
+        f.objects for f in by_code(snapshot, Code.SIZE003)
     }
+
+
+def test_the_new_runtimes_are_dead_until_their_models_are_read() -> None:
+    """The five runtimes OME 5e4857e adds: no published model names their formats yet, so each is DEAD001."""
+    old = {f.objects for f in by_code(OME_CFA05C6, Code.DEAD001)}
+    new = {f.objects for f in by_code(OME_5E4857E, Code.DEAD001)}
+    assert new - old == {
+        (cluster_runtime(name),)
+        for name in (
+            "srt-inkling-small-nvfp4",
+            "tokenspeed-inkling-nvfp4",
+            "vllm-deepseek-v4-flash",
+            "vllm-deepseek-v4-pro",
+            "vllm-kimi-k3",
+        )
+    }
+    assert old <= new

@@ -1,14 +1,17 @@
-"""Realistic data: explain every model of OME's published catalog (tests/data/ome-catalog, OME cfa05c6)
-against the whole catalog, as published and with the metadata OME would fill in."""
+"""Realistic data: explain every model of OME's published catalog against the whole catalog, as published and
+with the metadata OME would fill in — for each vendored snapshot (harness.ome_data: OME cfa05c6 in
+tests/data/ome-catalog, OME 5e4857e of 2026-08-21 in tests/data/ome-2026-08-21/catalog)."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from functools import cache
 
 import pytest
-from selection_builders import OME_CATALOG, isvc, load_ome_catalog, resolve_runtime
+from selection_builders import isvc, load_ome_catalog, resolve_runtime
 
+from harness.ome_data import OME_5E4857E, OME_CFA05C6, SNAPSHOTS, OmeSnapshot
 from ome_selector.api.resources import Kind, Model, ModelFormat, ModelFramework, Resource, Runtime
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.selection.explain import Explanation, explain, explanation_document
@@ -17,25 +20,56 @@ from ome_selector.selection.outcome import OutcomeKind, evaluate
 NS = "default"
 
 
-@cache
-def published() -> tuple[Resource, ...]:
-    return tuple(load_ome_catalog())
+@dataclass(frozen=True)
+class Figures:
+    """What a snapshot holds: definitions in the files, objects once duplicates are resolved, and how many
+    models carry a modelFormat as published (and how many of those some runtime supports)."""
+
+    model_definitions: int
+    runtime_definitions: int
+    runtimes: int
+    models: int
+    with_format: int
+    supported: int
+    #: The models whose namesake runtime serves them once their metadata is filled in.
+    served_by_namesake: int
+
+
+FIGURES = {
+    OME_CFA05C6.id: Figures(205, 205, 201, 205, 41, 39, 118),
+    # Five more runtimes (two nvfp4 ones, the first tokenspeed one, DeepSeek V4 Flash and Pro, Kimi K3) and
+    # two more models (DeepSeek V4 Flash and Pro, published without a modelFormat).
+    OME_5E4857E.id: Figures(207, 210, 206, 207, 41, 39, 120),
+}
+
+
+@pytest.fixture(params=SNAPSHOTS, ids=[snapshot.id for snapshot in SNAPSHOTS])
+def snapshot(request: pytest.FixtureRequest) -> OmeSnapshot:
+    chosen: OmeSnapshot = request.param
+    return chosen
 
 
 @cache
-def ome_catalog() -> Catalog:
-    return Catalog.from_resources(published())
+def published(snapshot: OmeSnapshot) -> tuple[Resource, ...]:
+    return tuple(load_ome_catalog(snapshot.catalog))
 
 
-def test_the_vendored_catalog_is_complete() -> None:
-    assert (OME_CATALOG / "LICENSE").is_file()
-    resources = published()
-    assert sum(r.kind is Kind.CLUSTER_BASE_MODEL for r in resources) == 205
-    assert sum(r.kind is Kind.CLUSTER_SERVING_RUNTIME for r in resources) == 205
-    c = ome_catalog()
-    # Four runtime names appear in two files each; the later file (sorted path order) wins.
-    assert len(c.runtimes()) == 201
-    assert len(c.models()) == 205
+@cache
+def ome_catalog(snapshot: OmeSnapshot = OME_CFA05C6) -> Catalog:
+    return Catalog.from_resources(published(snapshot))
+
+
+def test_the_vendored_catalog_is_complete(snapshot: OmeSnapshot) -> None:
+    assert (snapshot.catalog / "LICENSE").is_file()
+    assert snapshot.commit in (snapshot.catalog / "README.md").read_text()
+    figures = FIGURES[snapshot.id]
+    resources = published(snapshot)
+    assert sum(r.kind is Kind.CLUSTER_BASE_MODEL for r in resources) == figures.model_definitions
+    assert sum(r.kind is Kind.CLUSTER_SERVING_RUNTIME for r in resources) == figures.runtime_definitions
+    c = ome_catalog(snapshot)
+    # Four runtime names appear in two files each; the later file (in kubectl's order) wins.
+    assert len(c.runtimes()) == figures.runtimes == figures.runtime_definitions - 4
+    assert len(c.models()) == figures.models
     qwen = resolve_runtime(c, NS, "srt-qwen2-5-32b-instruct")
     assert qwen is not None
 
@@ -60,8 +94,8 @@ def check_invariants(explanation: Explanation, runtime_count: int) -> None:
     json.dumps(explanation_document(explanation))
 
 
-def test_every_published_model_as_published() -> None:
-    c = ome_catalog()
+def test_every_published_model_as_published(snapshot: OmeSnapshot) -> None:
+    c = ome_catalog(snapshot)
     runtime_count = len(c.runtimes())
     with_format = supported = 0
     for model in c.models():
@@ -73,8 +107,8 @@ def test_every_published_model_as_published() -> None:
         with_format += 1
         supported += any(v.supports_model for v in explanation.verdicts)
     # Most published models carry no modelFormat yet: OME fills it in after reading the weights.
-    assert 30 <= with_format < 205
-    assert supported >= 0.9 * with_format
+    figures = FIGURES[snapshot.id]
+    assert (with_format, supported) == (figures.with_format, figures.supported)
 
 
 def namesake(c: Catalog, model: Model) -> Runtime | None:
@@ -106,8 +140,8 @@ def filled_in(model: Model, runtime: Runtime) -> Model:
     return model.model_copy(update={"spec": spec})
 
 
-def test_every_model_with_filled_in_metadata_is_served_by_its_namesake() -> None:
-    c = ome_catalog()
+def test_every_model_with_filled_in_metadata_is_served_by_its_namesake(snapshot: OmeSnapshot) -> None:
+    c = ome_catalog(snapshot)
     runtime_count = len(c.runtimes())
     checked = 0
     for model in c.models():
@@ -124,7 +158,7 @@ def test_every_model_with_filled_in_metadata_is_served_by_its_namesake() -> None
             continue  # a published size may fall outside a copied range; judged below for one real case
         assert verdict.supports_model, (model.name, verdict.reason)
         checked += 1
-    assert checked >= 100
+    assert checked == FIGURES[snapshot.id].served_by_namesake
 
 
 @pytest.fixture
