@@ -48,9 +48,9 @@ Learn a model's size, format, architecture, framework, quantization and context 
 OME's model agent does: config.json (or model_index.json for a diffusers pipeline), ModelOpt's
 hf_quant_config.json beside it, and the safetensors headers (model.safetensors, or the shards of
 model.safetensors.index.json). Of each safetensors file only the 8-byte length and the JSON header are read,
-never the weights. For an nvfp4 or mxfp4 checkpoint the count is quantization-aware, as OME counts: each U8
-tensor holds two 4-bit values per byte and counts twice (unless its module is in the quantization config's
-exclusion lists), and *_scale(s) tensors are not parameters; "quantAware" in -o json says so.
+never the weights. For a quantized checkpoint the count is OME's: a tensor packing 4-bit values counts each
+value (unless the quantization config's exclusions name it), scales and zero points are not parameters;
+"quantAware" in -o json (and the table's QUANTAWARE column) says which rule counted each file.
 
 SOURCE is a local folder or hf://ORG/NAME[@REVISION] on the Hugging Face Hub (HF_ENDPOINT, HF_TOKEN honoured;
 only range requests for the headers). Without safetensors weights the size is estimated from config.json for
@@ -134,7 +134,8 @@ def _name_version(name: str | None, version: str | None) -> str:
 
 #: How the count was made, for the table (SPEC §10: the quantization-aware rule, or every stored element).
 QUANT_AWARE_RULE = (
-    "exact, quantization-aware: a U8 tensor counts two 4-bit values per byte, scales not counted"
+    "exact, quantization-aware: packed 4-bit elements count every value they hold, scales and zero points "
+    "not counted"
 )
 
 
@@ -167,10 +168,16 @@ def _summary(metadata: ModelMetadata) -> str:
     text = "".join(f"{label.ljust(width)}{escape_controls(value)}\n" for label, value in rows)
     if metadata.files:
         files = [
-            (escape_controls(file.name), str(file.tensors), str(file.parameters)) for file in metadata.files
+            (escape_controls(file.name), str(file.tensors), str(file.parameters), _flag(file.quant_aware))
+            for file in metadata.files
         ]
-        text += "\n" + render_table(("FILE", "TENSORS", "PARAMETERS"), files)
+        text += "\n" + render_table(("FILE", "TENSORS", "PARAMETERS", "QUANTAWARE"), files)
+    text += "".join(f"\nNote: {note}\n" for note in metadata.notes)
     return text
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
 
 
 def render_inspection(metadata: ModelMetadata, output: str) -> str:
