@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ome_selector.api.resources import Kind
 from ome_selector.cli.arguments import add_cluster_arguments, add_output_argument, add_subcommand
+from ome_selector.cli.model_against_arguments import add_against_arguments, against_complaint
 from ome_selector.cli.render import escaped_json, escaped_yaml, render_table
 from ome_selector.modelfiles import (
     Inspection,
@@ -87,7 +88,8 @@ def add_model_command(commands: Any, parser_class: type[argparse.ArgumentParser]
         "inspect",
         usage=(
             "%(prog)s (DIR | hf://ORG/NAME[@REVISION]) [-o table|json|yaml] [-v]\n"
-            "       [--apply KIND/NAME [-n NAMESPACE] [--kubeconfig PATH] [--context NAME]] [-h]"
+            "       [--apply KIND/NAME [-n NAMESPACE] [--kubeconfig PATH] [--context NAME]]\n"
+            "       [--against (CATALOG_DIR | cluster) [--model NAME] [-n NAMESPACE]] [-h]"
         ),
         summary="learn a model's size and format from its files",
         description=_DESCRIPTION,
@@ -109,7 +111,8 @@ def add_model_command(commands: Any, parser_class: type[argparse.ArgumentParser]
     cluster.add_argument(
         "-n", "--namespace", metavar="NAMESPACE", help="namespace of a BaseModel (with --apply)"
     )
-    add_cluster_arguments(cluster, when="with --apply")
+    add_cluster_arguments(cluster, when="with --apply or --against cluster")
+    add_against_arguments(inspect_parser)
 
 
 _APPLY_KINDS = {kind.value.lower(): kind for kind in (Kind.BASE_MODEL, Kind.CLUSTER_BASE_MODEL)}
@@ -215,6 +218,9 @@ def _cost(inspection: Inspection) -> str:
 
 def _cluster_options_without_apply(args: argparse.Namespace) -> str | None:
     """The complaint about -n, --kubeconfig or --context given without --apply, if they are."""
+    complaint = against_complaint(args)
+    if complaint is not None:  # "" when --against takes the options given
+        return complaint or None
     if args.apply is not None:
         return None
     options = (("-n", args.namespace), ("--kubeconfig", args.kubeconfig), ("--context", args.context))
@@ -236,7 +242,16 @@ def run_model_command(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     if args.verbose:
         sys.stderr.write(_cost(inspection))
-    if args.apply is None:
+    if args.against is not None:
+        from ome_selector.cli.model_against import AgainstError, inspect_against, render_against  # noqa: PLC0415
+
+        try:
+            answers = inspect_against(args, inspection.metadata)
+            text = render_against(answers, inspection.metadata, args.output)
+        except AgainstError as error:
+            sys.stderr.write(f"error: {escape_controls(str(error))}\n")
+            return EXIT_ERROR
+    elif args.apply is None:
         text = render_inspection(inspection.metadata, args.output)
     else:
         # Only --apply pays for loading the Kubernetes client.
