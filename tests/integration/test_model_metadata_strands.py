@@ -47,8 +47,9 @@ def _served_today(api_client: Any, namespace: str) -> None:
 
 def _strand_events(api_client: Any, namespace: str) -> list[Any]:
     return eventually(
-        lambda: [event for event in events_for(api_client, namespace, "oss") if event.reason == STRANDS]
-        or None,
+        lambda: (
+            [event for event in events_for(api_client, namespace, "oss") if event.reason == STRANDS] or None
+        ),
         timeout=30,
         what=f"a {STRANDS} event on oss",
     )
@@ -58,8 +59,8 @@ def _message(namespace: str) -> str:
     return (
         "Learning modelParameterSize 64, quantization mxfp4, maxTokens 131072 leaves 1 InferenceService "
         f"without a runtime: {namespace}/chat (today ServingRuntime/rt-oss; RuntimeNotFound: model format "
-        "'mt:safetensors:1.0.0:LlamaForCausalLM:mxfp4:transformers:4.45.0.dev0' not in supported formats: model "
-        "has quantization mxfp4 but runtime has no quantization requirement)"
+        "'mt:safetensors:1.0.0:LlamaForCausalLM:mxfp4:transformers:4.45.0.dev0' not in supported formats: "
+        "model has quantization mxfp4 but runtime has no quantization requirement)"
     )
 
 
@@ -93,10 +94,12 @@ def test_report_mode_only_reports(
     (warning,) = _strand_events(api_client, namespace)
     assert warning.message == _message(namespace)
     eventually(
-        lambda: runner.operator.metrics.registry.get_sample_value(
-            "ome_selector_model_metadata_total", {"result": "unchanged"}
-        )
-        == 1.0,
+        lambda: (
+            runner.operator.metrics.registry.get_sample_value(
+                "ome_selector_model_metadata_total", {"result": "unchanged"}
+            )
+            == 1.0
+        ),
         timeout=30,
         what="the report counted as unchanged",
     )
