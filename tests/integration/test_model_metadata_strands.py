@@ -6,6 +6,7 @@ declares strands an InferenceService that has a runtime today. The learner recor
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +14,10 @@ import pytest
 from hub_standin import HubStandIn, Repo, hub_standin
 
 from harness import objects
+from harness.controlplane import ControlPlane
 from harness.kube import create, events_for, eventually, get, runtime_ready
 from harness.model_folders import LLAMA_3_2_1B, write_json, write_safetensors
+from ome_selector.cli.kubectl_ome import run
 from ome_selector.operator.learning import STRANDS, LearningConfig
 
 
@@ -107,3 +110,32 @@ def test_report_mode_only_reports(
     assert ("quantization" not in spec, "modelParameterSize" not in spec) == (True, True)
     assert _reason(api_client, "chat", namespace) == "RuntimeSelected"
     assert [event for event in events_for(api_client, namespace, "oss") if event.reason != STRANDS] == []
+
+
+def test_inspect_against_the_live_cluster(
+    api_client: Any,
+    control_plane: ControlPlane,
+    namespace: str,
+    tmp_path: Path,
+    hub: HubStandIn,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`kubectl ome model inspect DIR --against cluster`: the same verdicts, read from the live cluster."""
+    _served_today(api_client, namespace)
+    folder = str(tmp_path / "oss")
+    argv = ["model", "inspect", folder, "--against", "cluster", "--model", "oss", "-n", namespace]
+    assert run([*argv, "--kubeconfig", str(control_plane.kubeconfig), "-o", "json"]) == 0
+    (found,) = json.loads(capsys.readouterr().out)["models"]
+    assert (found["kind"], found["namespace"], found["name"]) == ("BaseModel", namespace, "oss")
+    assert found["selected"] == {"today": "ServingRuntime/rt-oss", "learned": None}
+    assert found["inferenceServices"] == [
+        {
+            "namespace": namespace,
+            "name": "chat",
+            "today": {"status": "True", "reason": "RuntimeSelected", "runtime": "ServingRuntime/rt-oss"},
+            "learned": {"status": "False", "reason": "RuntimeNotFound", "runtime": None},
+            "losesRuntime": True,
+        }
+    ]
+    # Nothing was written.
+    assert "quantization" not in get(api_client, "BaseModel", "oss", namespace)["spec"]
