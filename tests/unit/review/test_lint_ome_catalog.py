@@ -117,8 +117,28 @@ def test_counts_per_code() -> None:
         "RANK001": 9,
         "RANK002": 3,
         "SERV001": 2,
+        "QUANT001": 2,
     }
     # A copied range: the 20B gpt-oss gRPC runtime declares the 120B model's 115B-125B.
     assert (cluster_runtime("srt-gpt-oss-120b-grpc"), cluster_runtime("srt-gpt-oss-20b-grpc")) in {
         f.objects for f in by_code(Code.SIZE003)
     }
+
+
+def test_gpt_oss_models_would_lose_every_runtime_once_learned() -> None:
+    """SPEC §11 QUANT001: OME's gpt-oss models have their storage and no quantization; their files give
+    mxfp4, which none of the four gpt-oss runtimes that serve them today declares."""
+    serving = ", ".join(
+        ("srt-gpt-oss-120b", "srt-gpt-oss-120b-grpc", "srt-gpt-oss-20b", "srt-gpt-oss-20b-grpc")
+    )
+    found = {f.objects[0].name: f for f in by_code(Code.QUANT001)}
+    assert sorted(found) == ["gpt-oss-120b", "gpt-oss-20b"]
+    finding = found["gpt-oss-20b"]
+    assert finding.objects[1:] == tuple(cluster_runtime(name) for name in serving.split(", "))
+    assert finding.severity.value == "warning"
+    assert finding.message == (
+        "ClusterBaseModel gpt-oss-20b has no quantization yet; its files will give quantization mxfp4 (every "
+        "published GptOssForCausalLM checkpoint declares it), which none of the runtimes that serve it today "
+        f"declares ({serving}): once learned, no runtime serves it; add quantization: mxfp4 to their "
+        "entries, or set the model's quantization"
+    )
