@@ -88,10 +88,12 @@ SCALE_SUFFIXES: Final = (
     "_kv_scale",
     "_kv_cache_scaling_factor",
 )
-#: What matching one header's packed tensor names against the exclusion patterns may cost (SPEC §10 "Which
-#: tensors an exclusion matches"): real checkpoints need a few hundred thousand steps at most.
+#: What matching one header's packed tensor names against the exclusion patterns may cost (SPEC §10; the
+#: "How an exclusion matches" choice): real checkpoints need a few thousand steps.
 MAX_EXCLUSION_STEPS: Final = 10_000_000
 
+#: Distinct last parts of names remembered by one count (real checkpoints have a few dozen).
+_MAX_REMEMBERED = 4096
 _FP4_ALGORITHMS = frozenset({"nvfp4", "mxfp4", "fp4"})
 _BYTE_DTYPES = frozenset({"U8", "I8", "UINT8", "INT8"})
 _INT4_FACTORS = {
@@ -159,14 +161,18 @@ class _Glob:
     the pattern's dot-separated pieces meet consecutive parts of the name: the first a part's end, the last
     a part's start, those between whole parts (one piece: anywhere in one part)."""
 
-    __slots__ = ("pieces", "weight")
+    __slots__ = ("literals", "pieces", "weight")
 
     def __init__(self, pattern: str) -> None:
         self.pieces = tuple(tuple(piece.split("*")) for piece in pattern.split("."))
         #: What trying it at one part of a name costs: one search per literal.
         self.weight = sum(len(piece) for piece in self.pieces)
+        #: The text between its stars: a name it matches holds each (a quick test, at C speed, first).
+        self.literals = tuple(literal for literal in pattern.split("*") if literal)
 
-    def matches(self, parts: Sequence[str]) -> bool:
+    def matches(self, name: str, parts: Sequence[str]) -> bool:
+        if not all(literal in name for literal in self.literals):
+            return False
         pieces = self.pieces
         if len(pieces) == 1:
             return any(_piece_matches(pieces[0], part, False, False) for part in parts)
@@ -193,15 +199,29 @@ class QuantAwareCounting:
     factor is above 1 is matched at all: with factor 1 both ways count alike.
     """
 
-    __slots__ = ("_factors", "_globs", "_substrings", "_weight", "algorithm")
+    __slots__ = ("_factors", "_globs", "_scales", "_substrings", "_weight", "algorithm", "packs_int4")
 
     def __init__(self, algorithm: str = "", exclusions: Iterable[str] = ()) -> None:
         self.algorithm = algorithm
+        #: compressed-tensors, whose ``*.weight_packed`` tensors are counted (SPEC §9 note).
+        self.packs_int4 = algorithm.strip().lower() in ("compressed-tensors", "compressed_tensors")
+        #: :func:`is_scale` by a name's last part (few distinct ones: ``weight``, ``bias``, ...).
+        self._scales: dict[str, bool] = {}
         patterns = dict.fromkeys(pattern for pattern in exclusions if pattern)
         self._substrings = tuple(pattern for pattern in patterns if "*" not in pattern)
         self._globs = tuple(_Glob(pattern) for pattern in patterns if "*" in pattern)
         self._weight = sum(glob.weight for glob in self._globs)
         self._factors: dict[str, int] = {}
+
+    def is_scale(self, name: str) -> bool:
+        """:func:`is_scale`, remembered by the name's last part (at most :data:`_MAX_REMEMBERED` of them)."""
+        last = name.rpartition(".")[2]
+        scale = self._scales.get(last)
+        if scale is None:
+            scale = last in SCALE_NAMES or last.endswith(SCALE_SUFFIXES)
+            if len(self._scales) < _MAX_REMEMBERED:
+                self._scales[last] = scale
+        return scale
 
     def factor(self, dtype: str) -> int:
         """:func:`packing_factor` of this algorithm and ``dtype`` (worked out once per dtype)."""
@@ -223,7 +243,7 @@ class QuantAwareCounting:
         if not self._globs:
             return False
         parts = name.split(".")
-        return any(glob.matches(parts) for glob in self._globs)
+        return any(glob.matches(name, parts) for glob in self._globs)
 
     @property
     def has_exclusions(self) -> bool:
@@ -386,8 +406,9 @@ def parse_header(
             continue
         count, end = _tensor(location, name, entry)
         if counting is not None and count:
-            packed += name.endswith(_PACKED_WEIGHT)
-            if is_scale(name):
+            if counting.packs_int4:
+                packed += name.endswith(_PACKED_WEIGHT)
+            if counting.is_scale(name):
                 count = 0
             elif (factor := counting.factor(entry["dtype"])) > 1:
                 if counting.has_exclusions:
