@@ -199,12 +199,13 @@ class QuantAwareCounting:
     factor is above 1 is matched at all: with factor 1 both ways count alike.
     """
 
-    __slots__ = ("_factors", "_globs", "_scales", "_substrings", "_weight", "algorithm", "packs_int4")
+    __slots__ = ("_factors", "_globs", "_scales", "_substrings", "_weight", "algorithm", "packs")
 
     def __init__(self, algorithm: str = "", exclusions: Iterable[str] = ()) -> None:
         self.algorithm = algorithm
-        #: compressed-tensors, whose ``*.weight_packed`` tensors are counted (SPEC §9 note).
-        self.packs_int4 = algorithm.strip().lower() in ("compressed-tensors", "compressed_tensors")
+        #: Whether some dtype packs several values under this algorithm (else every factor is 1).
+        name = algorithm.strip().lower()
+        self.packs = name in _FP4_ALGORITHMS or "int4" in name or "w4a" in name
         #: :func:`is_scale` by a name's last part (few distinct ones: ``weight``, ``bias``, ...).
         self._scales: dict[str, bool] = {}
         patterns = dict.fromkeys(pattern for pattern in exclusions if pattern)
@@ -213,9 +214,14 @@ class QuantAwareCounting:
         self._weight = sum(glob.weight for glob in self._globs)
         self._factors: dict[str, int] = {}
 
-    def is_scale(self, name: str) -> bool:
-        """:func:`is_scale`, remembered by the name's last part (at most :data:`_MAX_REMEMBERED` of them)."""
-        last = name.rpartition(".")[2]
+    @property
+    def scale_parts(self) -> dict[str, bool]:
+        """The last parts whose :meth:`is_scale_part` is known."""
+        return self._scales
+
+    def is_scale_part(self, last: str) -> bool:
+        """:func:`is_scale` of a name whose last part is ``last``, remembered (at most
+        :data:`_MAX_REMEMBERED` parts: real checkpoints have a few dozen, ``weight``, ``bias``, ...)."""
         scale = self._scales.get(last)
         if scale is None:
             scale = last in SCALE_NAMES or last.endswith(SCALE_SUFFIXES)
@@ -331,7 +337,7 @@ def _invalid(location: str, name: str, what: str) -> ModelFileError:
     return ModelFileError(location, f"{_INVALID}: tensor {quoted(name)} {what}")
 
 
-_PACKED_WEIGHT = ".weight_packed"
+_PACKED_WEIGHT = "weight_packed"
 _NO_SHAPE = "has no shape (a list of integers >= 0)"
 _EXCLUSION_REASON = (
     f"{_INVALID}: matching its packed tensor names against the quantization exclusions takes more than "
@@ -401,16 +407,20 @@ def parse_header(
     """
     document = _document(location, data)
     tensors = parameters = data_bytes = steps = packed = 0
+    # Looked up once: the per-tensor work of a quantized count is a few dictionary lookups (SPEC §10).
+    scales, packs = (counting.scale_parts, counting.packs) if counting is not None else ({}, False)
     for name, entry in document.items():
         if name == _METADATA_KEY:
             continue
         count, end = _tensor(location, name, entry)
         if counting is not None and count:
-            if counting.packs_int4:
-                packed += name.endswith(_PACKED_WEIGHT)
-            if counting.is_scale(name):
+            last = name.rpartition(".")[2]
+            if last == _PACKED_WEIGHT:
+                packed += 1
+            scale = scales.get(last)
+            if scale or (scale is None and counting.is_scale_part(last)):
                 count = 0
-            elif (factor := counting.factor(entry["dtype"])) > 1:
+            elif packs and (factor := counting.factor(entry["dtype"])) > 1:
                 if counting.has_exclusions:
                     steps += counting.steps(name)
                     if steps > MAX_EXCLUSION_STEPS:

@@ -268,6 +268,8 @@ _GLOBS = ("model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_
         ({"w": ("F16", [4, 8])}, "INT4_AWQ", (), 32, 32),
         ({"w": ("I32", [4, 8])}, "GPTQ", (), 32, 32),  # upper-case GPTQ never read its bits: factor 1
         ({"w": ("I32", [4, 8])}, "compressed-tensors", (), 32, 32),  # OME's parity (SPEC §9)
+        ({"x.weight_packed": ("I32", [4, 8])}, "compressed-tensors", (), 32, 32),
+        ({"x.weight_packed": ("I32", [4, 8])}, "W4A16", (), 32, 256),  # packed by another name: x 8
         ({"w": ("F8_E4M3", [4, 8])}, "FP8", (), 32, 32),
         ({"w": ("U8", [4, 8])}, "", (), 32, 32),  # quantized without an algorithm
         # a scale or zero point counts 0, by its last part exactly or its ending
