@@ -177,3 +177,9 @@ def test_the_strand_message_lists_five_and_counts_the_rest() -> None:
     assert "ns/s5" not in message
     long = [Stranded("ns", "x" * 300, "ServingRuntime/rt", "r" * 300) for _ in range(5)]
     assert len(strands_message(long, "q")) == 1024
+
+
+def test_help_shows_against(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["model", "inspect", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "[--against (CATALOG_DIR | cluster) [--model NAME] [-n NAMESPACE]]" in out

@@ -485,3 +485,28 @@ def test_gpt_oss_small_layout_counts_blocks_twice_and_drops_scales(tmp_path: Pat
     # down 2 x 64 x 64 + bias 2 x 64; scales 0.
     expected = 1280 + 192 + 1040 + 1040 + 1088 + 2 + 130 + 2 * 128 * 64 + 256 + 2 * 64 * 64 + 128
     assert inspect_model(str(tmp_path)).metadata.parameter_count == expected == 29_732
+
+
+def test_the_child_reader_says_which_rule_counted(
+    folders: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The operator's child reader (SPEC §10.7) counts as the CLI does and answers quantAware, which the
+    operator checks and keeps."""
+    from ome_selector.modelfiles.child import answer
+    from ome_selector.modelfiles.learn import metadata_from_document
+
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    with hub_standin() as hub:
+        hub.repos["TheBloke/Llama-2-7B-GPTQ"] = Repo(folders["Llama-2-7B-GPTQ"])
+        document = answer({"uri": "hf://TheBloke/Llama-2-7B-GPTQ", "endpoint": hub.url})["metadata"]
+    assert (document["parameterCount"], document["quantAware"], document["quantization"]) == (
+        LLAMA_2_7B_GPTQ,
+        True,
+        "int4",
+    )
+    learned = metadata_from_document(document)
+    assert (learned.parameter_count, learned.quant_aware, learned.model_parameter_size) == (
+        6_739_777_536,
+        True,
+        "6.74B",
+    )
