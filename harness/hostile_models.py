@@ -75,10 +75,10 @@ def _big_index(folder: Path) -> None:
 
 
 def _quant_exclusions(folder: Path) -> None:
-    # An MXFP4 config.json under 4 MB whose exclusion list holds 200,000 substring patterns, and a header of 49
-    # U8 tensors with names under 64 characters: 9,800,000 steps of matching (one a pattern and name), just
-    # under SPEC §10's bound of 10,000,000 (the most one header's quantized count may cost). Nothing matches:
-    # 98 parameters.
+    # An MXFP4 config.json under 4 MB whose exclusion list holds 200,000 substring patterns, and a header of
+    # 49 U8 tensors with names under 64 characters: 9,800,000 steps of matching (one a pattern and name),
+    # just under SPEC §10's bound of 10,000,000 (the most one header's quantized count may cost). Nothing
+    # matches: 98 parameters.
     modules = [".".join(["a"] * (index % 8) + [f"m{index}"]) for index in range(200_000)]
     config = {**LLAMA_3_2_1B, "quantization_config": {"quant_method": "mxfp4", "ignore": modules}}
     (folder / "config.json").write_text(json.dumps(config, separators=(",", ":")))

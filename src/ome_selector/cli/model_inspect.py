@@ -61,7 +61,12 @@ With --apply KIND/NAME (KIND basemodel or clusterbasemodel, any case) it patches
 with the learned fields it does not set (a merge patch under field manager ome-selector, guarded by the
 resourceVersion read: nothing anyone set is ever overwritten) and prints what it set. The cluster is the
 current kubeconfig context's (or --kubeconfig/--context); a BaseModel's namespace is -n, else the context's,
-else "default"."""
+else "default".
+
+With --against CATALOG_DIR (manifests) or --against cluster (the live cluster) it writes nothing and shows,
+for the catalog's model of these files (--model NAME, else the models whose storageUri is SOURCE), every
+runtime's verdict today and once the learned fields are written, and the InferenceServices that would lose
+their runtime."""
 
 _EPILOG = """\
 examples:
@@ -70,6 +75,8 @@ examples:
   kubectl ome model inspect hf://meta-llama/Llama-3.2-3B@main -v
   kubectl ome model inspect hf://Qwen/Qwen3-8B --apply clusterbasemodel/qwen3-8b
   kubectl ome model inspect ./models/llama --apply basemodel/llama -n team-a
+  kubectl ome model inspect hf://openai/gpt-oss-20b --against cluster
+  kubectl ome model inspect ./gpt-oss-20b --against ./catalog --model gpt-oss-20b -o json
 
 exit status: 0 when the model could be read (and, with --apply, patched or already complete); 1 on a usage
 error, a missing, unreadable or malformed file, or a model that cannot be read or patched."""
