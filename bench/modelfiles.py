@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "unit"))
 from hub_standin import Repo, hub_standin
 
 EXPECTED_PARAMETERS = 70_553_706_496
-#: The quantized layouts measured, with the parameters SPEC §10 v5 counts (worked out by hand in
+#: The quantized layouts measured, with the parameters SPEC §10 (v6) counts (worked out by hand in
 #: tests/unit/modelfiles/test_quantized.py).
 LAYOUTS: dict[str, tuple[QuantizedModel, int]] = {
     "Llama-3-70B-NVFP4": (
@@ -53,8 +53,9 @@ LAYOUTS: dict[str, tuple[QuantizedModel, int]] = {
         EXPECTED_PARAMETERS,
     ),
     "gpt-oss-120b": (QUANTIZED_MODELS["gpt-oss-120b"], 116_829_156_672),
-    "Llama-3.3-70B-FP8-ct": (QUANTIZED_MODELS["Llama-3.3-70B-Instruct-FP8-dynamic"], 70_560_423_936),
-    "Llama-3.1-405B-FP8": (QUANTIZED_MODELS["Llama-3.1-405B-Instruct-FP8"], 405_868_625_920),
+    # (v6) Their per-channel scales are not parameters: the BF16 models' counts.
+    "Llama-3.3-70B-FP8-ct": (QUANTIZED_MODELS["Llama-3.3-70B-Instruct-FP8-dynamic"], 70_553_706_496),
+    "Llama-3.1-405B-FP8": (QUANTIZED_MODELS["Llama-3.1-405B-Instruct-FP8"], 405_853_388_800),
 }
 
 

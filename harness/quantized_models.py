@@ -15,6 +15,24 @@ that say how it is quantized), over sparse files (headers only), by :func:`write
 - ``Llama-3.1-405B-Instruct-FP8`` (``quant_method: fbgemm_fp8``): the MLPs of layers 1-124 are F8 ``weight``
   with an F32 per-channel ``weight_scale``; attention, the MLPs of the first and last layers and ``lm_head``
   are in ``modules_to_not_convert`` and stay BF16.
+
+And (SPEC §10 v6, OME's packing factors) these, each as its producer writes it:
+
+- ``gpt-oss-20b`` (MXFP4, the 120b's layout with 24 layers of 32 experts).
+- ``Llama-2-7B-GPTQ`` (AutoGPTQ, ``quant_method: gptq``, ``bits: 4``, as TheBloke/Llama-2-7B-GPTQ): each
+  linear an ``I32`` ``qweight`` ``[in / 8, out]`` (eight 4-bit values each), ``qzeros`` ``[in / 128, out /
+  8]``, F16 ``scales`` ``[in / 128, out]``, ``g_idx`` ``[in]`` and an F16 ``bias``; a rotary ``inv_freq``
+  per layer; 1,219 tensors.
+- ``Llama-2-7B-AWQ`` (AutoAWQ GEMM, ``quant_method: awq``, ``bits: 4``): ``qweight`` ``[in, out / 8]``,
+  ``qzeros`` and ``scales`` as GPTQ's, no bias nor ``g_idx``; 739 tensors.
+- ``Llama-3.1-8B-Instruct-W4A8`` (ModelOpt ``W4A8_AWQ``): the NVFP4 export's shapes, a ``U8`` weight of two
+  4-bit values a byte, an F16 ``weight_scale`` per group of 128, a ``pre_quant_scale`` ``[in]``.
+- ``Llama-3.1-8B-Instruct-FP4-modelopt`` (ModelOpt ``quant_algo: FP4``): the NVFP4 export's tensors.
+- ``Llama-3.1-8B-Instruct-FP8-block`` (``quant_method: fp8``, ``weight_block_size: [128, 128]``, as
+  DeepSeek-V3 writes FP8): each linear an F8 ``weight`` with an F32 ``weight_scale_inv`` per 128 x 128 block.
+- ``Llama-3.1-8B-Instruct-W4A16`` (compressed-tensors ``pack-quantized``, as
+  RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w4a16): each linear an ``I32`` ``weight_packed`` ``[out, in
+  / 8]``, a BF16 ``weight_scale`` ``[out, in / 128]`` and an ``I64`` ``weight_shape`` ``[2]``.
 """
 
 from __future__ import annotations
@@ -29,15 +47,22 @@ from harness.large_models import LLAMA_3_1_405B
 from harness.model_folders import _decoder, decoder_tensors, write_json, write_sharded
 
 __all__ = [
+    "GPT_OSS_20B",
     "GPT_OSS_120B",
+    "LLAMA_2_7B",
     "LLAMA_3_1_8B",
     "LLAMA_3_3_70B",
     "QUANTIZED_MODELS",
     "QuantizedModel",
+    "awq_tensors",
+    "block_fp8_tensors",
     "compressed_fp8_tensors",
+    "compressed_w4a16_tensors",
     "fbgemm_fp8_tensors",
     "gpt_oss_tensors",
+    "gptq_tensors",
     "modelopt_nvfp4_tensors",
+    "modelopt_w4a8_tensors",
     "stored_elements",
     "write_quantized",
 ]
@@ -72,6 +97,13 @@ GPT_OSS_120B: dict[str, Any] = {
     "transformers_version": "4.55.0.dev0",
     "vocab_size": 201088,
 }
+#: openai/gpt-oss-20b's config.json: the 120b's with 24 layers of 32 experts.
+GPT_OSS_20B: dict[str, Any] = {**GPT_OSS_120B, "num_hidden_layers": 24, "num_local_experts": 32}
+#: meta-llama/Llama-2-7b-hf's config.json, as the GPTQ and AWQ exports carry it.
+LLAMA_2_7B = _decoder(
+    "llama", "LlamaForCausalLM", vocab=32000, hidden=4096, intermediate=11008, layers=32, heads=32,
+    kv_heads=32, max_positions=4096, tied=False, transformers_version="4.30.2",
+)  # fmt: skip
 LLAMA_3_1_8B = _decoder(
     "llama", "LlamaForCausalLM", vocab=128256, hidden=4096, intermediate=14336, layers=32, heads=32,
     kv_heads=8, max_positions=131072, tied=False, transformers_version="4.43.0.dev0",
@@ -207,6 +239,87 @@ def fbgemm_fp8_tensors(config: Mapping[str, Any]) -> Tensors:
     return tensors
 
 
+def _linear_shape(name: str, shape: Sequence[int]) -> tuple[str, int, int]:
+    rows, columns = shape
+    return name.removesuffix(".weight"), rows, columns
+
+
+def gptq_tensors(config: Mapping[str, Any]) -> Tensors:
+    """AutoGPTQ's 4-bit export of a Llama-style ``config`` (group size 128, with biases and ``g_idx``)."""
+    tensors: Tensors = {}
+    head_dim = config["hidden_size"] // config["num_attention_heads"]
+    for name, (_, shape) in decoder_tensors(config).items():
+        if not _is_layer_linear(name):
+            tensors[name] = ("F16", shape)  # an fp16 export
+            if name.endswith(".input_layernorm.weight"):
+                layer = name.removesuffix(".input_layernorm.weight")
+                tensors[f"{layer}.self_attn.rotary_emb.inv_freq"] = ("F32", (head_dim // 2,))
+            continue
+        module, out, columns = _linear_shape(name, shape)
+        tensors[f"{module}.bias"] = ("F16", (out,))
+        tensors[f"{module}.g_idx"] = ("I32", (columns,))
+        tensors[f"{module}.qweight"] = ("I32", (columns // 8, out))
+        tensors[f"{module}.qzeros"] = ("I32", (columns // 128, out // 8))
+        tensors[f"{module}.scales"] = ("F16", (columns // 128, out))
+    return tensors
+
+
+def awq_tensors(config: Mapping[str, Any]) -> Tensors:
+    """AutoAWQ's 4-bit GEMM export of a Llama-style ``config`` (group size 128)."""
+    tensors: Tensors = {}
+    for name, (_, shape) in decoder_tensors(config).items():
+        if not _is_layer_linear(name):
+            tensors[name] = ("F16", shape)
+            continue
+        module, out, columns = _linear_shape(name, shape)
+        tensors[f"{module}.qweight"] = ("I32", (columns, out // 8))
+        tensors[f"{module}.qzeros"] = ("I32", (columns // 128, out // 8))
+        tensors[f"{module}.scales"] = ("F16", (columns // 128, out))
+    return tensors
+
+
+def modelopt_w4a8_tensors(config: Mapping[str, Any]) -> Tensors:
+    """ModelOpt's W4A8_AWQ export of a Llama-style ``config``: two 4-bit values a byte, a scale per group of
+    128, the AWQ pre-quantization scale, an activation scale and a second weight scale."""
+    tensors: Tensors = {}
+    for name, (dtype, shape) in decoder_tensors(config).items():
+        if not _is_layer_linear(name):
+            tensors[name] = (dtype, shape)
+            continue
+        module, out, columns = _linear_shape(name, shape)
+        tensors[f"{module}.input_scale"] = ("F32", ())
+        tensors[f"{module}.pre_quant_scale"] = ("F16", (columns,))
+        tensors[name] = ("U8", (out, columns // 2))
+        tensors[f"{module}.weight_scale"] = ("F16", (out, columns // 128))
+        tensors[f"{module}.weight_scale_2"] = ("F32", ())
+    return tensors
+
+
+def block_fp8_tensors(config: Mapping[str, Any]) -> Tensors:
+    """Block-FP8 (DeepSeek-V3's way) of a Llama-style ``config``: an F32 ``weight_scale_inv`` a block."""
+    tensors: Tensors = {}
+    for name, (dtype, shape) in decoder_tensors(config).items():
+        tensors[name] = ("F8_E4M3" if _is_layer_linear(name) else dtype, shape)
+        if _is_layer_linear(name):
+            module, out, columns = _linear_shape(name, shape)
+            tensors[f"{module}.weight_scale_inv"] = ("F32", (-(-out // 128), -(-columns // 128)))
+    return tensors
+
+
+def compressed_w4a16_tensors(config: Mapping[str, Any]) -> Tensors:
+    """compressed-tensors' pack-quantized W4A16 of a Llama-style ``config``: eight 4-bit values an I32."""
+    tensors: Tensors = {}
+    for name, (dtype, shape) in decoder_tensors(config).items():
+        if not _is_layer_linear(name):
+            tensors[name] = (dtype, shape)
+            continue
+        module, out, columns = _linear_shape(name, shape)
+        tensors[f"{module}.weight_packed"] = ("I32", (out, columns // 8))
+        tensors[f"{module}.weight_scale"] = ("BF16", (out, columns // 128))
+        tensors[f"{module}.weight_shape"] = ("I64", (2,))
+    return tensors
+
+
 def stored_elements(tensors: Tensors) -> int:
     """What a count of stored elements gives (SPEC §10 before v5): every non-scalar tensor's product."""
     return sum(math.prod(shape) for _, shape in tensors.values() if shape)
@@ -231,6 +344,46 @@ def _with(config: Mapping[str, Any], quantization_config: Mapping[str, Any]) -> 
     return {**config, "quantization_config": dict(quantization_config)}
 
 
+_GPTQ_CONFIG = {
+    "bits": 4, "group_size": 128, "damp_percent": 0.01, "desc_act": False, "sym": True,
+    "true_sequential": True, "model_name_or_path": None, "model_file_base_name": "model",
+    "quant_method": "gptq",
+}  # fmt: skip
+_AWQ_CONFIG = {"quant_method": "awq", "zero_point": True, "group_size": 128, "bits": 4, "version": "gemm"}
+_W4A8_HF_QUANT_CONFIG: dict[str, Any] = {
+    "producer": {"name": "modelopt", "version": "0.27.1"},
+    "quantization": {
+        "quant_algo": "W4A8_AWQ",
+        "kv_cache_quant_algo": None,
+        "group_size": 128,
+        "exclude_modules": ["lm_head"],
+    },
+}
+_FP4_HF_QUANT_CONFIG: dict[str, Any] = {
+    "producer": {"name": "modelopt", "version": "0.27.1"},
+    "quantization": {"quant_algo": "FP4", "kv_cache_quant_algo": None, "exclude_modules": ["lm_head"]},
+}
+_BLOCK_FP8_CONFIG = {
+    "activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128],
+}  # fmt: skip
+_W4A16_WEIGHTS = {
+    "dynamic": False, "group_size": 128, "num_bits": 4, "strategy": "group", "symmetric": True, "type": "int",
+}  # fmt: skip
+_COMPRESSED_W4A16_CONFIG: dict[str, Any] = {
+    "config_groups": {
+        "group_0": {
+            "input_activations": None,
+            "targets": ["Linear"],
+            "weights": _W4A16_WEIGHTS,
+        }
+    },
+    "format": "pack-quantized",
+    "ignore": ["lm_head"],
+    "quant_method": "compressed-tensors",
+    "quantization_status": "compressed",
+}
+
+
 QUANTIZED_MODELS = {
     "gpt-oss-120b": QuantizedModel(
         "openai/gpt-oss-120b",
@@ -238,6 +391,56 @@ QUANTIZED_MODELS = {
         lambda: gpt_oss_tensors(GPT_OSS_120B),
         15,
         catalog_runtime="runtimes/srt/openai/gpt-oss-120b-rt.yaml",
+    ),
+    "gpt-oss-20b": QuantizedModel(
+        "openai/gpt-oss-20b",
+        GPT_OSS_20B,
+        lambda: gpt_oss_tensors(GPT_OSS_20B),
+        3,
+        catalog_runtime="runtimes/srt/lmsys/gpt-oss-20b-bf16-rt.yaml",
+    ),
+    "Llama-2-7B-GPTQ": QuantizedModel(
+        "TheBloke/Llama-2-7B-GPTQ",
+        _with(LLAMA_2_7B, _GPTQ_CONFIG),
+        lambda: gptq_tensors(LLAMA_2_7B),
+        1,
+        catalog_runtime="runtimes/srt/meta/llama-2-7b-rt.yaml",
+    ),
+    "Llama-2-7B-AWQ": QuantizedModel(
+        "TheBloke/Llama-2-7B-AWQ",
+        _with(LLAMA_2_7B, _AWQ_CONFIG),
+        lambda: awq_tensors(LLAMA_2_7B),
+        1,
+        catalog_runtime="runtimes/srt/meta/llama-2-7b-rt.yaml",
+    ),
+    "Llama-3.1-8B-Instruct-W4A8": QuantizedModel(
+        "nvidia/Llama-3.1-8B-Instruct-W4A8",
+        LLAMA_3_1_8B,
+        lambda: modelopt_w4a8_tensors(LLAMA_3_1_8B),
+        2,
+        hf_quant_config=_W4A8_HF_QUANT_CONFIG,
+        catalog_runtime="runtimes/srt/meta/llama-3-1-8b-instruct-rt.yaml",
+    ),
+    "Llama-3.1-8B-Instruct-FP4-modelopt": QuantizedModel(
+        "nvidia/Llama-3.1-8B-Instruct-FP4-modelopt",
+        LLAMA_3_1_8B,
+        lambda: modelopt_nvfp4_tensors(LLAMA_3_1_8B),
+        2,
+        hf_quant_config=_FP4_HF_QUANT_CONFIG,
+        catalog_runtime="runtimes/srt/meta/llama-3-1-8b-instruct-rt.yaml",
+    ),
+    "Llama-3.1-8B-Instruct-FP8-block": QuantizedModel(
+        "example/Llama-3.1-8B-Instruct-FP8-block",
+        _with(LLAMA_3_1_8B, _BLOCK_FP8_CONFIG),
+        lambda: block_fp8_tensors(LLAMA_3_1_8B),
+        2,
+        catalog_runtime="runtimes/srt/meta/llama-3-1-8b-instruct-rt.yaml",
+    ),
+    "Llama-3.1-8B-Instruct-W4A16": QuantizedModel(
+        "RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w4a16",
+        _with(LLAMA_3_1_8B, _COMPRESSED_W4A16_CONFIG),
+        lambda: compressed_w4a16_tensors(LLAMA_3_1_8B),
+        2,
     ),
     "Llama-3.1-8B-Instruct-FP4": QuantizedModel(
         "nvidia/Llama-3.1-8B-Instruct-FP4",

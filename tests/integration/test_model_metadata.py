@@ -609,8 +609,8 @@ def _read_hostile_models(
         "attempt in 60m",
         "big-index": f"{prefix}big-index/model-00001-of-01024.safetensors: missing (a shard named in "
         "model.safetensors.index.json); next attempt in 60m",
-        # 2,700 U8 tensors of one element, none excluded: two 4-bit parameters each.
-        "quant-exclusions": "Learned from hf://hostile/quant-exclusions: modelParameterSize 5400, "
+        # 49 U8 tensors of one element, none excluded: two 4-bit parameters each.
+        "quant-exclusions": "Learned from hf://hostile/quant-exclusions: modelParameterSize 98, "
         "modelFormat safetensors 1.0.0, modelArchitecture LlamaForCausalLM, modelFramework transformers "
         "4.45.0.dev0, quantization mxfp4, maxTokens 131072",
     }

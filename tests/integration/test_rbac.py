@@ -323,7 +323,7 @@ def test_learning_model_metadata_runs_with_its_own_token(env: Env, monkeypatch: 
     overrides = installed.operator_overrides(kubeconfig, env.tmp_path / "certs")
     container = installed.one("Deployment")["spec"]["template"]["spec"]["containers"][0]
     args = _parser().parse_args(["run", *container["args"]])
-    assert args.learn_model_metadata is True
+    assert args.learn_model_metadata == "write"
     assert args.token_namespace == ["trusted-team"]
     folder = env.tmp_path / "llama"
     write_json(folder / "config.json", LLAMA_3_2_1B)

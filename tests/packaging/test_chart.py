@@ -146,6 +146,7 @@ def test_helm_lint_strict_is_clean(helm: Path, sets: list[str]) -> None:
         ({"modelMetadata": {"token": "hf_x"}}, "token"),
         ({"modelMetadata": {"redirectHosts": ["https://x"]}}, "/modelMetadata/redirectHosts/0"),
         ({"modelMetadata": {"allowInsecureEndpoint": "yes"}}, "/modelMetadata/allowInsecureEndpoint"),
+        ({"modelMetadata": {"mode": "dry-run"}}, "/modelMetadata/mode"),
         ({"logLevel": "verbose"}, "/logLevel"),
         ({"metrics": {"prometheusRule": {"alerts": {"OmeSelectorDown": {"severity": "page"}}}}}, "severity"),
         ({"metrics": {"prometheusRule": {"alerts": {"OmeSelectorDwn": {}}}}}, "OmeSelectorDwn"),
@@ -393,7 +394,7 @@ def _env(rendered: Rendered) -> dict[str, Any]:
 
 
 def test_model_metadata_is_off_by_default_and_opt_in(render: Any) -> None:
-    assert _parse(render().args).learn_model_metadata is False
+    assert _parse(render().args).learn_model_metadata is None
     assert not {"HF_ENDPOINT", "HF_TOKEN", "HF_HOME"} & set(_env(render()))
     values = {
         "modelMetadata": {
@@ -403,7 +404,11 @@ def test_model_metadata_is_off_by_default_and_opt_in(render: Any) -> None:
         }
     }
     rendered = render(values)
-    assert _parse(rendered.args).learn_model_metadata is True
+    assert _parse(rendered.args).learn_model_metadata == "write"
+    assert "--learn-model-metadata=write" in rendered.args
+    # SPEC §10: modelMetadata.mode report only warns, writing nothing
+    reporting = render({"modelMetadata": {"enabled": True, "mode": "report"}})
+    assert _parse(reporting.args).learn_model_metadata == "report"
     env = _env(rendered)
     assert env["HF_ENDPOINT"] == "https://hub.example"
     assert env["HF_TOKEN"] == {"secretKeyRef": {"name": "hub-token", "key": "hf"}}
@@ -433,7 +438,7 @@ def test_model_metadata_redirect_hosts_and_the_endpoint_scheme(helm: Path, rende
 
 def test_model_metadata_is_never_learned_in_report_only_mode(render: Any) -> None:
     rendered = render({"reportOnly": True, "modelMetadata": {"enabled": True, "tokenSecret": {"name": "t"}}})
-    assert _parse(rendered.args).learn_model_metadata is False
+    assert _parse(rendered.args).learn_model_metadata is None
     assert "HF_TOKEN" not in _env(rendered)
     assert not {rule for rule in rendered.rules() if rule[3] == "patch"}
 

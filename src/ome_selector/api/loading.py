@@ -250,6 +250,12 @@ def _generation(metadata: Mapping[str, Any]) -> int | None:
     return value
 
 
+def _storage_uri(storage: object) -> str | None:
+    """``storage.storageUri`` when it is a non-empty string; anything else says nothing (never an error)."""
+    uri = storage.get("storageUri") if isinstance(storage, Mapping) else None
+    return uri if isinstance(uri, str) and uri else None
+
+
 def load_resource(
     doc: Mapping[str, Any], *, default_namespace: str | None = None, from_file: bool = False
 ) -> Resource | None:
@@ -315,6 +321,7 @@ def _load(doc: Mapping[str, Any], default_namespace: str | None, from_file: bool
                 spec=ModelSpec.model_validate(spec),
                 uid=uid,
                 resource_version=resource_version,
+                storage_uri=_storage_uri(spec.get("storage")),
             )
         if kind.is_runtime:
             _check_component_annotations(spec, _RUNTIME_COMPONENTS)

@@ -190,6 +190,8 @@ class Model(_Frozen):
     spec: ModelSpec = Field(default_factory=ModelSpec)
     uid: StrictStr | None = None
     resource_version: StrictStr | None = None
+    #: ``spec.storage.storageUri`` when it is a non-empty string (SPEC §11 QUANT001: the storage is known).
+    storage_uri: StrictStr | None = None
 
     @property
     def key(self) -> ObjectKey:

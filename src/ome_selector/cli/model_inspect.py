@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ome_selector.api.resources import Kind
 from ome_selector.cli.arguments import add_cluster_arguments, add_output_argument, add_subcommand
+from ome_selector.cli.model_against_arguments import add_against_arguments, against_complaint
 from ome_selector.cli.render import escaped_json, escaped_yaml, render_table
 from ome_selector.modelfiles import (
     Inspection,
@@ -48,9 +49,9 @@ Learn a model's size, format, architecture, framework, quantization and context 
 OME's model agent does: config.json (or model_index.json for a diffusers pipeline), ModelOpt's
 hf_quant_config.json beside it, and the safetensors headers (model.safetensors, or the shards of
 model.safetensors.index.json). Of each safetensors file only the 8-byte length and the JSON header are read,
-never the weights. For an nvfp4 or mxfp4 checkpoint the count is quantization-aware, as OME counts: each U8
-tensor holds two 4-bit values per byte and counts twice (unless its module is in the quantization config's
-exclusion lists), and *_scale(s) tensors are not parameters; "quantAware" in -o json says so.
+never the weights. For a quantized checkpoint the count is OME's: a tensor packing 4-bit values counts each
+value (unless the quantization config's exclusions name it), scales and zero points are not parameters;
+"quantAware" in -o json (and the table's QUANTAWARE column) says which rule counted each file.
 
 SOURCE is a local folder or hf://ORG/NAME[@REVISION] on the Hugging Face Hub (HF_ENDPOINT, HF_TOKEN honoured;
 only range requests for the headers). Without safetensors weights the size is estimated from config.json for
@@ -60,7 +61,12 @@ With --apply KIND/NAME (KIND basemodel or clusterbasemodel, any case) it patches
 with the learned fields it does not set (a merge patch under field manager ome-selector, guarded by the
 resourceVersion read: nothing anyone set is ever overwritten) and prints what it set. The cluster is the
 current kubeconfig context's (or --kubeconfig/--context); a BaseModel's namespace is -n, else the context's,
-else "default"."""
+else "default".
+
+With --against CATALOG_DIR (manifests) or --against cluster (the live cluster) it writes nothing and shows,
+for the catalog's model of these files (--model NAME, else the models whose storageUri is SOURCE), every
+runtime's verdict today and once the learned fields are written, and the InferenceServices that would lose
+their runtime."""
 
 _EPILOG = """\
 examples:
@@ -69,6 +75,8 @@ examples:
   kubectl ome model inspect hf://meta-llama/Llama-3.2-3B@main -v
   kubectl ome model inspect hf://Qwen/Qwen3-8B --apply clusterbasemodel/qwen3-8b
   kubectl ome model inspect ./models/llama --apply basemodel/llama -n team-a
+  kubectl ome model inspect hf://openai/gpt-oss-20b --against cluster
+  kubectl ome model inspect ./gpt-oss-20b --against ./catalog --model gpt-oss-20b -o json
 
 exit status: 0 when the model could be read (and, with --apply, patched or already complete); 1 on a usage
 error, a missing, unreadable or malformed file, or a model that cannot be read or patched."""
@@ -87,7 +95,8 @@ def add_model_command(commands: Any, parser_class: type[argparse.ArgumentParser]
         "inspect",
         usage=(
             "%(prog)s (DIR | hf://ORG/NAME[@REVISION]) [-o table|json|yaml] [-v]\n"
-            "       [--apply KIND/NAME [-n NAMESPACE] [--kubeconfig PATH] [--context NAME]] [-h]"
+            "       [--apply KIND/NAME [-n NAMESPACE] [--kubeconfig PATH] [--context NAME]]\n"
+            "       [--against (CATALOG_DIR | cluster) [--model NAME] [-n NAMESPACE]] [-h]"
         ),
         summary="learn a model's size and format from its files",
         description=_DESCRIPTION,
@@ -109,7 +118,8 @@ def add_model_command(commands: Any, parser_class: type[argparse.ArgumentParser]
     cluster.add_argument(
         "-n", "--namespace", metavar="NAMESPACE", help="namespace of a BaseModel (with --apply)"
     )
-    add_cluster_arguments(cluster, when="with --apply")
+    add_cluster_arguments(cluster, when="with --apply or --against cluster")
+    add_against_arguments(inspect_parser)
 
 
 _APPLY_KINDS = {kind.value.lower(): kind for kind in (Kind.BASE_MODEL, Kind.CLUSTER_BASE_MODEL)}
@@ -134,7 +144,8 @@ def _name_version(name: str | None, version: str | None) -> str:
 
 #: How the count was made, for the table (SPEC §10: the quantization-aware rule, or every stored element).
 QUANT_AWARE_RULE = (
-    "exact, quantization-aware: a U8 tensor counts two 4-bit values per byte, scales not counted"
+    "exact, quantization-aware: packed 4-bit elements count every value they hold, scales and zero points "
+    "not counted"
 )
 
 
@@ -167,10 +178,16 @@ def _summary(metadata: ModelMetadata) -> str:
     text = "".join(f"{label.ljust(width)}{escape_controls(value)}\n" for label, value in rows)
     if metadata.files:
         files = [
-            (escape_controls(file.name), str(file.tensors), str(file.parameters)) for file in metadata.files
+            (escape_controls(file.name), str(file.tensors), str(file.parameters), _flag(file.quant_aware))
+            for file in metadata.files
         ]
-        text += "\n" + render_table(("FILE", "TENSORS", "PARAMETERS"), files)
+        text += "\n" + render_table(("FILE", "TENSORS", "PARAMETERS", "QUANTAWARE"), files)
+    text += "".join(f"\nNote: {note}\n" for note in metadata.notes)
     return text
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
 
 
 def render_inspection(metadata: ModelMetadata, output: str) -> str:
@@ -208,6 +225,9 @@ def _cost(inspection: Inspection) -> str:
 
 def _cluster_options_without_apply(args: argparse.Namespace) -> str | None:
     """The complaint about -n, --kubeconfig or --context given without --apply, if they are."""
+    complaint = against_complaint(args)
+    if complaint is not None:  # "" when --against takes the options given
+        return complaint or None
     if args.apply is not None:
         return None
     options = (("-n", args.namespace), ("--kubeconfig", args.kubeconfig), ("--context", args.context))
@@ -229,7 +249,16 @@ def run_model_command(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     if args.verbose:
         sys.stderr.write(_cost(inspection))
-    if args.apply is None:
+    if args.against is not None:
+        from ome_selector.cli.model_against import AgainstError, inspect_against, render_against  # noqa: PLC0415
+
+        try:
+            answers = inspect_against(args, inspection.metadata)
+            text = render_against(answers, inspection.metadata, args.output)
+        except AgainstError as error:
+            sys.stderr.write(f"error: {escape_controls(str(error))}\n")
+            return EXIT_ERROR
+    elif args.apply is None:
         text = render_inspection(inspection.metadata, args.output)
     else:
         # Only --apply pays for loading the Kubernetes client.

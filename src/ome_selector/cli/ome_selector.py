@@ -85,10 +85,14 @@ def _parser() -> argparse.ArgumentParser:
     _add_leader_election_arguments(run)
     run.add_argument(
         "--learn-model-metadata",
-        action="store_true",
+        nargs="?",
+        const="write",
+        choices=("write", "report"),
+        metavar="write|report",
         help="fill in the size, format, architecture, framework, quantization and maxTokens that hf:// "
         "BaseModels and ClusterBaseModels lack, from their files on the Hub (HF_ENDPOINT, HF_TOKEN; "
-        "not in --report-only)",
+        "not in --report-only); =report only warns of the InferenceServices the learned values would "
+        "leave without a runtime, and writes nothing",
     )
     run.add_argument(
         "--token-namespace",
@@ -412,7 +416,10 @@ def _run(args: argparse.Namespace) -> int:
         webhook=webhook_config_from_args(args),
         leader_election=leader_election,
         model_metadata=(
-            LearningConfig(token_namespaces=frozenset(args.token_namespace))
+            LearningConfig(
+                token_namespaces=frozenset(args.token_namespace),
+                report_only=args.learn_model_metadata == "report",
+            )
             if args.learn_model_metadata
             else None
         ),

@@ -17,8 +17,8 @@ __all__ = [
     "MAX_QUANTIZATION_TEXT",
     "MAX_TOKENS",
     "QUANTIZATIONS",
-    "QUANT_AWARE",
     "DiffusersPipeline",
+    "Quantized",
     "TransformersConfig",
     "diffusers_pipeline",
     "learned_architecture",
@@ -35,17 +35,26 @@ _VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}")
 MAX_TOKENS = 2**31 - 1
 #: Every ``quantization`` SPEC §10 learns (OME main's values).
 QUANTIZATIONS = frozenset({"fbgemm_fp8", "nvfp4", "mxfp4", "compressed-tensors", "int4", "fp8"})
-#: The learned values under which the parameter count is quantization-aware (SPEC §10).
-QUANT_AWARE = frozenset({"nvfp4", "mxfp4"})
 #: A longer algorithm name is not guessed at (no "contains int4" over megabytes): the limit of the longest
 #: grammar of SPEC §10.3, ``modelArchitecture``.
 MAX_QUANTIZATION_TEXT = 128
-#: The lists of modules a quantization config leaves unquantized (ModelOpt, transformers, compressed-tensors,
-#: FBGEMM/vLLM): their ``U8`` tensors count once even in a 4-bit checkpoint (SPEC §10).
-EXCLUSION_KEYS = ("exclude_modules", "modules_to_not_convert", "ignore", "ignored_layers")
-#: gptq and awq name their bits apart: ``bits: 4`` reads as ``int4_gptq`` (OME main).
+#: ``quantization_config``'s lists of modules left unquantized, in the order OME reads them: the first that is
+#: not empty is the one (transformers, compressed-tensors, vLLM), never their union (SPEC §10).
+EXCLUSION_KEYS = ("modules_to_not_convert", "ignore", "ignored_layers")
+#: gptq and awq name their bits apart: ``bits: 4`` reads as ``INT4_GPTQ``, only for the lower-case method
+#: names (OME compares them case-sensitively).
 _BITS_METHODS = frozenset({"gptq", "awq"})
-_MAX_BITS = 64
+#: OME's ``bits`` is a Go ``int``.
+_MAX_BITS = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Quantized:
+    """How a quantized checkpoint is counted (SPEC §10, OME's resolved quantization config): its algorithm as
+    written (maybe empty) and its exclusion patterns."""
+
+    algorithm: str
+    exclusions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,13 +65,13 @@ class TransformersConfig:
     transformers_version: str | None
     quantization: str | None
     max_tokens: int | None
-    #: The module names of the quantization configs' exclusion lists (SPEC §10), each once.
-    exclusions: frozenset[str] = frozenset()
+    #: Set when the checkpoint is quantized, whatever its algorithm (SPEC §10): its count is OME's.
+    quantized: Quantized | None = None
 
     @property
     def quant_aware(self) -> bool:
-        """Whether the parameter count follows SPEC §10's quantization-aware rule."""
-        return self.quantization in QUANT_AWARE
+        """Whether the parameter count follows SPEC §10's rule for quantized checkpoints."""
+        return self.quantized is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,14 +110,23 @@ def learned_max_tokens(value: object) -> int | None:
 def quantization(algorithm: object, bits: object = None) -> str | None:
     """OME main's mapping of a quantization algorithm (SPEC §10): lower-cased and trimmed, exactly
     ``fbgemm_fp8``, ``nvfp4``, ``mxfp4`` or ``compressed-tensors`` (also ``compressed_tensors``), else one
-    containing ``int4`` or ``w4a`` is ``int4``, else one containing ``fp8`` is ``fp8``, else unset.
-    ``gptq``/``awq`` with an integer ``bits`` read as ``int<bits>_gptq``/``int<bits>_awq`` first. A value
-    longer than :data:`MAX_QUANTIZATION_TEXT` characters is not guessed at."""
+    containing ``int4`` or ``w4a`` is ``int4``, else one containing ``fp8`` is ``fp8``, else unset (``fp4``
+    too). ``gptq``/``awq``, trimmed and exactly in lower case, with a positive integer ``bits`` read as
+    ``INT<bits>_GPTQ``/``INT<bits>_AWQ`` first. A value longer than :data:`MAX_QUANTIZATION_TEXT` characters
+    is not guessed at."""
     if not isinstance(algorithm, str) or len(algorithm) > MAX_QUANTIZATION_TEXT:
         return None
+    return _mapped(_with_bits(algorithm.strip(), bits))
+
+
+def _with_bits(method: str, bits: object) -> str:
+    if method in _BITS_METHODS and type(bits) is int and 0 < bits <= _MAX_BITS:
+        return f"INT{bits}_{method.upper()}"
+    return method
+
+
+def _mapped(algorithm: str) -> str | None:
     name = algorithm.strip().lower()
-    if name in _BITS_METHODS and type(bits) is int and 0 < bits <= _MAX_BITS:
-        name = f"int{bits}_{name}"
     if name in ("fbgemm_fp8", "nvfp4", "mxfp4"):
         return name
     if name in ("compressed-tensors", "compressed_tensors"):
@@ -125,44 +143,78 @@ def _section(document: Mapping[str, Any] | None, key: str) -> Mapping[str, Any]:
     return section if isinstance(section, dict) else {}
 
 
-def _algorithm(section: Mapping[str, Any]) -> object:
-    """``quant_algo`` when it is a string, else ``quant_method`` (ModelOpt's name before transformers')."""
+def _is_text_or_null(value: object) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _modelopt(document: Mapping[str, Any] | None) -> Quantized | None:
+    """What an ``hf_quant_config.json`` says, when it parses as OME reads it: each field it reads of its JSON
+    type (or null), else None and ``config.json`` decides (SPEC §10)."""
+    if document is None or not _is_text_or_null(document.get("quant_method")):
+        return None
+    section = document.get("quantization")
+    if section is None:
+        return Quantized("")
+    if not isinstance(section, dict):
+        return None
+    algorithm, exclusions = section.get("quant_algo"), section.get("exclude_modules")
+    group_size = section.get("group_size")
+    if (
+        not _is_text_or_null(algorithm)
+        or not _is_text_or_null(section.get("kv_cache_quant_algo"))
+        or not (group_size is None or type(group_size) is int)
+        or not (exclusions is None or (isinstance(exclusions, list) and all(map(_is_text, exclusions))))
+    ):
+        return None
+    return Quantized(algorithm or "", tuple(exclusions or ()))
+
+
+def _is_text(value: object) -> bool:
+    return isinstance(value, str)
+
+
+def _embedded(section: Mapping[str, Any]) -> Quantized | None:
+    """``config.json``'s ``quantization_config``, as OME resolves it: ``quant_algo`` (trimmed) when it is not
+    empty, else ``quant_method`` (trimmed, with gptq/awq bits); None without an algorithm (not quantized)."""
     algorithm = section.get("quant_algo")
-    return algorithm if isinstance(algorithm, str) else section.get("quant_method")
-
-
-def _exclusions(*sections: Mapping[str, Any]) -> frozenset[str]:
-    """Every non-empty string of the sections' exclusion lists (anything else in them names no module)."""
-    names: set[str] = set()
-    for section in sections:
-        for key in EXCLUSION_KEYS:
-            entries = section.get(key)
-            if isinstance(entries, list):
-                names.update(entry for entry in entries if isinstance(entry, str) and entry)
-    return frozenset(names)
+    if isinstance(algorithm, str) and algorithm.strip():
+        resolved = algorithm.strip()
+    else:
+        method = section.get("quant_method")
+        resolved = _with_bits(method.strip(), section.get("bits")) if isinstance(method, str) else ""
+    if not resolved:
+        return None
+    exclusions: tuple[str, ...] = ()
+    for key in EXCLUSION_KEYS:
+        entries = section.get(key)
+        if isinstance(entries, list) and entries:
+            # Anything but a string in a list names no module.
+            exclusions = tuple(entry for entry in entries if isinstance(entry, str))
+            break
+    return Quantized(resolved, exclusions)
 
 
 def transformers_config(
     document: Mapping[str, Any], hf_quant_config: Mapping[str, Any] | None = None
 ) -> TransformersConfig:
     """The metadata a ``config.json`` document gives, with the ``hf_quant_config.json`` beside it (ModelOpt)
-    when there is one: its ``quantization.quant_algo`` wins over ``quantization_config`` (SPEC §10)."""
+    when there is one: when it parses it decides alone, algorithm and exclusions, else ``quantization_config``
+    does (SPEC §10)."""
     architectures = document.get("architectures")
     first = architectures[0] if isinstance(architectures, list) and architectures else None
-    embedded = _section(document, "quantization_config")
-    modelopt = _section(hf_quant_config, "quantization")
-    algorithm = modelopt.get("quant_algo")
-    if isinstance(algorithm, str):
-        learned = quantization(algorithm)
-    else:  # a ModelOpt file without an algorithm says nothing about it: config.json does
-        learned = quantization(_algorithm(embedded), embedded.get("bits"))
+    quantized = _modelopt(hf_quant_config)
+    if quantized is None:
+        quantized = _embedded(_section(document, "quantization_config"))
+    learned = None
+    if quantized is not None and len(quantized.algorithm) <= MAX_QUANTIZATION_TEXT:
+        learned = _mapped(quantized.algorithm)
     max_tokens = document.get("max_position_embeddings")
     return TransformersConfig(
         architecture=learned_architecture(first),
         transformers_version=learned_version(document.get("transformers_version")),
         quantization=learned,
         max_tokens=learned_max_tokens(max_tokens),
-        exclusions=_exclusions(modelopt, embedded) if learned in QUANT_AWARE else frozenset(),
+        quantized=quantized,
     )
 
 

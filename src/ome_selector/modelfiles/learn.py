@@ -37,6 +37,7 @@ __all__ = [
     "CONFIG",
     "HF_QUANT_CONFIG",
     "MODEL_INDEX",
+    "PACKED_INT4_NOTE",
     "SAFETENSORS_FORMAT",
     "SAFETENSORS_INDEX",
     "SAFETENSORS_SINGLE",
@@ -60,6 +61,11 @@ SAFETENSORS_INDEX = "model.safetensors.index.json"
 _DIFFUSERS_SINGLE = "diffusion_pytorch_model.safetensors"
 _DIFFUSERS_INDEX = "diffusion_pytorch_model.safetensors.index.json"
 SAFETENSORS_FORMAT_VERSION = "1.0.0"
+#: What `model inspect` notes for a compressed-tensors checkpoint with packed INT4 weights (SPEC §9, §10).
+PACKED_INT4_NOTE = (
+    "compressed-tensors packs 4-bit weights into weight_packed tensors, which are counted once per stored "
+    "element, as OME counts them: the size is about 8 times low on those layers"
+)
 
 
 class ModelFiles(Protocol):
@@ -98,6 +104,8 @@ class WeightFile:
     name: str
     tensors: int
     parameters: int
+    #: Whether the file was counted by SPEC §10's rule for quantized checkpoints (else every element).
+    quant_aware: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,8 +121,10 @@ class ModelMetadata:
     quantization: str | None
     max_tokens: int | None
     files: tuple[WeightFile, ...]
-    #: Whether the count followed SPEC §10's quantization-aware rule (``nvfp4``, ``mxfp4``).
+    #: Whether the count followed SPEC §10's rule for quantized checkpoints (any algorithm).
     quant_aware: bool = False
+    #: SPEC §10's notes on the count (compressed-tensors' packed INT4, counted as OME counts it).
+    notes: tuple[str, ...] = ()
 
     @property
     def model_parameter_size(self) -> str | None:
@@ -237,8 +247,9 @@ def learn(files: ModelFiles, source: str) -> ModelMetadata:
     if config is None and pipeline is None and not weight_names:
         raise ModelFileError(files.location(CONFIG), f"missing (and no {MODEL_INDEX}): not a model folder")
     settings = transformers_config(config or {}, hf_quant_config)
-    counting = QuantAwareCounting(settings.exclusions) if settings.quant_aware else None
-    weight_files = _weight_files(files, weight_names, counting)
+    quantized = settings.quantized
+    counting = None if quantized is None else QuantAwareCounting(quantized.algorithm, quantized.exclusions)
+    weight_files, packed = _weight_files(files, weight_names, counting)
     parameter_count: int | None
     if weight_files:
         parameter_count, estimated = sum(file.parameters for file in weight_files), False
@@ -257,21 +268,31 @@ def learn(files: ModelFiles, source: str) -> ModelMetadata:
         max_tokens=settings.max_tokens,
         files=weight_files,
         quant_aware=counting is not None and bool(weight_files),
+        notes=(PACKED_INT4_NOTE,) if packed and settings.quantization == "compressed-tensors" else (),
     )
 
 
 def _weight_files(
     files: ModelFiles, names: Sequence[str], counting: QuantAwareCounting | None
-) -> tuple[WeightFile, ...]:
-    """Each file's summary; the running total is refused at the file where it passes the limit."""
+) -> tuple[tuple[WeightFile, ...], int]:
+    """Each file's summary, and the ``*.weight_packed`` tensors they hold; the running total is refused at
+    the file where it passes the limit."""
     weight_files: list[WeightFile] = []
-    total = 0
+    total = packed = 0
     for name, header in zip(names, files.read_headers(names, counting), strict=True):
         total += header.parameters
+        packed += header.packed
         if total > MAX_PARAMETERS:
             raise ModelFileError(files.location(name), parameters_reason())
-        weight_files.append(WeightFile(name=name, tensors=header.tensors, parameters=header.parameters))
-    return tuple(weight_files)
+        weight_files.append(
+            WeightFile(
+                name=name,
+                tensors=header.tensors,
+                parameters=header.parameters,
+                quant_aware=counting is not None,
+            )
+        )
+    return tuple(weight_files), packed
 
 
 def _name_version(value: NameVersion | None) -> dict[str, Any] | None:
@@ -292,9 +313,15 @@ def metadata_document(metadata: ModelMetadata) -> dict[str, Any]:
         "quantization": metadata.quantization,
         "maxTokens": metadata.max_tokens,
         "files": [
-            {"name": file.name, "tensors": file.tensors, "parameters": file.parameters}
+            {
+                "name": file.name,
+                "tensors": file.tensors,
+                "parameters": file.parameters,
+                "quantAware": file.quant_aware,
+            }
             for file in metadata.files
         ],
+        "notes": list(metadata.notes),
     }
 
 

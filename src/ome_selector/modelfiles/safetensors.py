@@ -8,8 +8,6 @@ needed here: the weights are never read.
 
 from __future__ import annotations
 
-import bisect
-import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -25,8 +23,8 @@ __all__ = [
     "MAX_HEADER_VALUES",
     "MAX_RANK",
     "MAX_TENSORS",
-    "PACKED_DTYPE",
     "PREFIX_BYTES",
+    "SCALE_NAMES",
     "SCALE_SUFFIXES",
     "Header",
     "QuantAwareCounting",
@@ -34,6 +32,8 @@ __all__ = [
     "check_header_fits",
     "count_parameters",
     "header_length",
+    "is_scale",
+    "packing_factor",
     "parse_header",
 ]
 
@@ -54,62 +54,206 @@ MAX_DIMENSION = 2**40
 _METADATA_KEY = "__metadata__"
 _INVALID = "invalid safetensors header"
 
-#: In an NVFP4 or MXFP4 checkpoint a ``U8`` tensor packs two 4-bit values per byte (SPEC §10).
-PACKED_DTYPE: Final = "U8"
-#: Block scales stored beside 4-bit weights are not parameters: ModelOpt's ``weight_scale``/``input_scale``
-#: end in ``_scale``, gpt-oss's ``*_blocks`` come with ``*_scales`` (a choice where SPEC §10 is silent: OME's
-#: count for gpt-oss-120b, about 117B, leaves them out).
-SCALE_SUFFIXES: Final = ("_scale", "_scales")
-#: Name parts looked at to match one header's ``U8`` tensor names against the exclusion lists. Real headers
-#: need at most a few hundred thousand (100,000 tensors of 10 parts, two list shapes); the limit keeps a
-#: hostile header with hostile lists as cheap as the rest of the parse.
+#: The last dot-separated part of a scale or zero-point tensor's name, exactly (SPEC §10): not a parameter
+#: in a quantized checkpoint. ``qweight`` (GPTQ/AWQ's packed weight) and gpt-oss's ``*_blocks`` are weights.
+SCALE_NAMES: Final = frozenset(
+    {
+        "weight_scale",
+        "weight_scale_2",
+        "weight_scale_inv",
+        "input_scale",
+        "k_scale",
+        "v_scale",
+        "kv_scale",
+        "kv_cache_scaling_factor",
+        "weight_zero_point",
+        "scales",
+        "zeros",
+        "qzeros",
+        "g_idx",
+    }
+)
+#: ...or how that part ends (gpt-oss's ``gate_up_proj_scales``); each starts with ``_``, so ``scaled_weight``
+#: is a weight.
+SCALE_SUFFIXES: Final = (
+    "_scale",
+    "_scales",
+    "_scale_2",
+    "_scale_inv",
+    "_input_scale",
+    "_weight_scale",
+    "_weight_scale_2",
+    "_weight_scale_inv",
+    "_weight_zero_point",
+    "_kv_scale",
+    "_kv_cache_scaling_factor",
+)
+#: What matching one header's packed tensor names against the exclusion patterns may cost (SPEC §10; the
+#: "How an exclusion matches" choice): real checkpoints need a few thousand steps.
 MAX_EXCLUSION_STEPS: Final = 10_000_000
 
+#: Distinct last parts of names remembered by one count (real checkpoints have a few dozen).
+_MAX_REMEMBERED = 4096
+_FP4_ALGORITHMS = frozenset({"nvfp4", "mxfp4", "fp4"})
+_BYTE_DTYPES = frozenset({"U8", "I8", "UINT8", "INT8"})
+_INT4_FACTORS = {
+    **dict.fromkeys(("I32", "U32", "INT32", "UINT32"), 8),
+    **dict.fromkeys(("I16", "U16", "INT16", "UINT16"), 4),
+    **dict.fromkeys(_BYTE_DTYPES, 2),
+}
 
-class QuantAwareCounting:
-    """SPEC §10's quantization-aware count, for a checkpoint whose learned quantization is ``nvfp4`` or
-    ``mxfp4``: a ``U8`` tensor counts twice its elements unless its name contains a module of the exclusion
-    lists, and a tensor whose name ends in ``_scale`` or ``_scales`` does not count.
 
-    A name contains a module when the module's dot-separated parts are consecutive parts of the name
-    (``lm_head`` in ``lm_head.weight`` and ``model.lm_head.weight``; ``mlp.gate`` in ``mlp.gate.weight`` but
-    not in ``mlp.gate_up_proj.weight``): sets of part tuples, so a name costs its parts times the list shapes,
-    not the lists' length.
-    """
+def is_scale(name: str) -> bool:
+    """Whether ``name`` is a scale or zero-point tensor's (SPEC §10): its last dot-separated part is one of
+    :data:`SCALE_NAMES` or ends in one of :data:`SCALE_SUFFIXES`."""
+    last = name.rpartition(".")[2]
+    return last in SCALE_NAMES or last.endswith(SCALE_SUFFIXES)
 
-    __slots__ = ("_by_parts", "_length_sums", "_lengths")
 
-    def __init__(self, exclusions: Iterable[str] = ()) -> None:
-        by_parts: dict[int, set[object]] = {}
-        for module in exclusions:
-            parts = tuple(module.split("."))
-            # One part is compared with the name's parts as a string, more as a tuple of consecutive parts.
-            by_parts.setdefault(len(parts), set()).add(parts if len(parts) > 1 else parts[0])
-        self._by_parts = sorted(by_parts.items(), key=lambda item: item[0])
-        # The lengths and their running sums: a name's cost is found by bisection, whatever the lists hold.
-        self._lengths = [length for length, _ in self._by_parts]
-        self._length_sums = [0, *itertools.accumulate(self._lengths)]
+def packing_factor(algorithm: str, dtype: str) -> int:
+    """The logical parameters one stored element of ``dtype`` holds under ``algorithm`` (SPEC §10, OME's
+    packing factor): ``nvfp4``/``mxfp4``/``fp4`` in a byte type 2; an algorithm containing ``int4`` or ``w4a``
+    8 in a 32-bit, 4 in a 16-bit and 2 in a byte type; 1 otherwise (FP8 and compressed-tensors included)."""
+    name = algorithm.strip().lower()
+    kind = dtype.strip().upper()
+    if name in _FP4_ALGORITHMS:
+        return 2 if kind in _BYTE_DTYPES else 1
+    if "int4" in name or "w4a" in name:
+        return _INT4_FACTORS.get(kind, 1)
+    return 1
 
-    def steps(self, parts: int) -> int:
-        """What matching a name of ``parts`` parts costs (each list shape up to ``parts`` parts, each a pass
-        over the name), counted before it is done."""
-        return parts * self._length_sums[bisect.bisect_right(self._lengths, parts)]
 
-    def excludes(self, parts: Sequence[str]) -> bool:
-        """Whether the name of ``parts`` contains a module of the exclusion lists."""
-        for length, modules in self._by_parts:
-            if length > len(parts):
-                break
-            if length == 1:
-                if not modules.isdisjoint(parts):
-                    return True
-            elif not modules.isdisjoint(zip(*(parts[start:] for start in range(length)), strict=False)):
+def _piece_matches(segments: Sequence[str], text: str, at_start: bool, at_end: bool) -> bool:
+    """Whether a dot-free glob piece (its literal ``segments`` between ``*``, each ``*`` one or more
+    characters) matches ``text`` (a dot-free name part) in full, at its start, at its end or anywhere.
+
+    Each literal is placed as far left as it can go (leaving the most room for the rest), which is exact for
+    a wildcard that matches any run of at least one character: only ``str`` searches, linear in ``text``."""
+    first, last = segments[0], segments[-1]
+    if len(segments) == 1:
+        if at_start and at_end:
+            return text == first
+        if at_start:
+            return text.startswith(first)
+        return text.endswith(first) if at_end else first in text
+    if at_start:
+        if not text.startswith(first):
+            return False
+        position = len(first)
+    else:
+        found = text.find(first)
+        if found < 0:
+            return False
+        position = found + len(first)
+    for literal in segments[1:-1]:
+        found = text.find(literal, position + 1)
+        if found < 0:
+            return False
+        position = found + len(literal)
+    if at_end:
+        return len(text) - len(last) >= position + 1 and text.endswith(last)
+    return text.find(last, position + 1) >= 0
+
+
+class _Glob:
+    """An exclusion pattern with ``*``: each ``*`` matches one or more characters other than ``.`` (OME's
+    ``[^.]+``), the pattern anywhere in the name. A ``.`` of the pattern can only meet a ``.`` of the name, so
+    the pattern's dot-separated pieces meet consecutive parts of the name: the first a part's end, the last
+    a part's start, those between whole parts (one piece: anywhere in one part)."""
+
+    __slots__ = ("literals", "pieces", "weight")
+
+    def __init__(self, pattern: str) -> None:
+        self.pieces = tuple(tuple(piece.split("*")) for piece in pattern.split("."))
+        #: What trying it at one part of a name costs: one search per literal.
+        self.weight = sum(len(piece) for piece in self.pieces)
+        #: The text between its stars: a name it matches holds each (a quick test, at C speed, first).
+        self.literals = tuple(literal for literal in pattern.split("*") if literal)
+
+    def matches(self, name: str, parts: Sequence[str]) -> bool:
+        if not all(literal in name for literal in self.literals):
+            return False
+        pieces = self.pieces
+        if len(pieces) == 1:
+            return any(_piece_matches(pieces[0], part, False, False) for part in parts)
+        span = len(pieces) - 1
+        for start in range(len(parts) - span):
+            if (
+                _piece_matches(pieces[0], parts[start], False, True)
+                and all(
+                    _piece_matches(pieces[offset], parts[start + offset], True, True)
+                    for offset in range(1, span)
+                )
+                and _piece_matches(pieces[span], parts[start + span], True, False)
+            ):
                 return True
         return False
 
+
+class QuantAwareCounting:
+    """SPEC §10's count for a quantized checkpoint (OME's ``CountTensorParams``), given its algorithm and its
+    exclusion patterns: a scale or zero point counts 0; a tensor an exclusion matches counts its elements;
+    any other its elements times :func:`packing_factor`.
+
+    An exclusion with ``*`` is a glob (:class:`_Glob`), any other a substring of the name. Only a tensor whose
+    factor is above 1 is matched at all: with factor 1 both ways count alike.
+    """
+
+    __slots__ = ("_factors", "_globs", "_scales", "_substrings", "_weight", "algorithm", "packs")
+
+    def __init__(self, algorithm: str = "", exclusions: Iterable[str] = ()) -> None:
+        self.algorithm = algorithm
+        #: Whether some dtype packs several values under this algorithm (else every factor is 1).
+        name = algorithm.strip().lower()
+        self.packs = name in _FP4_ALGORITHMS or "int4" in name or "w4a" in name
+        #: :func:`is_scale` by a name's last part (few distinct ones: ``weight``, ``bias``, ...).
+        self._scales: dict[str, bool] = {}
+        patterns = dict.fromkeys(pattern for pattern in exclusions if pattern)
+        self._substrings = tuple(pattern for pattern in patterns if "*" not in pattern)
+        self._globs = tuple(_Glob(pattern) for pattern in patterns if "*" in pattern)
+        self._weight = sum(glob.weight for glob in self._globs)
+        self._factors: dict[str, int] = {}
+
+    @property
+    def scale_parts(self) -> dict[str, bool]:
+        """The last parts whose :meth:`is_scale_part` is known."""
+        return self._scales
+
+    def is_scale_part(self, last: str) -> bool:
+        """:func:`is_scale` of a name whose last part is ``last``, remembered (at most
+        :data:`_MAX_REMEMBERED` parts: real checkpoints have a few dozen, ``weight``, ``bias``, ...)."""
+        scale = self._scales.get(last)
+        if scale is None:
+            scale = last in SCALE_NAMES or last.endswith(SCALE_SUFFIXES)
+            if len(self._scales) < _MAX_REMEMBERED:
+                self._scales[last] = scale
+        return scale
+
+    def factor(self, dtype: str) -> int:
+        """:func:`packing_factor` of this algorithm and ``dtype`` (worked out once per dtype)."""
+        factor = self._factors.get(dtype)
+        if factor is None:
+            factor = self._factors[dtype] = packing_factor(self.algorithm, dtype)
+        return factor
+
+    def steps(self, name: str) -> int:
+        """What matching ``name`` costs, counted before it is done: one step per substring pattern and per
+        started 64 characters of the name, and per part of the name each glob's literals."""
+        substrings = len(self._substrings) * (1 + len(name) // 64)
+        return substrings + (name.count(".") + 1) * self._weight if self._globs else substrings
+
+    def excludes(self, name: str) -> bool:
+        """Whether an exclusion pattern matches ``name``."""
+        if any(pattern in name for pattern in self._substrings):
+            return True
+        if not self._globs:
+            return False
+        parts = name.split(".")
+        return any(glob.matches(name, parts) for glob in self._globs)
+
     @property
     def has_exclusions(self) -> bool:
-        return bool(self._by_parts)
+        return bool(self._substrings or self._globs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +266,9 @@ class Header:
     parameters: int
     #: The bytes of tensor data described: the file must hold at least that much after the header.
     data_bytes: int
+    #: Under a quantized count, the tensors named ``*.weight_packed`` (compressed-tensors' packed INT4, which
+    #: OME counts with factor 1: SPEC §9).
+    packed: int = 0
 
 
 def count_parameters(shapes: Iterable[Sequence[int]]) -> int:
@@ -190,9 +337,10 @@ def _invalid(location: str, name: str, what: str) -> ModelFileError:
     return ModelFileError(location, f"{_INVALID}: tensor {quoted(name)} {what}")
 
 
+_PACKED_WEIGHT = "weight_packed"
 _NO_SHAPE = "has no shape (a list of integers >= 0)"
 _EXCLUSION_REASON = (
-    f"{_INVALID}: matching its U8 tensor names against the quantization exclusion lists takes more than "
+    f"{_INVALID}: matching its packed tensor names against the quantization exclusions takes more than "
     f"{MAX_EXCLUSION_STEPS} steps"
 )
 
@@ -254,33 +402,39 @@ def parse_header(
 ) -> Header:
     """The header in ``data`` (the JSON after the length prefix); ModelFileError naming ``location``.
 
-    With ``counting``, parameters are counted quantization-aware (SPEC §10). The running total is compared
-    with :data:`MAX_PARAMETERS` after each tensor.
+    With ``counting`` (a quantized checkpoint), parameters are counted as OME counts them (SPEC §10). The
+    running total is compared with :data:`MAX_PARAMETERS` after each tensor.
     """
     document = _document(location, data)
-    tensors = parameters = data_bytes = steps = 0
+    tensors = parameters = data_bytes = steps = packed = 0
+    # Looked up once: the per-tensor work of a quantized count is a few dictionary lookups (SPEC §10).
+    scales, packs = (counting.scale_parts, counting.packs) if counting is not None else ({}, False)
     for name, entry in document.items():
         if name == _METADATA_KEY:
             continue
         count, end = _tensor(location, name, entry)
         if counting is not None and count:
-            if name.endswith(SCALE_SUFFIXES):
+            last = name.rpartition(".")[2]
+            if last == _PACKED_WEIGHT:
+                packed += 1
+            scale = scales.get(last)
+            if scale or (scale is None and counting.is_scale_part(last)):
                 count = 0
-            elif entry["dtype"] == PACKED_DTYPE:
+            elif packs and (factor := counting.factor(entry["dtype"])) > 1:
                 if counting.has_exclusions:
-                    parts = name.split(".")
-                    steps += counting.steps(len(parts))
+                    steps += counting.steps(name)
                     if steps > MAX_EXCLUSION_STEPS:
                         raise ModelFileError(location, _EXCLUSION_REASON)
-                    count *= 1 if counting.excludes(parts) else 2
+                    if not counting.excludes(name):
+                        count *= factor
                 else:
-                    count *= 2
+                    count *= factor
         tensors += 1
         parameters += count
         data_bytes = max(data_bytes, end)
         if parameters > MAX_PARAMETERS:
             raise ModelFileError(location, parameters_reason())
-    return Header(tensors=tensors, parameters=parameters, data_bytes=data_bytes)
+    return Header(tensors=tensors, parameters=parameters, data_bytes=data_bytes, packed=packed)
 
 
 def check_file_size(location: str, header_bytes: int, header: Header, file_size: int) -> None:

@@ -310,6 +310,8 @@ class Operator:
                 self.config.model_metadata,
                 instance=self.config.instance,
                 may_write=writer.may_write,
+                catalog=self.indexed_catalog,
+                runtime_lookup=self.config.runtime_lookup,
             )
         elif self.config.model_metadata is not None:
             logger.warning("report-only: model metadata is not learned (that would write)")

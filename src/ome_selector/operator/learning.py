@@ -15,6 +15,12 @@ case) and it is not being deleted. For each candidate the learner:
    resourceVersion it read; after a 409 it reads and recomputes, so nothing anyone set is overwritten;
 3. records a Normal event ``ModelMetadataLearned`` naming what it set.
 
+Before it patches, it evaluates the model's InferenceServices with the learned values (SPEC §10, the what-if
+of :mod:`ome_selector.review.learned` over the operator's catalog): when any would lose its runtime, a Warning
+event ``ModelMetadataStrandsInferenceServices`` names them (at most 5) and why, once per message, and it
+still writes what it learned; in report mode (``--learn-model-metadata=report``) it writes nothing and only
+reports.
+
 A failure while reading or writing (the Hub refuses, a file is malformed or over a limit, the child is
 killed or crashes, the API errs or the model keeps changing while it is patched, anything raised) is a
 Warning event ``ModelMetadataUnavailable`` with the reason, escaped, its storage URI cut to 256 characters
@@ -39,6 +45,7 @@ from prometheus_client import Counter
 
 from ome_selector.api.logfields import log_fields
 from ome_selector.api.resources import Kind, ObjectKey
+from ome_selector.catalog.catalog import Catalog
 from ome_selector.kube.objects import ApiError, ConflictError, GoneError, Objects
 from ome_selector.modelfiles import (
     ModelFileError,
@@ -51,6 +58,9 @@ from ome_selector.operator.metrics import Metrics
 from ome_selector.operator.modelreader import ChildLimits, ModelReaderProcess
 from ome_selector.operator.workqueue import WorkQueue
 from ome_selector.operator.writer import COMPONENT, ApiWriter, NotLeaderError
+from ome_selector.review.learned import STRANDS, learned_model, moved_steps, stranded, strands_message
+from ome_selector.review.whatif import Change
+from ome_selector.selection.inheritance import RuntimeLookup
 from ome_selector.selection.messages import escape_controls, truncate
 
 __all__ = [
@@ -60,6 +70,7 @@ __all__ = [
     "RESULTS",
     "SKIP_ANNOTATION",
     "SKIP_ANNOTATIONS",
+    "STRANDS",
     "UNAVAILABLE",
     "Candidate",
     "LearningConfig",
@@ -86,6 +97,8 @@ RESULTS = ("learned", "unchanged", "failed")
 #: Seconds before the next attempt after the 1st, 2nd and every later consecutive failure.
 DEFAULT_RETRY_DELAYS = (30.0, 120.0, 600.0)
 MAX_CONFLICTS = 5
+#: Steps of the learned values' what-if between two yields to the event loop.
+_STEPS_PER_YIELD = 16
 #: A storage URI in a message is cut to this many characters (SPEC §10.4).
 _URI_LIMIT = 256
 #: How a failure's event message starts, by what failed: reading the model's files or writing to the model.
@@ -110,6 +123,8 @@ class LearningConfig:
     retry_delays: tuple[float, ...] = DEFAULT_RETRY_DELAYS
     #: What one child process may use before it is killed.
     reader_limits: ChildLimits = field(default_factory=ChildLimits)
+    #: ``--learn-model-metadata=report``: evaluate and report, never write the learned fields (SPEC §10).
+    report_only: bool = False
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -271,11 +286,19 @@ class ModelMetadataLearner:
         may_write: Callable[[], bool],
         read: ModelReader | None = None,
         token_for: Callable[[Candidate], str | None] | None = None,
+        catalog: Callable[[], Catalog | None] | None = None,
+        runtime_lookup: RuntimeLookup = RuntimeLookup.V1_3,
     ) -> None:
         """``read`` reads one model (default: a child process per model, :mod:`.modelreader`);
         ``token_for`` decides which Hub token, if any, a model is read with (None: anonymous; default: the
-        environment's token for the models :func:`may_use_token`)."""
+        environment's token for the models :func:`may_use_token`); ``catalog`` gives the operator's catalog
+        (None while it starts) that learned values are evaluated against before they are written."""
         self._objects = objects
+        self._catalog = catalog or (lambda: None)
+        self._lookup = runtime_lookup
+        self._report_only = config.report_only
+        #: The last strand warning recorded per model: an unchanged one is not repeated.
+        self._warned: dict[ObjectKey, str] = {}
         self._metrics = metrics
         self.may_write = may_write
         # Events at most once, as the operator's own (a lost one must not undo or repeat an attempt).
@@ -451,6 +474,15 @@ class ModelMetadataLearner:
             return
         self.schedule.succeeded(key)
         self._candidates.pop(key, None)
+        if fields and self._report_only:
+            self.results.labels("unchanged").inc()
+            logger.info(
+                "%s: report only: its files at %s would set %s",
+                key,
+                _shown_uri(uri),
+                ", ".join(describe_fill(fields, metadata)),
+            )
+            return
         if not fields:
             self.results.labels("unchanged").inc()
             logger.info("%s: its files at %s give nothing it lacks", key, _shown_uri(uri))
@@ -485,6 +517,9 @@ class ModelMetadataLearner:
                 return fields, now.involved
             if not self.may_write():
                 raise NotLeaderError(str(key))
+            await self._warn_if_stranding(now, body or {}, fields, metadata)
+            if self._report_only:
+                return fields, now.involved
             guard = {"resourceVersion": now.resource_version}
             try:
                 stored = await self._objects.patch(
@@ -504,6 +539,36 @@ class ModelMetadataLearner:
             self._metrics.writes.labels("patch").inc()
             return fields, stored
         raise ConflictError(str(key))
+
+    async def _warn_if_stranding(
+        self, found: Candidate, body: Mapping[str, Any], fields: Mapping[str, Any], metadata: ModelMetadata
+    ) -> None:
+        """The Warning event ``ModelMetadataStrandsInferenceServices`` when writing ``fields`` would leave an
+        InferenceService of the model without the runtime it has (SPEC §10); nothing without a catalog."""
+        catalog = self._catalog()
+        if catalog is None:
+            return
+        try:
+            learned = learned_model(body, fields)
+        except ValueError as error:  # what the API server stored always loads; a defect is logged, not raised
+            logger.warning("%s: cannot evaluate its learned values: %s", found.key, error)
+            return
+        changes: list[Change] = []
+        for index, _ in enumerate(moved_steps(catalog, learned, self._lookup, changes)):
+            if index % _STEPS_PER_YIELD == _STEPS_PER_YIELD - 1:
+                await asyncio.sleep(0)  # the event loop is never held for long (SPEC §8)
+        lost = stranded(catalog, learned, changes)
+        if not lost:
+            self._warned.pop(found.key, None)
+            return
+        message = strands_message(lost, ", ".join(describe_fill(fields, metadata)))
+        if self._warned.get(found.key) == message:
+            return
+        self._warned[found.key] = message
+        logger.warning("%s: %s", found.key, message, extra=log_fields(found.key, reason=STRANDS))
+        await self._events.record_event(
+            found.involved, kind=found.key.kind, type_="Warning", reason=STRANDS, message=message
+        )
 
     async def _failed(self, found: Candidate, reason: str, failed: str) -> None:
         """Record a failure (SPEC §10.5): the log line, ``result="failed"``, the next attempt on the schedule

@@ -72,7 +72,7 @@ from ome_selector.selection.inheritance import (
     find_named_runtime,
     resolve_chain,
 )
-from ome_selector.selection.matcher import RuntimeCheck
+from ome_selector.selection.matcher import RuntimeCheck, check
 from ome_selector.selection.outcome import OutcomeKind, evaluate
 from ome_selector.selection.profiles import MatchKey, RuntimeProfile
 from ome_selector.selection.ranking import Ranking, RankKey, rank, rank_key
@@ -120,6 +120,7 @@ class Code(StrEnum):
     INHR004 = "INHR004"
     MODE001 = "MODE001"
     SCHM001 = "SCHM001"
+    QUANT001 = "QUANT001"
 
 
 class Severity(StrEnum):
@@ -270,6 +271,7 @@ def lint(
         catalog, views=views, models=models, profiles=profiles, isvcs=isvcs, chains=chains, lookup=lookup
     )
     findings.update(review.findings())
+    findings.update(learned_quantization_findings(catalog, views, models))
     return tuple(sorted(findings, key=lambda finding: finding.order))
 
 
@@ -881,3 +883,44 @@ def field_findings(key: ObjectKey, body: Mapping[str, Any]) -> list[Finding]:
         _finding(Code.SCHM001, [key], _unknown_message(key, unknown), field=unknown.parts)
         for unknown in unknown_fields(body)
     ]
+
+
+# --- QUANT001: a quantization the files will give, that no runtime serving the model declares
+# -----------------------------------------------------------------------------------------------
+
+#: The architectures whose published checkpoints all declare their quantization in ``config.json``, and the
+#: value SPEC §10 learns from it: gpt-oss ships MXFP4 experts (``quant_method: mxfp4``), DeepSeek-V3's
+#: architecture (DeepSeek-V3, R1, Kimi-K2) block FP8 (``quant_method: fp8``) (SPEC §11 QUANT001).
+FAMILY_QUANTIZATIONS: Mapping[str, str] = {"GptOssForCausalLM": "mxfp4", "DeepseekV3ForCausalLM": "fp8"}
+
+
+def learned_quantization_findings(
+    catalog: Catalog, views: Sequence[str], models: Sequence[Model]
+) -> Iterator[Finding]:
+    """QUANT001 (SPEC §11): a model whose storage is known (``spec.storage.storageUri``), without a
+    ``quantization``, of an architecture of :data:`FAMILY_QUANTIZATIONS`, that some runtime visible from a
+    view supports today (SPEC §3 checks 1-5) and that no runtime visible from that view supports once it has
+    its family's quantization (strict presence: SPEC §9)."""
+    for model in models:
+        spec = model.spec
+        quantization = FAMILY_QUANTIZATIONS.get(spec.model_architecture or "")
+        if model.storage_uri is None or spec.quantization or quantization is None:
+            continue
+        today = catalog.model_profile(model)
+        learned = catalog.model_profile(
+            model.model_copy(update={"spec": spec.model_copy(update={"quantization": quantization})})
+        )
+        for view in [model.namespace] if model.namespace is not None else views:
+            runtimes = catalog.runtime_profiles_visible_from(view)
+            serving = [profile for profile in runtimes if check(profile, today).supports_model]
+            if not serving or any(check(profile, learned).supports_model for profile in runtimes):
+                continue
+            names = ", ".join(profile.runtime.name for profile in serving)
+            yield _finding(
+                Code.QUANT001,
+                [model.key, *(profile.runtime.key for profile in serving)],
+                f"{model.key} has no quantization yet; its files will give quantization {quantization} "
+                f"(every published {spec.model_architecture} checkpoint declares it), which none of the "
+                f"runtimes that serve it today declares ({names}): once learned, no runtime serves it; add "
+                f"quantization: {quantization} to their entries, or set the model's quantization",
+            )

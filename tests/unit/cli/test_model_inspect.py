@@ -56,7 +56,8 @@ def _minilm_document(source: str) -> dict[str, object]:
         "modelFramework": {"name": "transformers", "version": "4.8.2"},
         "quantization": None,
         "maxTokens": 512,
-        "files": [{"name": "model.safetensors", "tensors": 104, "parameters": 22713728}],
+        "files": [{"name": "model.safetensors", "tensors": 104, "parameters": 22713728, "quantAware": False}],
+        "notes": [],
     }
 
 
@@ -91,8 +92,8 @@ def test_table(minilm: Path, capsys: pytest.CaptureFixture[str]) -> None:
         "quantization:        -\n"
         "maxTokens:           512\n"
         "\n"
-        "FILE                TENSORS   PARAMETERS\n"
-        "model.safetensors   104       22713728\n"
+        "FILE                TENSORS   PARAMETERS   QUANTAWARE\n"
+        "model.safetensors   104       22713728     false\n"
     )
 
 
@@ -237,7 +238,7 @@ def test_help_shows_the_synopsis(capsys: pytest.CaptureFixture[str]) -> None:
     assert "[--apply KIND/NAME [-n NAMESPACE] [--kubeconfig PATH] [--context NAME]]" in out
     assert "llama, mistral, qwen2, qwen3" in out
     assert "hf_quant_config.json" in out
-    assert "quantization-aware" in out
+    assert '"quantAware"' in out
 
 
 def test_the_installed_command_reads_the_hub(minilm: Path, tmp_path: Path) -> None:
@@ -488,7 +489,8 @@ def test_json_says_the_count_is_quantization_aware(
         "modelFramework": {"name": "transformers", "version": "4.48.0"},
         "quantization": "nvfp4",
         "maxTokens": None,
-        "files": [{"name": "model.safetensors", "tensors": 4, "parameters": 4736}],
+        "files": [{"name": "model.safetensors", "tensors": 4, "parameters": 4736, "quantAware": True}],
+        "notes": [],
     }
 
 
@@ -497,8 +499,8 @@ def test_the_table_says_which_rule_counted(tmp_path: Path, capsys: pytest.Captur
     assert run(["model", "inspect", str(folder)]) == 0
     assert capsys.readouterr().out == (
         f"Source:              {folder}\n"
-        "Parameters:          4736 (exact, quantization-aware: a U8 tensor counts two 4-bit values per byte, "
-        "scales not counted)\n"
+        "Parameters:          4736 (exact, quantization-aware: packed 4-bit elements count every value they "
+        "hold, scales and zero points not counted)\n"
         "modelParameterSize:  4736\n"
         "modelFormat:         safetensors 1.0.0\n"
         "modelArchitecture:   LlamaForCausalLM\n"
@@ -506,8 +508,8 @@ def test_the_table_says_which_rule_counted(tmp_path: Path, capsys: pytest.Captur
         "quantization:        nvfp4\n"
         "maxTokens:           -\n"
         "\n"
-        "FILE                TENSORS   PARAMETERS\n"
-        "model.safetensors   4         4736\n"
+        "FILE                TENSORS   PARAMETERS   QUANTAWARE\n"
+        "model.safetensors   4         4736         true\n"
     )
     # Without hf_quant_config.json the file says nothing of NVFP4: every stored element counts.
     os.remove(folder / "hf_quant_config.json")

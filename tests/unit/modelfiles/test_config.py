@@ -8,6 +8,7 @@ import pytest
 
 from ome_selector.modelfiles.config import (
     DiffusersPipeline,
+    Quantized,
     TransformersConfig,
     diffusers_pipeline,
     quantization,
@@ -42,7 +43,12 @@ from ome_selector.modelfiles.config import (
         # gptq and awq with their bits
         ("gptq", 4, "int4"),
         ("awq", 4, "int4"),
-        ("GPTQ", 4, "int4"),
+        (" gptq ", 4, "int4"),  # trimmed first
+        # (v6) OME compares the method names case-sensitively: GPTQ stays GPTQ, which maps to nothing
+        ("GPTQ", 4, None),
+        ("Awq", 4, None),
+        ("gptq", 40, "int4"),  # INT40_GPTQ contains int4, as OME reads it
+        ("gptq", 2**63 - 1, None),  # OME's bits is a Go int
         ("gptq", 8, None),  # int8_gptq: no mapping
         ("gptq", None, None),
         ("awq", "4", None),  # bits that are not an integer are not read
@@ -51,6 +57,8 @@ from ome_selector.modelfiles.config import (
         ("bitsandbytes", 4, None),  # only gptq and awq read their bits
         # anything else
         ("bitsandbytes", None, None),
+        ("fp4", None, None),  # (v6) ModelOpt's FP4 is counted packed but learns no quantization
+        ("FP4", None, None),
         ("", None, None),
         (None, None, None),
         (8, None, None),
@@ -68,63 +76,100 @@ def _quantized(quantization_config: object) -> dict[str, Any]:
     return {"architectures": ["LlamaForCausalLM"], "quantization_config": quantization_config}
 
 
+_ALL_LISTS = {
+    "quant_method": "mxfp4",
+    "modules_to_not_convert": ["lm_head", "model.layers.*.self_attn"],
+    "ignore": ["vision_tower"],
+    "ignored_layers": ["model.layers.0.mlp.gate"],
+    "exclude_modules": ["never", "read"],
+}
+
+
 @pytest.mark.parametrize(
-    ("config", "hf_quant_config", "expected", "exclusions"),
+    ("config", "hf_quant_config", "expected", "quantized"),
     [
-        # hf_quant_config.json (ModelOpt) wins over the embedded quantization_config
+        # (v6) hf_quant_config.json (ModelOpt), when it parses, decides alone: algorithm and exclusions
         (
-            _quantized({"quant_method": "fp8"}),
+            _quantized({"quant_method": "fp8", "ignore": ["x"]}),
             {"quantization": {"quant_algo": "NVFP4", "exclude_modules": ["lm_head"]}},
             "nvfp4",
-            {"lm_head"},
+            Quantized("NVFP4", ("lm_head",)),
         ),
-        # quant_algo wins over quant_method
-        (_quantized({"quant_method": "modelopt", "quant_algo": "NVFP4"}), None, "nvfp4", set()),
-        (_quantized({"quant_method": "mxfp4", "quant_algo": 7}), None, "mxfp4", set()),
-        # a ModelOpt file without a string quant_algo says nothing: config.json does
-        (_quantized({"quant_method": "fp8"}), {"quantization": {"quant_algo": None}}, "fp8", set()),
-        (_quantized({"quant_method": "fp8"}), {"producer": {"name": "modelopt"}}, "fp8", set()),
-        (_quantized({"quant_method": "fp8"}), {"quantization": "NVFP4"}, "fp8", set()),
-        # ... but one that names an algorithm decides, even one that maps to nothing
-        (_quantized({"quant_method": "fp8"}), {"quantization": {"quant_algo": "W8A8_SQ"}}, None, set()),
-        # gptq/awq bits are read in config.json's quantization_config
-        (_quantized({"quant_method": "gptq", "bits": 4, "group_size": 128}), None, "int4", set()),
-        # the four exclusion lists, from both files, each name once; only what could name a module
+        # ... even without an algorithm: quantized, factor 1, no quantization learned
+        (_quantized({"quant_method": "fp8"}), {"quantization": {"quant_algo": None}}, None, Quantized("")),
+        (_quantized({"quant_method": "fp8"}), {"producer": {"name": "modelopt"}}, None, Quantized("")),
+        # one that does not parse as OME reads it (a field of the wrong JSON type): config.json decides
+        (_quantized({"quant_method": "fp8"}), {"quantization": "NVFP4"}, "fp8", Quantized("fp8")),
+        (_quantized({"quant_method": "fp8"}), {"quantization": {"quant_algo": 4}}, "fp8", Quantized("fp8")),
         (
-            _quantized(
-                {
-                    "quant_method": "mxfp4",
-                    "modules_to_not_convert": ["lm_head", "model.embed_tokens"],
-                    "ignore": ["lm_head", 3, "", None, ["x"]],
-                    "ignored_layers": ["model.layers.0.mlp.gate"],
-                    "exclude_modules": "lm_head",
-                }
-            ),
-            {"quantization": {"exclude_modules": ["vision_tower"]}},
+            _quantized({"quant_method": "fp8"}),
+            {"quantization": {"quant_algo": "NVFP4", "group_size": 16.5}},
+            "fp8",
+            Quantized("fp8"),
+        ),
+        (
+            _quantized({"quant_method": "fp8"}),
+            {"quantization": {"quant_algo": "NVFP4", "exclude_modules": ["lm_head", 3]}},
+            "fp8",
+            Quantized("fp8"),
+        ),
+        (_quantized({"quant_method": "fp8"}), {"quant_method": 1}, "fp8", Quantized("fp8")),
+        # an algorithm that maps to nothing still makes the checkpoint quantized
+        (
+            _quantized({"quant_method": "fp8"}),
+            {"quantization": {"quant_algo": "W8A8_SQ"}},
+            None,
+            Quantized("W8A8_SQ"),
+        ),
+        # quant_algo (trimmed, not empty) wins over quant_method
+        (
+            _quantized({"quant_method": "modelopt", "quant_algo": " NVFP4 "}),
+            None,
+            "nvfp4",
+            Quantized("NVFP4"),
+        ),
+        (_quantized({"quant_method": "mxfp4", "quant_algo": "  "}), None, "mxfp4", Quantized("mxfp4")),
+        (_quantized({"quant_method": "mxfp4", "quant_algo": 7}), None, "mxfp4", Quantized("mxfp4")),
+        # gptq/awq bits, lower case only
+        (_quantized({"quant_method": "gptq", "bits": 4}), None, "int4", Quantized("INT4_GPTQ")),
+        (_quantized({"quant_method": "GPTQ", "bits": 4}), None, None, Quantized("GPTQ")),
+        (_quantized({"quant_method": "awq", "bits": 4.0}), None, None, Quantized("awq")),
+        # no algorithm: not quantized
+        (_quantized({"quant_method": ""}), None, None, None),
+        (_quantized({"bits": 4}), None, None, None),
+        (_quantized("mxfp4"), None, None, None),
+        # the first non-empty list of three, never their union; exclude_modules only in hf_quant_config.json
+        (_quantized(_ALL_LISTS), None, "mxfp4", Quantized("mxfp4", ("lm_head", "model.layers.*.self_attn"))),
+        (
+            _quantized(_ALL_LISTS | {"modules_to_not_convert": []}),
+            None,
             "mxfp4",
-            {"lm_head", "model.embed_tokens", "model.layers.0.mlp.gate", "vision_tower"},
+            Quantized("mxfp4", ("vision_tower",)),
         ),
-        # exclusions matter only to the quantization-aware count: not kept for another quantization
         (
-            _quantized({"quant_method": "compressed-tensors", "ignore": ["lm_head"]}),
+            _quantized(_ALL_LISTS | {"modules_to_not_convert": None, "ignore": []}),
+            None,
+            "mxfp4",
+            Quantized("mxfp4", ("model.layers.0.mlp.gate",)),
+        ),
+        # anything but a string in the chosen list names no module
+        (
+            _quantized({"quant_method": "compressed-tensors", "ignore": ["lm_head", 3, None]}),
             None,
             "compressed-tensors",
-            set(),
-        ),
-        (
-            _quantized({"quant_method": "fbgemm_fp8", "modules_to_not_convert": ["lm_head"]}),
-            None,
-            "fbgemm_fp8",
-            set(),
+            Quantized("compressed-tensors", ("lm_head",)),
         ),
     ],
 )
 def test_quantization_from_both_files(
-    config: dict[str, Any], hf_quant_config: dict[str, Any] | None, expected: str | None, exclusions: set[str]
+    config: dict[str, Any],
+    hf_quant_config: dict[str, Any] | None,
+    expected: str | None,
+    quantized: Quantized | None,
 ) -> None:
     settings = transformers_config(config, hf_quant_config)
-    assert (settings.quantization, settings.exclusions) == (expected, frozenset(exclusions))
-    assert settings.quant_aware == (expected in ("nvfp4", "mxfp4"))
+    assert (settings.quantization, settings.quantized) == (expected, quantized)
+    assert settings.quant_aware == (quantized is not None)
 
 
 @pytest.mark.parametrize(
@@ -137,7 +182,7 @@ def test_quantization_from_both_files(
                 "max_position_embeddings": 131072,
                 "quantization_config": {"quant_method": "fp8", "activation_scheme": "dynamic"},
             },
-            TransformersConfig("LlamaForCausalLM", "4.45.0.dev0", "fp8", 131072),
+            TransformersConfig("LlamaForCausalLM", "4.45.0.dev0", "fp8", 131072, Quantized("fp8")),
         ),
         ({}, TransformersConfig(None, None, None, None)),
         (

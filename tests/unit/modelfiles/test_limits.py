@@ -319,6 +319,7 @@ def test_weights_without_config_learn_the_count_and_format_only(tmp_path: Path, 
         "modelFramework": None,
         "quantization": None,
         "maxTokens": None,
+        "notes": [],
     }
 
 

@@ -127,6 +127,7 @@ def test_without_safetensors_the_count_is_estimated(tmp_path: Path) -> None:
         "quantization": None,
         "maxTokens": 131072,
         "files": [],
+        "notes": [],
     }
 
 
@@ -146,11 +147,11 @@ def test_quantized_model(tmp_path: Path) -> None:
     write_safetensors(tmp_path / "model.safetensors", {"w": ("F8_E4M3", [16, 16]), "s": ("F32", [])})
     write_json(tmp_path / "config.json", {"quantization_config": {"quant_method": "fbgemm_fp8"}})
     metadata = inspect_model(str(tmp_path)).metadata
-    # SPEC §10 (v5): fbgemm_fp8 is kept apart from fp8, and an FP8 count is not quantization-aware.
+    # SPEC §10: fbgemm_fp8 is kept apart from fp8; (v6) a quantized checkpoint's count is OME's (factor 1).
     assert (metadata.quantization, metadata.parameter_count, metadata.quant_aware) == (
         "fbgemm_fp8",
         256,
-        False,
+        True,
     )
 
 

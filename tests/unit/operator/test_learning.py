@@ -165,6 +165,7 @@ def test_a_hub_model_lacking_fields_is_a_candidate() -> None:
         # SPEC §10 (v5): OME's own opt-out is honoured alike
         pytest.param(_model(annotations={OME_SKIP_ANNOTATION: "true"}), id="OME's opt-out"),
         pytest.param(_model(annotations={OME_SKIP_ANNOTATION: "TRUE"}), id="OME's opt-out in any case"),
+        pytest.param(_model(annotations={OME_SKIP_ANNOTATION: "True"}), id="OME's opt-out as True"),
         pytest.param(
             _model(annotations={SKIP_ANNOTATION: "false", OME_SKIP_ANNOTATION: "true"}), id="either opts out"
         ),

@@ -24,8 +24,8 @@ NS = "default"
 #: The findings per code, per snapshot: OME 5e4857e adds five runtimes no published model auto-selects yet
 #: (its two new models carry no modelFormat), so five more DEAD001.
 COUNTS = {
-    OME_CFA05C6.id: {"DEAD001": 178, "SIZE003": 20, "RANK001": 9, "RANK002": 3, "SERV001": 2},
-    OME_5E4857E.id: {"DEAD001": 183, "SIZE003": 20, "RANK001": 9, "RANK002": 3, "SERV001": 2},
+    OME_CFA05C6.id: {"DEAD001": 178, "SIZE003": 20, "RANK001": 9, "RANK002": 3, "SERV001": 2, "QUANT001": 2},
+    OME_5E4857E.id: {"DEAD001": 183, "SIZE003": 20, "RANK001": 9, "RANK002": 3, "SERV001": 2, "QUANT001": 2},
 }
 
 
@@ -150,3 +150,22 @@ def test_the_new_runtimes_are_dead_until_their_models_are_read() -> None:
         )
     }
     assert old <= new
+
+
+def test_gpt_oss_models_would_lose_every_runtime_once_learned(snapshot: OmeSnapshot) -> None:
+    """SPEC §11 QUANT001: OME's gpt-oss models have their storage and no quantization; their files give
+    mxfp4, which none of the four gpt-oss runtimes that serve them today declares."""
+    serving = ", ".join(
+        ("srt-gpt-oss-120b", "srt-gpt-oss-120b-grpc", "srt-gpt-oss-20b", "srt-gpt-oss-20b-grpc")
+    )
+    found = {f.objects[0].name: f for f in by_code(snapshot, Code.QUANT001)}
+    assert sorted(found) == ["gpt-oss-120b", "gpt-oss-20b"]
+    finding = found["gpt-oss-20b"]
+    assert finding.objects[1:] == tuple(cluster_runtime(name) for name in serving.split(", "))
+    assert finding.severity.value == "warning"
+    assert finding.message == (
+        "ClusterBaseModel gpt-oss-20b has no quantization yet; its files will give quantization mxfp4 (every "
+        "published GptOssForCausalLM checkpoint declares it), which none of the runtimes that serve it today "
+        f"declares ({serving}): once learned, no runtime serves it; add quantization: mxfp4 to their "
+        "entries, or set the model's quantization"
+    )
