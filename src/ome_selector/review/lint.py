@@ -153,6 +153,7 @@ RULES: Mapping[Code, str] = {
     Code.INHR001: "a runtime with a parent that auto-selection can pick on its own spec, ignoring the parent",
     Code.INHR004: "a runtime that sets no spec.disabled and inherits disabled: true",
     Code.MODE001: "an ome.io/deploymentMode value that is not a deployment mode, so it declares none",
+    Code.QUANT001: "a model whose files will give a quantization that no runtime serving it declares",
 }
 
 

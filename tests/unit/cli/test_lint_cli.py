@@ -223,8 +223,8 @@ def test_installed_entry_point_and_help() -> None:
         timeout=60,
     )
     assert usage.stdout.startswith(
-        "usage: kubectl ome runtime lint [-f PATH]... [-k DIR]... [-n NAMESPACE | -A] [-o table|json|sarif|github] "
-        "[--strict]\n"
+        "usage: kubectl ome runtime lint [-f PATH]... [-k DIR]... [-n NAMESPACE | -A] "
+        "[-o table|json|sarif|github] [--strict]\n"
     )
     assert "RANK002  warning" in usage.stdout
 
@@ -262,5 +262,5 @@ def test_the_usage_guide_shows_what_lint_prints_on_the_samples(kubectl_ome: Run)
     shown = readme.split("$ kubectl ome runtime lint -f samples/\n", 1)[1].split("```", 1)[0]
     result = kubectl_ome("runtime", "lint", "-f", "samples/")
     assert result.out + result.err + f"$ echo $?\n{result.code}\n" == shown
-    assert "\nINHR002   error      samples/22-serving-runtimes.yaml:47            inherit-from parent " in shown
-    assert "\nINHR004   warning    samples/40-demo-v13.yaml:60                    ServingRuntime demo-v13/" in shown
+    assert "\nINHR002   error      samples/22-serving-runtimes.yaml:47 " in shown
+    assert "\nINHR004   warning    samples/40-demo-v13.yaml:60 " in shown

@@ -326,19 +326,19 @@ def ome_catalog(monkeypatch: pytest.MonkeyPatch) -> str:
 def test_ome_catalog_is_clean_and_dead_runtimes_take_one_line(kubectl_ome: Run, ome_catalog: str) -> None:
     result = kubectl_ome("runtime", "lint", "-f", ome_catalog)
     assert result.code == 0
-    assert result.err == REDEFINED + "0 errors, 212 warnings (namespace default and cluster scope)\n"
+    assert result.err == REDEFINED + "0 errors, 214 warnings (namespace default and cluster scope)\n"
     assert result.out == (GOLDEN / "lint-ome-catalog.table.txt").read_text()
     assert result.out.splitlines()[-1] == (
-        "DEAD001   warning    -"
+        "DEAD001    warning    -"
         + " " * 90
         + "178 runtimes are rank 1 for no model and no InferenceService uses "
         "them (--show DEAD001 lists them)"
     )
-    assert result.out.count("\n") == 1 + 34 + 1
-    # With the dead runtimes switched off, --strict fails on the 34 real warnings only.
+    assert result.out.count("\n") == 1 + 36 + 1
+    # With the dead runtimes switched off, --strict fails on the 36 real warnings only.
     strict = kubectl_ome("runtime", "lint", "-f", ome_catalog, "--strict", "--disable", "DEAD001")
     assert strict.code == 1
-    assert strict.err == REDEFINED + "0 errors, 34 warnings (namespace default and cluster scope)\n"
+    assert strict.err == REDEFINED + "0 errors, 36 warnings (namespace default and cluster scope)\n"
     shown = kubectl_ome("runtime", "lint", "-f", ome_catalog, "--show", "DEAD001", "-o", "json")
     document = json.loads(shown.out)
     assert sum(f["code"] == "DEAD001" for f in document["findings"]) == 178
@@ -350,7 +350,7 @@ def test_ome_catalog_as_sarif(kubectl_ome: Run, ome_catalog: str) -> None:
     assert result.code == 0
     log = validate_sarif(result.out)
     results = log["runs"][0]["results"]
-    assert len(results) == 34 + 1
+    assert len(results) == 36 + 1
     assert all(r["level"] == "warning" for r in results)
     assert all(
         r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].startswith("tests/data/ome-catalog/")

@@ -32,8 +32,15 @@ DUPLICATES = (
 #: Per snapshot: the runtimes once the duplicates are resolved, and lint's findings per code.
 RUNTIMES = {OME_CFA05C6.id: 201, OME_5E4857E.id: 206}
 FINDINGS = {
-    OME_CFA05C6.id: {"DEAD001": 178, "SIZE003": 20, "RANK001": 9, "RANK002": 3, "SERV001": 2},
-    OME_5E4857E.id: {"DEAD001": 183, "SIZE003": 20, "RANK001": 9, "RANK002": 3, "SERV001": 2},
+    OME_CFA05C6.id: {"DEAD001": 178, "SIZE003": 20, "RANK001": 9, "RANK002": 3, "SERV001": 2, "QUANT001": 2},
+    OME_5E4857E.id: {
+        "DEAD001": 183,
+        "SIZE003": 20,
+        "RANK001": 9,
+        "RANK002": 3,
+        "SERV001": 2,
+        "QUANT001": 2,
+    },
 }
 
 
@@ -80,11 +87,16 @@ def test_lint_on_the_whole_catalog(kubectl_ome: Run, snapshot: OmeSnapshot) -> N
         *duplicate_warnings(directory),
         f"0 errors, {total} warnings (namespace default and cluster scope)",
     ]
-    assert len(table.out.splitlines()) == total + 1  # the header
+    # The header, each finding but the dead runtimes, and their one summary line (SPEC §11).
+    assert len(table.out.splitlines()) == 1 + total - counts["DEAD001"] + 1
     document = kubectl_ome("runtime", "lint", "-f", directory, "-o", "json")
     assert document.code == 0
     assert document.err.splitlines() == duplicate_warnings(directory)
-    assert Counter(f["code"] for f in json.loads(document.out)["findings"]) == counts
+    listed = json.loads(document.out)
+    assert Counter(f["code"] for f in listed["findings"]) == {
+        c: n for c, n in counts.items() if c != "DEAD001"
+    }
+    assert [(s["code"], s["count"]) for s in listed["summarised"]] == [("DEAD001", counts["DEAD001"])]
 
 
 def test_the_later_file_in_kubectls_order_is_the_one_read(kubectl_ome: Run, snapshot: OmeSnapshot) -> None:
