@@ -53,6 +53,7 @@ from ome_selector.webhook.config import WebhookConfig
 
 __all__ = [
     "DELETE_TIMEOUT_SECONDS",
+    "FIELD_MANAGER",
     "HANDLER_IDS",
     "INSTANCE_ANNOTATION",
     "LOCAL_LABEL",
@@ -87,6 +88,8 @@ _LABELS = {"app.kubernetes.io/name": "ome-selector", "app.kubernetes.io/managed-
 #: The label of every locally registered configuration (SPEC §8), and the annotation naming its instance.
 LOCAL_LABEL = f"{WEBHOOK_DOMAIN}/local"
 INSTANCE_ANNOTATION = f"{WEBHOOK_DOMAIN}/instance"
+#: The field manager of the caBundle the operator keeps in the chart's configuration (docs/gitops.md).
+FIELD_MANAGER = "ome-selector"
 #: The longest the apiserver waits for a DELETE of a model or runtime (SPEC §7): a webhook that accepts
 #: connections and never answers costs a namespace deletion at most this long per object.
 DELETE_TIMEOUT_SECONDS = 3
@@ -371,7 +374,10 @@ class CaBundleRegistration:
                 bundled = True
         if not bundled:
             return False
-        await self._api.replace_validating_webhook_configuration(self.name, cast(Any, body))
+        # Under its own field manager: a GitOps tool can leave exactly this manager's field alone.
+        await self._api.replace_validating_webhook_configuration(
+            self.name, cast(Any, body), field_manager=FIELD_MANAGER
+        )
         if armed_now:
             logger.info("armed ValidatingWebhookConfiguration %s: caBundle filled in", self.name)
         else:
