@@ -149,7 +149,8 @@ def test_a_forged_review_learns_no_other_namespace_and_the_apiserver_learns_all(
     runner: OperatorThread = running_operator(webhook=webhook)
     fmt = f"fmt-{namespace[-6:]}"
     other = f"{namespace[:50]}-b"
-    client.CoreV1Api(api_client).create_namespace({"metadata": {"name": other}})
+    core: Any = client.CoreV1Api(api_client)  # dict bodies
+    core.create_namespace({"metadata": {"name": other}})
     model = _own_format(objects.model(f"weights-{fmt}"), fmt)
     only = _own_format(objects.runtime(f"only-{fmt}"), fmt)
     tenants = [

@@ -616,8 +616,8 @@ def test_webhook_configuration_matches_the_code_and_spec(render: Any) -> None:
         assert {k: v for k, v in mine.items() if k not in drop} == {
             k: v for k, v in theirs.items() if k not in drop
         }
-    for kind in catalog:
-        deleting = webhooks[delete_webhook_name(kind)]
+    for catalog_kind in catalog:
+        deleting = webhooks[delete_webhook_name(catalog_kind)]
         # SPEC §7, §12: Ignore within 3 s whatever is configured, never for Kubernetes' own deleters.
         assert (deleting["failurePolicy"], deleting["timeoutSeconds"]) == ("Ignore", 3)
         assert deleting["rules"][0]["operations"] == ["DELETE"]
@@ -629,8 +629,8 @@ def test_webhook_configuration_matches_the_code_and_spec(render: Any) -> None:
                 "'system:serviceaccount:kube-system:generic-garbage-collector'])",
             }
         ]
-        assert deleting["clientConfig"] == webhooks[webhook_name(kind)]["clientConfig"]
-        assert ("namespaceSelector" in deleting) == kind.namespaced
+        assert deleting["clientConfig"] == webhooks[webhook_name(catalog_kind)]["clientConfig"]
+        assert ("namespaceSelector" in deleting) == catalog_kind.namespaced
     for kind in Kind:
         webhook = webhooks[webhook_name(kind)]
         assert webhook["clientConfig"] == {

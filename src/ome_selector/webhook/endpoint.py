@@ -158,7 +158,7 @@ class ReviewEndpoint:
                 refusal = self.client_auth.refusal(peer) if peer else "no client certificate"
                 if refusal is None and isinstance(peer, dict):
                     verified = dict(peer)
-                elif not self.client_auth.optional:
+                elif refusal is not None and not self.client_auth.optional:
                     malformed.note(refusal)
                     return web.Response(status=403, text=refusal, headers={"Connection": "close"})
             try:

@@ -91,7 +91,7 @@ def test_only_the_shown_namespaces_are_named(shown: Shown, warning: str, denial:
 
 def test_a_long_denial_keeps_the_withheld_count_and_its_end() -> None:
     names = [f"service-{i:03d}-{'x' * 40}" for i in range(60)]
-    objects = [ONLY, model(), *services("mine", *names), *services("theirs", "t1", "t2")]
+    objects: list[Resource] = [ONLY, model(), *services("mine", *names), *services("theirs", "t1", "t2")]
     denial = review(objects, None, ONLY.key, frozenset({"mine"}), protect=True).denial
     assert denial is not None
     assert len(denial) <= 1024
