@@ -1033,7 +1033,10 @@ def test_the_runtime_lookup_value_is_the_flag(render: Any, values: dict[str, Any
 def test_client_certificates_and_confirmation_rate_become_arguments(render: Any) -> None:
     values = {
         "webhook": {
-            "clientAuth": {"mode": "required", "allowedNames": ["kube-apiserver-webhook-client", "apiserver"]},
+            "clientAuth": {
+                "mode": "required",
+                "allowedNames": ["kube-apiserver-webhook-client", "apiserver"],
+            },
             "confirmations": {"perSecond": 5, "burst": 8},
         }
     }

@@ -92,7 +92,7 @@ async def run_cleanup(
                     file=sys.stderr,
                 )
                 return 1
-            # A replica that had not begun to drain may have rewritten it meanwhile (its caBundle): now none is left.
+            # A replica that had not begun to drain may have rewritten it (its caBundle): now none is left.
             if disarm is not None and not dry_run and not await _disarmed(api_client, disarm, quiet=True):
                 return 1
         if not conditions_only:
