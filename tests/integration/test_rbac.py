@@ -214,9 +214,16 @@ class Installed:
         webhook = webhook_config_from_args(args)
         assert webhook is not None
         assert webhook.cert_dir is not None
-        # The pod's emptyDir and Service become a temporary directory and the loopback port here.
+        # The pod's emptyDir and Service become a temporary directory and the loopback port here, and its
+        # mounted kube-root-ca.crt (the cluster CA, for the API server's client certificate) the session's CA.
+        client_ca = self.control_plane.pki_dir / "ca.crt" if webhook.client_ca_file is not None else None
         webhook = type(webhook)(
-            **{**vars(webhook), "bind_address": ("127.0.0.1", self.port), "cert_dir": cert_dir}
+            **{
+                **vars(webhook),
+                "bind_address": ("127.0.0.1", self.port),
+                "cert_dir": cert_dir,
+                "client_ca_file": client_ca,
+            }
         )
         return {
             "kubeconfig": kubeconfig,
