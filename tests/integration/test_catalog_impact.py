@@ -21,6 +21,8 @@ from ome_selector.webhook.config import WebhookConfig
 from tests.integration.test_webhook import LOCAL, Kubectl, denial, isvc, warnings_of
 
 RUNTIME_WEBHOOK = "servingruntimes.ome-selector.ome.io"
+#: DELETE comes through its own webhook entry (SPEC §7).
+RUNTIME_DELETE_WEBHOOK = "servingruntimes-delete.ome-selector.ome.io"
 SEE = "; see kubectl ome runtime what-if"
 LABEL = "mt:safetensors:1.0.0:LlamaForCausalLM:transformers:4.45.0.dev0"
 ALLOW = 'ome-selector.ome.io/allow-disruption: "true"'
@@ -144,13 +146,14 @@ def test_protection_denies_until_the_object_is_annotated(
     runner = _start(running_operator, protect_inference_services=True)
     _setup(kubectl, runner, ns)
 
+    # No client certificate is asked for here (an unverified caller): the request's own namespace is named.
     denied = kubectl("delete", "servingruntime", "rt-a", "-n", ns)
     assert denied.returncode == 1
     message = (
         f"this change leaves 2 InferenceService(s) without a runtime: {ns}/a (RuntimeNotFound); "
         f"{ns}/b (RuntimeNotFound); annotate the ServingRuntime with {ALLOW} to apply it anyway"
     )
-    assert denied.stderr.endswith(denial(message, RUNTIME_WEBHOOK)), denied.stderr
+    assert denied.stderr.endswith(denial(message, RUNTIME_DELETE_WEBHOOK)), denied.stderr
     assert warnings_of(denied) == [
         f"this change moves 2 InferenceService(s): 2 lose their runtime (e.g. {ns}/a: ServingRuntime/rt-a → "
         f"none){SEE}"
@@ -158,7 +161,7 @@ def test_protection_denies_until_the_object_is_annotated(
     # Server-side dry-run is judged the same.
     dry = kubectl("delete", "servingruntime", "rt-a", "-n", ns, "--dry-run=server")
     assert dry.returncode == 1
-    assert dry.stderr.endswith(denial(message, RUNTIME_WEBHOOK)), dry.stderr
+    assert dry.stderr.endswith(denial(message, RUNTIME_DELETE_WEBHOOK)), dry.stderr
 
     annotated = kubectl(
         "annotate", "servingruntime", "rt-a", "-n", ns, "ome-selector.ome.io/allow-disruption=true"

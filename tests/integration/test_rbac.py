@@ -214,9 +214,16 @@ class Installed:
         webhook = webhook_config_from_args(args)
         assert webhook is not None
         assert webhook.cert_dir is not None
-        # The pod's emptyDir and Service become a temporary directory and the loopback port here.
+        # The pod's emptyDir and Service become a temporary directory and the loopback port here, and its
+        # mounted kube-root-ca.crt (the cluster CA, for the API server's client certificate) the session's CA.
+        client_ca = self.control_plane.pki_dir / "ca.crt" if webhook.client_ca_file is not None else None
         webhook = type(webhook)(
-            **{**vars(webhook), "bind_address": ("127.0.0.1", self.port), "cert_dir": cert_dir}
+            **{
+                **vars(webhook),
+                "bind_address": ("127.0.0.1", self.port),
+                "cert_dir": cert_dir,
+                "client_ca_file": client_ca,
+            }
         )
         return {
             "kubeconfig": kubeconfig,
@@ -644,16 +651,12 @@ def test_the_operator_account_may_change_only_the_ca_bundle_of_its_own_configura
     allowed = replace(set_bundle)
     assert allowed.returncode == 0, allowed.stderr
     assert {w["clientConfig"]["caBundle"] for w in stored()["webhooks"]} == {bundle}
-    # Arming (SPEC §7: installed Ignore, set to the configured policy by a serving replica) is allowed.
-    armed = replace(lambda body: body["webhooks"][0].update(failurePolicy="Fail"))
-    assert armed.returncode == 0, armed.stderr
-    only = (
-        "the ome-selector operator may change only the caBundle of its webhooks, and their failurePolicy "
-        "only to the configured one"
-    )
-    assert stored()["webhooks"][0]["name"] == "inferenceservices.ome-selector.ome.io"  # configured Fail
+    only = "the ome-selector operator may change only the caBundle of its webhooks"
+    # The chart renders the configured policies (SPEC §7): the operator may change neither.
+    assert stored()["webhooks"][0]["name"] == "inferenceservices.ome-selector.ome.io"
+    assert stored()["webhooks"][0]["failurePolicy"] == "Fail"
     changes: list[tuple[Callable[[dict[str, Any]], None], str]] = [
-        # Armed, it cannot be made to fail open; nor can a warning webhook (configured Ignore) fail closed.
+        # It cannot make the webhook fail open; nor a warning webhook (configured Ignore) fail closed.
         (lambda body: body["webhooks"][0].update(failurePolicy="Ignore"), only),
         (lambda body: body["webhooks"][1].update(failurePolicy="Fail"), only),
         (lambda body: body["webhooks"][0]["clientConfig"].update(url="https://attacker.invalid/"), only),

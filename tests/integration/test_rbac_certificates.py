@@ -161,13 +161,14 @@ def _configuration(api_client: Any, name: str, bundle: bytes) -> None:
     )
 
 
-def _apply(control_plane: ControlPlane, name: str, bundle: bytes) -> bool:
-    """What a replica serving with ``bundle`` does to configuration ``name`` (True: it changed it)."""
+def _apply(control_plane: ControlPlane, name: str, bundle: bytes, *, armed: bool = False) -> bool:
+    """What a replica serving with ``bundle`` does to configuration ``name`` (True: it changed it); ``armed``:
+    the replica answers (its catalog indexed)."""
 
     async def run() -> bool:
         async with await ClusterAccess(control_plane.kubeconfig).api_client() as api:
             registration = CaBundleRegistration(api, name)
-            return await registration.apply({"caBundle": base64.b64encode(bundle).decode()})
+            return await registration.apply({"caBundle": base64.b64encode(bundle).decode()}, armed=armed)
 
     return asyncio.run(run())
 
@@ -176,7 +177,10 @@ def _bundles(api_client: Any, name: str) -> list[list[x509.Certificate]]:
     api: Any = client.AdmissionregistrationV1Api(api_client)
     found = api.read_validating_webhook_configuration(name)
     return [
-        x509.load_pem_x509_certificates(base64.b64decode(w.client_config.ca_bundle)) for w in found.webhooks
+        x509.load_pem_x509_certificates(base64.b64decode(w.client_config.ca_bundle))
+        if w.client_config.ca_bundle
+        else []
+        for w in found.webhooks
     ]
 
 
@@ -203,13 +207,16 @@ def test_in_a_rollover_no_replica_takes_the_other_replicas_ca_out_of_the_bundle(
     assert apply(previous) is False  # B, on the previous pair: its CA is trusted, nothing to change
     assert _bundles(api_client, name) == [[new_ca, old_ca]] * 2
     assert apply(rolled) is False  # and A again: unchanged
-    # A configuration reset by a chart upgrade (an empty bundle) is set again.
+    # A configuration without a bundle (as the chart installs it, or emptied) is armed only by a replica that
+    # answers: one still indexing leaves it, so the apiserver never reaches a replica that cannot judge.
     api: Any = client.AdmissionregistrationV1Api(api_client)
     found = api.read_validating_webhook_configuration(name)
     for webhook in found.webhooks:
         webhook.client_config.ca_bundle = None
     api.replace_validating_webhook_configuration(name, found)
-    assert apply(previous) is True
+    assert apply(previous) is False
+    assert _bundles(api_client, name) == [[]] * 2
+    assert _apply(control_plane, name, previous, armed=True) is True
     assert _bundles(api_client, name) == [[old_ca]] * 2
     api.delete_validating_webhook_configuration(name)
 

@@ -20,7 +20,13 @@ from ome_selector.api.resources import Kind
 from ome_selector.cli.ome_selector import _parser
 from ome_selector.operator.metrics import Metrics
 from ome_selector.webhook.cli import webhook_config_from_args
-from ome_selector.webhook.registration import HANDLER_IDS, webhook_name
+from ome_selector.webhook.config import WebhookConfig
+from ome_selector.webhook.registration import (
+    HANDLER_IDS,
+    build_configuration,
+    delete_webhook_name,
+    webhook_name,
+)
 
 STANDARD_LABELS = {
     "app.kubernetes.io/name",
@@ -261,7 +267,12 @@ def test_deployment_is_always_available_and_restricted(render: Any) -> None:
     assert ports == {"metrics": 8080, "webhook": 9443}
     # The certificates go to a writable emptyDir (the root filesystem is read-only), as does /tmp.
     mounts = {mount["name"]: mount["mountPath"] for mount in container["volumeMounts"]}
-    assert mounts == {"tmp": "/tmp", "webhook-certs": CERT_DIR}
+    # and the cluster CA the API server's client certificate is checked against (read-only).
+    assert mounts == {
+        "tmp": "/tmp",
+        "webhook-certs": CERT_DIR,
+        "webhook-client-ca": "/var/run/ome-selector/webhook-client-ca",
+    }
     volumes = {volume["name"]: volume for volume in pod["volumes"]}
     assert "emptyDir" in volumes["webhook-certs"]
     assert "emptyDir" in volumes["tmp"]
@@ -598,7 +609,33 @@ def test_webhook_configuration_matches_the_code_and_spec(render: Any) -> None:
         {"name": "webhook", "port": 443, "targetPort": "webhook", "protocol": "TCP"}
     ]
     webhooks = {webhook["name"]: webhook for webhook in configuration["webhooks"]}
-    assert set(webhooks) == {webhook_name(kind) for kind in Kind}
+    catalog = [kind for kind in Kind if kind is not Kind.INFERENCE_SERVICE]
+    assert set(webhooks) == {webhook_name(kind) for kind in Kind} | {delete_webhook_name(k) for k in catalog}
+    # Rendered as the operator registers locally (names, order, rules, policies, conditions): only the
+    # clientConfig differs (a Service here, a URL there) and the caBundle, the operator's one field.
+    code = build_configuration("x", {"url": "https://h"}, WebhookConfig())["webhooks"]
+    assert [w["name"] for w in configuration["webhooks"]] == [w["name"] for w in code]
+    for mine, theirs in zip(configuration["webhooks"], code, strict=True):
+        local = theirs["name"].startswith("inferenceservices.")  # has-engine: the chart's alone
+        drop = ("clientConfig", "namespaceSelector", *(("matchConditions",) if local else ()))
+        assert {k: v for k, v in mine.items() if k not in drop} == {
+            k: v for k, v in theirs.items() if k not in drop
+        }
+    for catalog_kind in catalog:
+        deleting = webhooks[delete_webhook_name(catalog_kind)]
+        # SPEC §7, §12: Ignore within 3 s whatever is configured, never for Kubernetes' own deleters.
+        assert (deleting["failurePolicy"], deleting["timeoutSeconds"]) == ("Ignore", 3)
+        assert deleting["rules"][0]["operations"] == ["DELETE"]
+        assert deleting["matchConditions"] == [
+            {
+                "name": "not-namespace-or-garbage-collection",
+                "expression": "!(request.userInfo.username in "
+                "['system:serviceaccount:kube-system:namespace-controller', "
+                "'system:serviceaccount:kube-system:generic-garbage-collector'])",
+            }
+        ]
+        assert deleting["clientConfig"] == webhooks[webhook_name(catalog_kind)]["clientConfig"]
+        assert ("namespaceSelector" in deleting) == catalog_kind.namespaced
     for kind in Kind:
         webhook = webhooks[webhook_name(kind)]
         assert webhook["clientConfig"] == {
@@ -613,10 +650,8 @@ def test_webhook_configuration_matches_the_code_and_spec(render: Any) -> None:
             {
                 "apiGroups": ["ome.io"],
                 "apiVersions": ["v1beta1"],
-                # SPEC §12: DELETE of the models and runtimes too (the impact of a deletion is warned about).
-                "operations": ["CREATE", "UPDATE"]
-                if kind is Kind.INFERENCE_SERVICE
-                else ["CREATE", "UPDATE", "DELETE"],
+                # SPEC §12: DELETE of the models and runtimes through their own entries.
+                "operations": ["CREATE", "UPDATE"],
                 "resources": [kind.plural],  # never the status subresource
                 "scope": "Namespaced" if kind.namespaced else "Cluster",
             }
@@ -624,8 +659,9 @@ def test_webhook_configuration_matches_the_code_and_spec(render: Any) -> None:
         assert webhook["sideEffects"] == "None"
         assert webhook["admissionReviewVersions"] == ["v1"]
         assert webhook["timeoutSeconds"] == 10
-        # Installed unarmed: a serving replica sets the configured policies (SPEC §7, webhook.yaml).
-        assert webhook["failurePolicy"] == "Ignore"
+        # The configured policies, as the operator keeps them (SPEC §7: no drift under GitOps).
+        assert webhook["failurePolicy"] == ("Fail" if kind is Kind.INFERENCE_SERVICE else "Ignore")
+        assert "caBundle" not in webhook["clientConfig"]  # the operator's one field: filled in once it serves
         assert ("namespaceSelector" in webhook) == kind.namespaced
         if kind is Kind.INFERENCE_SERVICE:
             assert webhook["matchConditions"] == [
@@ -647,13 +683,18 @@ def test_webhook_policies_timeout_and_namespaces_are_values(render: Any) -> None
     rendered = render(values)
     webhooks = {w["name"]: w for w in rendered.one("ValidatingWebhookConfiguration")["webhooks"]}
     isvc = webhooks[webhook_name(Kind.INFERENCE_SERVICE)]
-    # The policies reach the operator, which arms the configuration with them once it serves.
-    assert {w["failurePolicy"] for w in webhooks.values()} == {"Ignore"}
+    # The policies are rendered as configured (and reach the operator); DELETE entries stay Ignore.
+    assert {n: w["failurePolicy"] for n, w in webhooks.items() if "-delete." not in n} == {
+        webhook_name(kind): "Ignore" if kind is Kind.INFERENCE_SERVICE else "Fail" for kind in Kind
+    }
+    assert {w["failurePolicy"] for n, w in webhooks.items() if "-delete." in n} == {"Ignore"}
     assert {"--webhook-failure-policy=Ignore", "--webhook-sizes-failure-policy=Fail"} <= set(rendered.args)
     job = rendered.one("Job", "ome-selector-startupcheck")["spec"]["template"]["spec"]["containers"][0]
     assert "--failure-policy=Ignore" in job["args"]
     assert {"--webhook-failure-policy=Fail", "--webhook-sizes-failure-policy=Ignore"} <= set(render().args)
-    assert {w["timeoutSeconds"] for w in webhooks.values()} == {5}
+    assert {n: w["timeoutSeconds"] for n, w in webhooks.items()} == {
+        n: 3 if "-delete." in n else 5 for n in webhooks
+    }
     assert isvc["namespaceSelector"] == {
         "matchExpressions": [
             {"key": "ome-selector.ome.io/webhook", "operator": "NotIn", "values": ["disabled"]},
@@ -997,7 +1038,10 @@ def test_the_runtime_lookup_value_is_the_flag(render: Any, values: dict[str, Any
 def test_client_certificates_and_confirmation_rate_become_arguments(render: Any) -> None:
     values = {
         "webhook": {
-            "clientAuth": {"enabled": True, "allowedNames": ["kube-apiserver-webhook-client", "apiserver"]},
+            "clientAuth": {
+                "mode": "required",
+                "allowedNames": ["kube-apiserver-webhook-client", "apiserver"],
+            },
             "confirmations": {"perSecond": 5, "burst": 8},
         }
     }
@@ -1006,6 +1050,7 @@ def test_client_certificates_and_confirmation_rate_become_arguments(render: Any)
     assert webhook is not None
     assert str(webhook.client_ca_file) == "/var/run/ome-selector/webhook-client-ca/ca.crt"
     assert webhook.client_names == ("kube-apiserver-webhook-client", "apiserver")
+    assert webhook.client_cert_optional is False
     assert (webhook.confirmations_per_second, webhook.confirmation_burst) == (5.0, 8)
     spec = rendered.one("Deployment")["spec"]["template"]["spec"]
     volume = next(v for v in spec["volumes"] if v["name"] == "webhook-client-ca")
@@ -1013,10 +1058,19 @@ def test_client_certificates_and_confirmation_rate_become_arguments(render: Any)
     mount = next(m for m in spec["containers"][0]["volumeMounts"] if m["name"] == "webhook-client-ca")
     assert mount["mountPath"] == "/var/run/ome-selector/webhook-client-ca"
     assert mount["readOnly"] is True
+    # By default the certificate is asked for, not required: verified, the API server is told every name;
+    # anyone else only counts for other namespaces (SPEC §12).
     default = webhook_config_from_args(_parse(render().args))
     assert default is not None
-    assert (default.client_ca_file, default.client_names) == (None, ())
+    assert str(default.client_ca_file) == "/var/run/ome-selector/webhook-client-ca/ca.crt"
+    assert (default.client_names, default.client_cert_optional) == (("kube-apiserver-kubelet-client",), True)
     assert (default.confirmations_per_second, default.confirmation_burst) == (20.0, 40)
+    off = render({"webhook": {"clientAuth": {"mode": "off"}}})
+    unverified = webhook_config_from_args(_parse(off.args))
+    assert unverified is not None
+    assert (unverified.client_ca_file, unverified.client_names) == (None, ())
+    volumes = off.one("Deployment")["spec"]["template"]["spec"]["volumes"]
+    assert "webhook-client-ca" not in {v["name"] for v in volumes}
 
 
 def test_admission_policies_bind_only_the_operator_account(render: Any) -> None:

@@ -9,10 +9,11 @@ webhook answers through the API server.
 The probe is a server-side dry run (nothing is stored) of an InferenceService with ``spec.engine`` naming a
 model that does not exist: only a reachable webhook can deny it with our webhook's name in the message.
 
-The chart installs its configuration with ``failurePolicy: Ignore`` and a serving replica arms it (SPEC §7:
-:class:`~ome_selector.webhook.registration.CaBundleRegistration`). With ``--configuration`` the check first
-waits until the InferenceService webhook carries the configured policy, so that an admitted probe means what
-it says: under ``Fail`` an unreachable webhook would have failed the request, so the namespace is not judged.
+The chart installs its configuration without a caBundle and a serving replica arms it by filling the bundle
+in (SPEC §7: :class:`~ome_selector.webhook.registration.CaBundleRegistration`). With ``--configuration`` the
+check first waits until the InferenceService webhook is armed and carries the configured policy, so that an
+admitted probe means what it says: under ``Fail`` an unreachable webhook would have failed the request, so
+the namespace is not judged.
 """
 
 from __future__ import annotations
@@ -101,7 +102,8 @@ async def check_webhook(
 
 
 async def _unarmed(api: client.AdmissionregistrationV1Api, name: str, policy: str) -> str | None:
-    """Why ``name``'s InferenceService webhook is not armed with ``policy`` yet, or None when it is."""
+    """Why ``name``'s InferenceService webhook is not armed (a caBundle) with ``policy`` yet, or None when it
+    is."""
     try:
         configuration = await api.read_validating_webhook_configuration(name)
     except ApiException as error:
@@ -110,12 +112,11 @@ async def _unarmed(api: client.AdmissionregistrationV1Api, name: str, policy: st
         return f"ValidatingWebhookConfiguration {name}: {error.status} {error.reason}"
     for webhook in configuration.webhooks or []:
         if webhook.name == webhook_name(Kind.INFERENCE_SERVICE):
+            if not (webhook.client_config and webhook.client_config.ca_bundle):
+                return f"{webhook.name} of {name} has no caBundle yet: no replica has armed it (none serves)"
             if webhook.failure_policy == policy:
                 return None
-            return (
-                f"{webhook.name} of {name} has failurePolicy {webhook.failure_policy}, not {policy} yet: "
-                "no replica has armed it (none serves)"
-            )
+            return f"{webhook.name} of {name} has failurePolicy {webhook.failure_policy}, not {policy}"
     return f"ValidatingWebhookConfiguration {name} has no webhook {webhook_name(Kind.INFERENCE_SERVICE)}"
 
 

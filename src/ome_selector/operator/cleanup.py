@@ -92,7 +92,7 @@ async def run_cleanup(
                     file=sys.stderr,
                 )
                 return 1
-            # A replica that had not begun to drain may have armed it again meanwhile: now none is left.
+            # A replica that had not begun to drain may have rewritten it (its caBundle): now none is left.
             if disarm is not None and not dry_run and not await _disarmed(api_client, disarm, quiet=True):
                 return 1
         if not conditions_only:
@@ -160,7 +160,7 @@ async def _disarm_webhook(api_client: client.ApiClient, name: str, *, dry_run: b
         try:
             await api.replace_validating_webhook_configuration(name, current)
         except ApiException as error:
-            if error.status == 409:  # the operator re-armed it or refreshed its caBundle meanwhile
+            if error.status == 409:  # the operator armed it or refreshed its caBundle meanwhile
                 continue
             raise
         print(f"set failurePolicy Ignore on validatingwebhookconfiguration {name}")

@@ -388,6 +388,11 @@ def run_to_end(steps: Iterator[None]) -> None:
 # --------------------------------------------------------------------------------------------
 
 
+#: The namespaces whose objects an answer may name (SPEC §12: to a caller not verified as the apiserver, only
+#: the request's own); None: every namespace. Cluster-scoped objects are always named.
+Shown = frozenset[str] | None
+
+
 @dataclass(slots=True)
 class Tally:
     """The moved InferenceServices of SPEC §12 by category, with the first of each (by namespace and name)
@@ -399,6 +404,10 @@ class Tally:
     gain: int = 0
     first: dict[str, tuple[tuple[str, str], Verdict | None, Verdict | None]] = field(default_factory=dict)
     stranded: list[tuple[tuple[str, str], str]] = field(default_factory=list)
+    #: Moved (and of them "lose") InferenceServices in namespaces whose names the answer may not carry:
+    #: counted above, never among ``first`` or ``stranded``.
+    withheld: int = 0
+    withheld_lose: int = 0
 
 
 def category(before: Verdict | None, after: Verdict | None) -> str | None:
@@ -420,10 +429,11 @@ def category(before: Verdict | None, after: Verdict | None) -> str | None:
 STRANDED_LISTED = 100
 
 
-def tally(moved: Sequence[Moved], *, stranded: bool = False) -> Iterator[Tally | None]:
+def tally(moved: Sequence[Moved], *, stranded: bool = False, shown: Shown = None) -> Iterator[Tally | None]:
     """Count ``moved`` by category and find the first of each (by namespace, then name: only the groups of
     the first namespace are searched), one group per step; the last step yields the :class:`Tally`. With
-    ``stranded``, also the first :data:`STRANDED_LISTED` "lose" InferenceServices."""
+    ``stranded``, also the first :data:`STRANDED_LISTED` "lose" InferenceServices. Only those of ``shown``
+    namespaces are ever named; the others are counted as withheld."""
     result = Tally()
     lost: list[tuple[tuple[str, str], str]] = []
     firsts: dict[str, list[Moved]] = {}
@@ -434,6 +444,11 @@ def tally(moved: Sequence[Moved], *, stranded: bool = False) -> Iterator[Tally |
         if kind is not None:
             setattr(result, kind, getattr(result, kind) + count)
         namespace = item.keys[0].namespace or ""
+        if shown is not None and namespace not in shown:
+            result.withheld += count
+            result.withheld_lose += count if kind == "lose" else 0
+            yield None
+            continue
         for where in {kind or "other", "other"}:
             known = firsts.get(where)
             if known is None or namespace < (known[0].keys[0].namespace or ""):
@@ -623,6 +638,10 @@ NOT_COMPUTED = (
 )
 #: Ambiguity warnings at most per review (SPEC §12).
 MAX_AMBIGUITY_WARNINGS = 3
+#: What stands for the names an unverified caller is not told (SPEC §12).
+WITHHELD = "names withheld from an unverified caller"
+#: An ambiguity finding that involves another namespace's objects, as an unverified caller reads it.
+WITHHELD_FINDING = f"a new finding involving another namespace's objects ({WITHHELD})"
 _CATEGORIES = ("lose", "switch", "gain")
 
 
@@ -645,7 +664,7 @@ def impact_warning(counted: Tally) -> str:
         if count
     ]
     kind = next((kind for kind in (*_CATEGORIES, "other") if kind in counted.first), None)
-    example = ""
+    example = f" ({WITHHELD})" if counted.withheld else ""
     if kind is not None:
         (namespace, name), before, after = counted.first[kind]
         example = f" (e.g. {namespace}/{name}: {_runtime_text(before)} → {_runtime_text(after)})"
@@ -658,25 +677,35 @@ def impact_warning(counted: Tally) -> str:
 def protection_denial(counted: Tally, kind: Kind) -> str:
     """`this change leaves <l> InferenceService(s) without a runtime: <ns>/<name> (<after reason>); …;
     annotate the <Kind> with ome-selector.ome.io/allow-disruption: "true" to apply it anyway`, entries by
-    namespace and name: as many as 1,024 characters hold with the end kept, then `…` (SPEC §12)."""
+    namespace and name: as many as 1,024 characters hold with the end kept, then `…`; those whose names are
+    withheld last, as `<m> (names withheld from an unverified caller)` (SPEC §12)."""
     head = f"this change leaves {counted.lose} InferenceService(s) without a runtime: "
     tail = f'; annotate the {kind.value} with {ALLOW_DISRUPTION_ANNOTATION}: "true" to apply it anyway'
-    room = messages.MESSAGE_LIMIT - len(head) - len(tail)
+    withheld = f"{counted.withheld_lose} ({WITHHELD})" if counted.withheld_lose else ""
+    named = counted.lose - counted.withheld_lose
+    room = messages.MESSAGE_LIMIT - len(head) - len(tail) - (len(withheld) + 2 if withheld else 0)
     entries: list[str] = []
     for (namespace, name), reason in counted.stranded:
         entry = messages.escape_controls(f"{namespace}/{name} ({reason})")
-        last = len(entries) + 1 == counted.lose
+        last = len(entries) + 1 == named
         # Room for this entry, and for "; …" after it unless it is the last.
         if len("; ".join([*entries, entry])) + (0 if last else 3) > room:
             break
         entries.append(entry)
-    if len(entries) < counted.lose:
+    if len(entries) < named:
         entries.append(messages.ELLIPSIS)
+    if withheld:
+        entries.append(withheld)
     return messages.truncate(head + "; ".join(entries) + tail)
 
 
-def ambiguity_warning(finding: Finding) -> str:
-    """`<code>: <finding message>`, cut to 256 characters (SPEC §12)."""
+def ambiguity_warning(finding: Finding, shown: Shown = None) -> str:
+    """`<code>: <finding message>`, cut to 256 characters (SPEC §12); a finding involving an object of a
+    namespace not ``shown``: `<code>: a new finding involving another namespace's objects (names withheld
+    from an unverified caller)`."""
+    foreign = (k for k in finding.objects if k.namespace is not None)
+    if shown is not None and any(key.namespace not in shown for key in foreign):
+        return f"{finding.code.value}: {WITHHELD_FINDING}"
     return messages.admission_warning(messages.escape_controls(f"{finding.code.value}: {finding.message}"))
 
 
@@ -714,7 +743,8 @@ class CatalogReview:
     """The SPEC §12 review of one catalog object stored (``resource``) or deleted (None) under ``key``,
     against ``before`` (the live catalog). ``warn``: the impact and ambiguity warnings; ``protect``: deny a
     change that strands InferenceServices that are ``True`` now, unless ``allow_disruption``;
-    ``deny_ambiguous``: deny a runtime change that adds a SIZE003 or RANK001 finding involving it."""
+    ``deny_ambiguous``: deny a runtime change that adds a SIZE003 or RANK001 finding involving it;
+    ``shown``: the namespaces whose objects the answer may name (None: every one; SPEC §12)."""
 
     def __init__(
         self,
@@ -727,8 +757,10 @@ class CatalogReview:
         allow_disruption: bool = False,
         deny_ambiguous: bool = False,
         lookup: RuntimeLookup = RuntimeLookup.V1_3,
+        shown: Shown = None,
     ) -> None:
         self.key = key
+        self.shown = shown
         self.warn, self.protect, self.allow_disruption = warn, protect, allow_disruption
         self.deny_ambiguous = deny_ambiguous
         self.impact = ImpactRun(before, {key: resource}, lookup=lookup)
@@ -746,7 +778,7 @@ class CatalogReview:
         if self.warn or self.protect:
             yield from self.impact.steps()
             counted = Tally()
-            for step in tally(self.impact.moved, stranded=self.protect):
+            for step in tally(self.impact.moved, stranded=self.protect, shown=self.shown):
                 if step is not None:
                     counted = step
                 yield
@@ -763,7 +795,7 @@ class CatalogReview:
         if runtime and (self.warn or self.deny_ambiguous) and self.impact.changes.get(key) is not None:
             ambiguity = AmbiguityRun(self.impact.after, key, MAX_AMBIGUITY_WARNINGS)
             yield from ambiguity.steps()
-            found = [ambiguity_warning(finding) for finding in ambiguity.new]
+            found = [ambiguity_warning(finding, self.shown) for finding in ambiguity.new]
             if found:
                 warnings.extend(found)
                 if self.deny_ambiguous and denial is None:

@@ -73,6 +73,7 @@ __all__ = [
     "ConfirmationsExhaustedError",
     "DirectReader",
     "recording_failures",
+    "shown_namespaces",
 ]
 
 logger = logging.getLogger(__name__)
@@ -570,6 +571,7 @@ class AdmissionHandlers:
             subresource: str | None = None,
             dryrun: bool = False,
             userinfo: Mapping[str, Any] | None = None,
+            sslpeer: Mapping[str, Any] | None = None,
             **_: Any,
         ) -> None:
             if self.config.noop or subresource:
@@ -589,6 +591,7 @@ class AdmissionHandlers:
                         metrics=self.review_metrics,
                         username=(userinfo or {}).get("username"),
                         turns=self.review_turns,
+                        shown=shown_namespaces(kind, old if operation == "DELETE" else body, sslpeer),
                     )
                     if review is not None:
                         decision = Decision(
@@ -618,6 +621,19 @@ class AdmissionHandlers:
             extra=log_fields(kind=kind, namespace=metadata.get("namespace"), name=metadata.get("name")),
         )
         raise kopf.AdmissionError(decision.message, code=DENIED_CODE)
+
+
+def shown_namespaces(
+    kind: Kind, stored: Mapping[str, Any] | None, sslpeer: Mapping[str, Any] | None
+) -> frozenset[str] | None:
+    """Whose objects a catalog review's answer may name (SPEC §12): every namespace's (None) for the apiserver
+    (a verified client certificate: the endpoint passes ``sslpeer`` only then); otherwise the object's own
+    namespace for a namespaced kind, and none for a cluster-scoped one. Anyone may reach the webhook's
+    Service and make a review up: only counts of other namespaces' InferenceServices reach them."""
+    if sslpeer:
+        return None
+    namespace = ((stored or {}).get("metadata") or {}).get("namespace") if kind.namespaced else None
+    return frozenset({namespace}) if isinstance(namespace, str) and namespace else frozenset()
 
 
 @contextlib.contextmanager

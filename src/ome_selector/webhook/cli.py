@@ -131,6 +131,12 @@ def add_webhook_arguments(parser: argparse.ArgumentParser) -> None:
         "when its admission configuration names one for webhooks); re-read when it changes",
     )
     group.add_argument(
+        "--webhook-client-cert-optional",
+        action="store_true",
+        help="with --webhook-client-ca-file: ask for the certificate but answer a caller without one (or "
+        "with another name) too, never naming another namespace's objects to it (SPEC §12)",
+    )
+    group.add_argument(
         "--webhook-client-name",
         action="append",
         default=[],
@@ -229,6 +235,7 @@ def webhook_config_from_args(args: argparse.Namespace) -> WebhookConfig | None:
         service=args.webhook_service,
         client_ca_file=args.webhook_client_ca_file,
         client_names=tuple(args.webhook_client_name),
+        client_cert_optional=args.webhook_client_cert_optional,
         confirmations_per_second=args.webhook_confirm_rate,
         confirmation_burst=args.webhook_confirm_burst,
         ca_injected=args.webhook_ca_injected,

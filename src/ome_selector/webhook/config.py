@@ -75,6 +75,10 @@ class WebhookConfig:
     client_ca_file: Path | None = None
     #: With ``client_ca_file``: the accepted subject common names or DNS names (empty: any it issued).
     client_names: tuple[str, ...] = ()
+    #: With ``client_ca_file``: ask for a client certificate without requiring one. A caller without a
+    #: verified certificate of an accepted name is answered too, but is never told the names of another
+    #: namespace's objects (SPEC §12); with it, the caller is the apiserver and is told everything.
+    client_cert_optional: bool = False
     #: Confirming reads (SPEC §7) started per second, and how many may start at once; past that, a request
     #: that needs one waits up to :data:`~.admission.CONFIRMATION_WAIT` seconds, else gets HTTP 429.
     confirmations_per_second: float = 20.0
@@ -96,6 +100,8 @@ class WebhookConfig:
                 raise ValueError(f"expected NAMESPACE/NAME, got {reference!r}")
         if self.client_names and self.client_ca_file is None:
             raise ValueError("accepted client certificate names need a client CA file")
+        if self.client_cert_optional and self.client_ca_file is None:
+            raise ValueError("an optional client certificate needs a client CA file")
         if self.confirmations_per_second <= 0 or self.confirmation_burst < 1:
             raise ValueError("the confirmation rate must be positive and its burst at least 1")
         if self.ca_injected and self.configuration_name is None:

@@ -20,7 +20,10 @@ suites are all AEAD): no CBC suite, no static RSA key exchange. With :class:`Cli
 asks for a client certificate during the handshake and refuses one not issued by its CA (the handshake
 fails) or, when names are given, one whose subject common name or DNS names are none of them (HTTP 403, the
 body unread): the apiserver presents such a certificate when its admission configuration names one for
-webhooks, and nobody else can then ask the webhook anything.
+webhooks, and nobody else can then ask the webhook anything. With ``ClientAuth.optional`` the certificate is
+asked for but not required: a caller without one (or with another name) is answered as an unverified caller.
+The answer hears the peer certificate only when it is verified and accepted (else an empty one), so a
+handler can tell the apiserver from anyone else (SPEC §12: names of other namespaces' objects only to it).
 
 Malformed requests are logged as one line at most once a minute, with how many came since: those refused
 here, and those aiohttp itself refuses before any handler runs (a bad request line, headers over 8 KiB, a
@@ -53,6 +56,7 @@ __all__ = ["CIPHERS", "Answer", "ClientAuth", "ReviewEndpoint", "server_context"
 logger = logging.getLogger(__name__)
 
 #: What answers one well-formed review: (review, webhook id, request headers, peer certificate) → response.
+#: The peer certificate is empty unless verified and accepted by :class:`ClientAuth`.
 Answer = Callable[[Review, str, dict[str, str], Any], Awaitable[dict[str, Any]]]
 #: Called for every request that is not a well-formed review (the metrics count it).
 OnMalformed = Callable[[MalformedReviewError], None]
@@ -83,6 +87,9 @@ class ClientAuth:
 
     ca_file: Path
     names: frozenset[str] = frozenset()
+    #: Ask for a certificate without requiring one (the handshake succeeds without; one presented must still
+    #: chain to the CA).
+    optional: bool = False
 
     def refusal(self, peer: Any) -> str | None:
         """Why a verified peer certificate (``getpeercert()``'s dict) is not accepted; None when it is."""
@@ -146,9 +153,14 @@ class ReviewEndpoint:
 
         async def answer_one(request: web.Request) -> web.Response:
             peer = request.transport.get_extra_info("peercert") if request.transport else None
-            if self.client_auth is not None and (refusal := self.client_auth.refusal(peer)) is not None:
-                malformed.note(refusal)
-                return web.Response(status=403, text=refusal, headers={"Connection": "close"})
+            verified: dict[str, Any] = {}
+            if self.client_auth is not None:
+                refusal = self.client_auth.refusal(peer) if peer else "no client certificate"
+                if refusal is None and isinstance(peer, dict):
+                    verified = dict(peer)
+                elif refusal is not None and not self.client_auth.optional:
+                    malformed.note(refusal)
+                    return web.Response(status=403, text=refusal, headers={"Connection": "close"})
             try:
                 webhook = request.match_info["id"]
                 if webhook not in self.webhook_ids:
@@ -177,7 +189,7 @@ class ReviewEndpoint:
                 # A body cut short leaves the connection mid-request: it cannot carry another one.
                 headers = {"Connection": "close"} if error.status == 408 else None
                 return web.Response(status=error.status, text=error.reason, headers=headers)
-            response = await answer(review, webhook, dict(request.headers), peer)
+            response = await answer(review, webhook, dict(request.headers), verified)
             return web.json_response(response)
 
         port = self.port
@@ -294,7 +306,8 @@ def _url_host(host: str) -> str:
 
 def server_context(cert_file: Path, key_file: Path, client_auth: ClientAuth | None = None) -> ssl.SSLContext:
     """The listener's TLS: 1.2 or newer, :data:`CIPHERS` only, and the client certificate checked when
-    ``client_auth`` is given (the handshake fails without one issued by its CA)."""
+    ``client_auth`` is given (the handshake fails without one issued by its CA, or, when optional, with one
+    not issued by it)."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.set_ciphers(CIPHERS)
@@ -302,5 +315,5 @@ def server_context(cert_file: Path, key_file: Path, client_auth: ClientAuth | No
     context.load_cert_chain(cert_file, key_file)
     if client_auth is not None:
         context.load_verify_locations(cafile=client_auth.ca_file)
-        context.verify_mode = ssl.CERT_REQUIRED
+        context.verify_mode = ssl.CERT_OPTIONAL if client_auth.optional else ssl.CERT_REQUIRED
     return context

@@ -27,6 +27,7 @@ from ome_selector.review.impact import (
     REVIEW_OUTCOMES,
     CatalogReview,
     ReviewResult,
+    Shown,
 )
 from ome_selector.selection.inheritance import RuntimeLookup
 from ome_selector.webhook.config import WebhookConfig
@@ -88,12 +89,13 @@ async def review_catalog_change(
     metrics: CatalogReviewMetrics | None = None,
     username: str | None = None,
     turns: asyncio.Lock | None = None,
+    shown: Shown = None,
 ) -> ReviewResult | None:
     """The SPEC §12 answer for a CREATE, UPDATE or DELETE of ``kind``; None when there is nothing to review
     (every part off, or an object the product cannot read: §7's warnings only). ``username`` is who asks:
     protection never denies the deletions of the namespace controller and the garbage collector (a namespace
     being deleted would otherwise stay Terminating). ``turns``, shared by the reviews of one loop, lets one
-    of them compute at a time."""
+    of them compute at a time. ``shown``: the namespaces whose objects the answer may name (None: all)."""
     if not (config.catalog_impact or config.protect_inference_services or config.deny_ambiguous_runtimes):
         return None
     deleting = operation == "DELETE"
@@ -125,6 +127,7 @@ async def review_catalog_change(
                     allow_disruption=annotations.get(ALLOW_DISRUPTION_ANNOTATION) == "true",
                     deny_ambiguous=config.deny_ambiguous_runtimes,
                     lookup=lookup,
+                    shown=shown,
                 )
                 steps, version = review.steps(), live.version
             elif live.version != version:

@@ -13,17 +13,22 @@ removed on stop — so the operator writes the object itself:
   a restart finds its own; the label ``ome-selector.ome.io/local=true`` lets ``ome-selector cleanup`` find
   them (:func:`remove_local_registrations`);
 - :class:`CaBundleRegistration` keeps the ``caBundle`` of a static, chart-installed configuration trusting
-  the CA the server uses and, once the server answers (the catalog indexed), **arms** it: the chart installs
-  every webhook with ``failurePolicy: Ignore``, and a serving replica sets the configured policies (``Fail``
-  for InferenceServices by default). So a failed or interrupted install or upgrade, whose pods never serve,
-  leaves no fail-closed webhook that nothing answers (SPEC §7, §8); a ``helm upgrade`` that resets the
-  policies is re-armed by the next check of a serving replica. It leaves the object alone otherwise.
+  the CA the server uses, and that field only: the chart renders every other field as the operator keeps it
+  (the configured failurePolicies included), so a GitOps tool sees no drift but the caBundle (SPEC §7). The
+  chart installs the configuration without a caBundle, and a replica **arms** it by filling the bundle in
+  once it answers (the catalog indexed); until then the apiserver never reaches an operator that cannot
+  judge. A webhook that already carries a bundle is kept current whatever the replica's state (a rotation).
   Replicas share that object and may serve certificates of two CAs during a rollover, so a replica changes
   the bundle only when it lacks the CA of its own certificate (the first in its bundle), and then writes its
   whole bundle (which carries the previous CA too, :mod:`.incluster`): a replica still on the previous pair
   never takes the new CA out. Once a replica's bundle no longer carries the previous CA (the rollover's grace
   is over), it takes out of the caBundle every CA older than its own that its bundle lacks, so an old CA is
   not trusted forever.
+
+Models and runtimes have a second webhook each, for DELETE only (:func:`delete_webhook_name`): always
+``failurePolicy: Ignore`` with at most :data:`DELETE_TIMEOUT_SECONDS`, and skipped for the namespace
+controller and the garbage collector (:data:`SYSTEM_DELETERS`), so an operator that is down or hangs never
+holds up the deletion of a namespace (SPEC §7, §12).
 
 The webhook paths are Kopf's handler ids (:data:`HANDLER_IDS`); a chart's service clientConfig uses them too.
 """
@@ -47,19 +52,23 @@ from ome_selector.api.resources import API_GROUP, API_VERSION, Kind
 from ome_selector.webhook.config import WebhookConfig
 
 __all__ = [
+    "DELETE_TIMEOUT_SECONDS",
+    "FIELD_MANAGER",
     "HANDLER_IDS",
     "INSTANCE_ANNOTATION",
     "LOCAL_LABEL",
+    "SYSTEM_DELETERS",
     "WEBHOOK_DOMAIN",
     "CaBundleRegistration",
     "LocalRegistration",
     "build_configuration",
+    "build_delete_webhook",
     "build_webhook",
     "default_instance",
+    "delete_webhook_name",
     "failure_policy",
     "local_configuration_name",
     "remove_local_registrations",
-    "static_policies",
     "webhook_name",
     "webhook_operations",
 ]
@@ -79,6 +88,24 @@ _LABELS = {"app.kubernetes.io/name": "ome-selector", "app.kubernetes.io/managed-
 #: The label of every locally registered configuration (SPEC §8), and the annotation naming its instance.
 LOCAL_LABEL = f"{WEBHOOK_DOMAIN}/local"
 INSTANCE_ANNOTATION = f"{WEBHOOK_DOMAIN}/instance"
+#: The field manager of the caBundle the operator keeps in the chart's configuration (docs/gitops.md).
+FIELD_MANAGER = "ome-selector"
+#: The longest the apiserver waits for a DELETE of a model or runtime (SPEC §7): a webhook that accepts
+#: connections and never answers costs a namespace deletion at most this long per object.
+DELETE_TIMEOUT_SECONDS = 3
+#: Who deletes objects for Kubernetes itself (a namespace being deleted, owners gone): the DELETE webhooks
+#: skip them (their matchConditions).
+SYSTEM_DELETERS = (
+    "system:serviceaccount:kube-system:namespace-controller",
+    "system:serviceaccount:kube-system:generic-garbage-collector",
+)
+#: The DELETE webhooks' matchCondition (CEL): anyone but :data:`SYSTEM_DELETERS`.
+DELETE_MATCH_CONDITION = {
+    "name": "not-namespace-or-garbage-collection",
+    "expression": "!(request.userInfo.username in ["
+    + ", ".join(f"'{name}'" for name in SYSTEM_DELETERS)
+    + "])",
+}
 
 
 def default_instance(context: str | None, host: str | None = None) -> str:
@@ -98,40 +125,78 @@ def webhook_name(kind: Kind) -> str:
     return f"{kind.plural}.{WEBHOOK_DOMAIN}"
 
 
+def delete_webhook_name(kind: Kind) -> str:
+    """The name of the DELETE webhook of a model or runtime kind: ``<plural>-delete.ome-selector.ome.io``."""
+    return f"{kind.plural}-delete.{WEBHOOK_DOMAIN}"
+
+
 def failure_policy(kind: Kind, config: WebhookConfig) -> str:
-    """The configured failurePolicy of ``kind``'s webhook (SPEC §7)."""
+    """The configured failurePolicy of ``kind``'s CREATE and UPDATE webhook (SPEC §7)."""
     return config.failure_policy if kind is Kind.INFERENCE_SERVICE else config.sizes_failure_policy
 
 
-def static_policies(config: WebhookConfig) -> dict[str, str]:
-    """Each webhook's configured failurePolicy, by name: what a serving replica arms the chart's with."""
-    return {webhook_name(kind): failure_policy(kind, config) for kind in HANDLER_IDS}
-
-
 def webhook_operations(kind: Kind) -> tuple[Literal["CREATE", "UPDATE", "DELETE"], ...]:
-    """What ``kind``'s webhook sees: CREATE and UPDATE, and for the models and runtimes DELETE too (SPEC §12:
-    the impact of a deletion is warned about)."""
+    """What ``kind``'s handler judges: CREATE and UPDATE, and for the models and runtimes DELETE too (SPEC
+    §12: the impact of a deletion is warned about; DELETE comes through its own webhook entry)."""
     return ("CREATE", "UPDATE") if kind is Kind.INFERENCE_SERVICE else ("CREATE", "UPDATE", "DELETE")
 
 
 def build_webhook(kind: Kind, client_config: Mapping[str, Any], config: WebhookConfig) -> dict[str, Any]:
-    """One ``webhooks[]`` entry: :func:`webhook_operations` of ``kind`` (never its status), with the
-    configured policy."""
+    """The CREATE and UPDATE ``webhooks[]`` entry of ``kind`` (never its status), with the configured
+    policy."""
+    return _entry(
+        webhook_name(kind),
+        kind,
+        client_config,
+        config,
+        operations=["CREATE", "UPDATE"],
+        policy=failure_policy(kind, config),
+        timeout=config.timeout_seconds,
+    )
+
+
+def build_delete_webhook(
+    kind: Kind, client_config: Mapping[str, Any], config: WebhookConfig
+) -> dict[str, Any]:
+    """The DELETE ``webhooks[]`` entry of a model or runtime kind: ``Ignore`` whatever is configured, at most
+    :data:`DELETE_TIMEOUT_SECONDS`, never for the namespace controller or the garbage collector."""
+    webhook = _entry(
+        delete_webhook_name(kind),
+        kind,
+        client_config,
+        config,
+        operations=["DELETE"],
+        policy="Ignore",
+        timeout=min(DELETE_TIMEOUT_SECONDS, config.timeout_seconds),
+    )
+    webhook["matchConditions"] = [dict(DELETE_MATCH_CONDITION)]
+    return webhook
+
+
+def _entry(
+    name: str,
+    kind: Kind,
+    client_config: Mapping[str, Any],
+    config: WebhookConfig,
+    *,
+    operations: list[str],
+    policy: str,
+    timeout: int,
+) -> dict[str, Any]:
     url = client_config.get("url")
     clientconfig: dict[str, Any] = {}
     if url is not None:
         clientconfig["url"] = f"{str(url).rstrip('/')}/{HANDLER_IDS[kind]}"
     if client_config.get("caBundle"):
         clientconfig["caBundle"] = client_config["caBundle"]
-    policy = failure_policy(kind, config)
     webhook: dict[str, Any] = {
-        "name": webhook_name(kind),
+        "name": name,
         "clientConfig": clientconfig,
         "rules": [
             {
                 "apiGroups": [API_GROUP],
                 "apiVersions": [API_VERSION],
-                "operations": list(webhook_operations(kind)),
+                "operations": operations,
                 "resources": [kind.plural],
                 "scope": "Namespaced" if kind.namespaced else "Cluster",
             }
@@ -139,7 +204,7 @@ def build_webhook(kind: Kind, client_config: Mapping[str, Any], config: WebhookC
         "failurePolicy": policy,
         "matchPolicy": "Equivalent",
         "sideEffects": "None",  # so server-side dry-run requests are checked too
-        "timeoutSeconds": config.timeout_seconds,
+        "timeoutSeconds": timeout,
         "admissionReviewVersions": ["v1"],
     }
     if config.namespace_selector:
@@ -174,7 +239,18 @@ def build_configuration(
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
         "metadata": metadata,
-        "webhooks": [build_webhook(kind, client_config, config) for kind in WEBHOOK_KINDS],
+        "webhooks": [
+            webhook
+            for kind in WEBHOOK_KINDS
+            for webhook in (
+                (build_webhook(kind, client_config, config),)
+                if kind is Kind.INFERENCE_SERVICE
+                else (
+                    build_webhook(kind, client_config, config),
+                    build_delete_webhook(kind, client_config, config),
+                )
+            )
+        ],
     }
 
 
@@ -256,23 +332,20 @@ async def remove_local_registrations(
 
 
 class CaBundleRegistration:
-    """Keeps ``caBundle`` of every webhook in a static (chart-installed) configuration current, and arms its
-    failurePolicies once the server answers."""
+    """Keeps ``caBundle`` of every webhook in a static (chart-installed) configuration current — the one field
+    the operator manages there — and fills it in (arms the configuration) once the server answers."""
 
-    def __init__(
-        self, api_client: client.ApiClient, name: str, policies: Mapping[str, str] | None = None
-    ) -> None:
-        """``policies``: the failurePolicy each webhook (by name) gets when armed; none: never armed."""
+    def __init__(self, api_client: client.ApiClient, name: str) -> None:
         self._client = api_client
         self._api = client.AdmissionregistrationV1Api(api_client)
         self.name = name
-        self.policies = dict(policies or {})
 
     async def apply(self, client_config: Mapping[str, Any], *, armed: bool = False) -> bool:
-        """Set the bundle where it does not trust our CA and, when ``armed``, the configured failurePolicies;
-        True when the object was changed. A missing object is logged."""
+        """Set the bundle where it does not trust our CA: in every webhook when ``armed`` (the server
+        answers), else only in those that carry a bundle already. True when the object was changed. A missing
+        object is logged."""
         bundle = client_config.get("caBundle")
-        if not bundle and not (armed and self.policies):
+        if not bundle:
             return False
         mine = _certificates(bundle)
         ours = mine[:1]
@@ -288,25 +361,27 @@ class CaBundleRegistration:
         for webhook in body.get("webhooks") or []:
             clientconfig = webhook.setdefault("clientConfig", {})
             current = clientconfig.get("caBundle")
+            if not current and not armed:
+                continue  # not armed yet: the apiserver reaches no replica before one answers
             present = _certificates(current)
             trusted = bool(ours) and set(ours) <= set(present)
-            if bundle and not trusted and current != bundle:
+            if not trusted and current != bundle:
                 clientconfig["caBundle"] = bundle
                 bundled = True
+                armed_now = armed_now or not current
             elif trusted and (kept := _without_older(present, mine)) != present:
                 clientconfig["caBundle"] = _bundle_of(kept)
                 bundled = True
-            policy = self.policies.get(str(webhook.get("name")))
-            if armed and policy is not None and webhook.get("failurePolicy") != policy:
-                webhook["failurePolicy"] = policy
-                armed_now = True
-        if not (bundled or armed_now):
+        if not bundled:
             return False
-        await self._api.replace_validating_webhook_configuration(self.name, cast(Any, body))
-        if bundled:
-            logger.info("set caBundle of ValidatingWebhookConfiguration %s", self.name)
+        # Under its own field manager: a GitOps tool can leave exactly this manager's field alone.
+        await self._api.replace_validating_webhook_configuration(
+            self.name, cast(Any, body), field_manager=FIELD_MANAGER
+        )
         if armed_now:
-            logger.info("armed ValidatingWebhookConfiguration %s: failurePolicy as configured", self.name)
+            logger.info("armed ValidatingWebhookConfiguration %s: caBundle filled in", self.name)
+        else:
+            logger.info("set caBundle of ValidatingWebhookConfiguration %s", self.name)
         return True
 
     async def remove(self) -> None:

@@ -57,7 +57,6 @@ from ome_selector.webhook.registration import (
     CaBundleRegistration,
     LocalRegistration,
     default_instance,
-    static_policies,
 )
 from ome_selector.webhook.review import MalformedReviewError, Review, for_kopf
 from ome_selector.webhook.tls import TlsFiles, certificate_expiry, generate_serving_files, load_cert_dir
@@ -195,7 +194,11 @@ class WebhookServer:
                 file_check_interval=config.file_check_interval,
                 closing=lambda: self.draining,
                 client_auth=(
-                    ClientAuth(config.client_ca_file, frozenset(config.client_names))
+                    ClientAuth(
+                        config.client_ca_file,
+                        frozenset(config.client_names),
+                        optional=config.client_cert_optional,
+                    )
                     if config.client_ca_file is not None
                     else None
                 ),
@@ -206,9 +209,7 @@ class WebhookServer:
             if config.ca_injected and config.configuration_name is not None:
                 registration = InjectedCaBundle(config.configuration_name)
             elif config.configuration_name is not None:
-                registration = CaBundleRegistration(
-                    api_client, config.configuration_name, static_policies(config)
-                )
+                registration = CaBundleRegistration(api_client, config.configuration_name)
             else:
                 registration = LocalRegistration(api_client, self._local_config(), instance=self.instance)
             keeper: asyncio.Task[None] | None = None
@@ -242,8 +243,8 @@ class WebhookServer:
                 await api_client.close()
 
     async def _keep_ca_bundle(self, registration: CaBundleRegistration) -> None:
-        """Static mode: arm the configuration as soon as this replica answers (the catalog indexed), then
-        re-apply bundle and policies now and then (a chart upgrade resets both)."""
+        """Static mode: arm the configuration (fill its caBundle in) as soon as this replica answers (the
+        catalog indexed), then re-apply the bundle now and then (someone may have emptied it)."""
         while not self._handlers.ready:
             await asyncio.sleep(ARM_POLL_SECONDS)
         if self._client_config is not None:

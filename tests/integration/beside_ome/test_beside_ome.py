@@ -24,7 +24,7 @@ import yaml
 from harness import chart, objects
 from harness.controlplane import ControlPlane
 from harness.crds import CRD_NAMES, ome_crd_documents
-from harness.kube import create, get
+from harness.kube import create, eventually, get
 from harness.ome_data import V13_CRD_PROFILES, OmeSnapshot
 from ome_selector.api.loading import load_resource
 from ome_selector.api.resources import InferenceService
@@ -167,12 +167,14 @@ def test_helm_install_beside_omes_crds_emits_replaces_relabels_and_adopts_none(
     assert _crd_state(control_plane, ome_snapshot) == before
 
 
-def test_a_failed_install_leaves_no_fail_closed_webhook(
+def test_a_failed_install_leaves_the_webhook_unarmed_and_catalog_writes_pass(
     control_plane: ControlPlane, api_client: Any, namespace: str, release: list[str]
 ) -> None:
     """No pod ever runs here (no scheduler, no kubelet): `helm install --wait` fails, as an install whose
-    image cannot be pulled does. The configuration it leaves is unarmed, so InferenceService writes — OME's
-    own controller's too — pass."""
+    image cannot be pulled does. The configuration it leaves is rendered as configured (SPEC §7: no drift for
+    GitOps) and unarmed, with no caBundle: model and runtime writes pass (their webhooks are Ignore), an
+    InferenceService the webhook judges is refused until a replica serves, and the runbook's first
+    break-glass step (a namespace opting out) lets it through."""
     release.append("failed")
     failed = _helm(
         control_plane,
@@ -183,6 +185,8 @@ def test_a_failed_install_leaves_no_fail_closed_webhook(
         "--create-namespace",
         "--wait",
         "--timeout=10s",
+        # Only this test's namespace: no other test's InferenceService meets the unarmed webhook.
+        f"--set=webhook.namespaceSelector.matchLabels.kubernetes\\.io/metadata\\.name={namespace}",
     )
     assert failed.returncode != 0
     configuration = json.loads(
@@ -190,12 +194,22 @@ def test_a_failed_install_leaves_no_fail_closed_webhook(
             "get", "validatingwebhookconfiguration", "failed-ome-selector", "-o", "json"
         ).stdout
     )
-    assert {webhook["failurePolicy"] for webhook in configuration["webhooks"]} == {"Ignore"}
-    engine = {"minReplicas": 1}  # what the InferenceService webhook judges
-    create(
-        api_client, objects.inference_service("written", namespace=namespace, model_name="x", engine=engine)
-    )
+    policies = {webhook["name"]: webhook["failurePolicy"] for webhook in configuration["webhooks"]}
+    assert policies.pop("inferenceservices.ome-selector.ome.io") == "Fail"
+    assert set(policies.values()) == {"Ignore"}
+    assert not any(webhook["clientConfig"].get("caBundle") for webhook in configuration["webhooks"])
     create(api_client, objects.runtime("written-rt", namespace=namespace))
+    engine = {"minReplicas": 1}  # what the InferenceService webhook judges
+    isvc = objects.inference_service("written", namespace=namespace, model_name="x", engine=engine)
+    refused = control_plane.kubectl("create", "-f", "-", input=json.dumps(isvc), check=False)
+    assert "failed calling webhook" in refused.stderr, refused.stderr
+    control_plane.kubectl("label", "namespace", namespace, "ome-selector.ome.io/webhook=disabled")
+    eventually(
+        lambda: (
+            control_plane.kubectl("create", "-f", "-", input=json.dumps(isvc), check=False).returncode == 0
+        ),
+        what="the InferenceService written once its namespace opted out",
+    )
 
 
 def test_omes_runtime_fields_as_the_cluster_stores_them(

@@ -286,3 +286,78 @@ def test_the_listener_offers_no_cbc_cipher_and_nothing_below_tls_1_2(tmp_path: P
             assert answered.startswith(b"HTTP/1.1 400 ")
 
     asyncio.run(scenario())
+
+
+_REVIEW = (
+    b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"uid": "u",'
+    b' "kind": {"group": "ome.io", "version": "v1beta1", "kind": "ClusterBaseModel"},'
+    b' "resource": {"group": "ome.io", "version": "v1beta1", "resource": "clusterbasemodels"},'
+    b' "operation": "CREATE", "userInfo": {"username": "anyone"}, "object": {"metadata": {"name": "m"}}}}'
+)
+
+
+def test_with_an_optional_certificate_every_caller_is_answered_and_only_the_accepted_one_is_verified(
+    tmp_path: Path,
+) -> None:
+    """SPEC §7 "Who is told names": the answer hears the peer certificate only when it is verified and of an
+    accepted name; a caller without one, or of another name, is answered as unverified (an empty peer); one of
+    another CA still fails the handshake."""
+    apiserver_ca, other_ca = CertificateAuthority("apiserver-client-ca"), CertificateAuthority("other-ca")
+    ca_file = tmp_path / "client-ca.crt"
+    ca_file.write_bytes(apiserver_ca.cert_pem)
+    apiserver = apiserver_ca.issue("kube-apiserver-webhook-client", client=True)
+    intruder = apiserver_ca.issue("someone-else", client=True)
+    forged = other_ca.issue("kube-apiserver-webhook-client", client=True)
+    auth = ClientAuth(ca_file, frozenset({"kube-apiserver-webhook-client"}), optional=True)
+    heard: list[Any] = []
+
+    async def answer(review: Review, webhook: str, headers: dict[str, str], peer: Any) -> dict[str, Any]:
+        heard.append(peer)
+        return {"response": {"uid": review.uid, "allowed": True}}
+
+    async def ask(port: int, context: ssl.SSLContext) -> bytes:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context)
+        try:
+            writer.write(
+                b"POST /validate-clusterbasemodels HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                + f"Content-Length: {len(_REVIEW)}\r\n\r\n".encode()
+                + _REVIEW
+            )
+            await writer.drain()
+            return await asyncio.wait_for(reader.read(), CLIENT_PATIENCE)
+        finally:
+            writer.close()
+
+    async def scenario() -> None:
+        files = generate_serving_files(tmp_path / "tls", "127.0.0.1")
+        endpoint = ReviewEndpoint(
+            files, "127.0.0.1", 0, None, ["validate-clusterbasemodels"], client_auth=auth
+        )
+        configs = endpoint.listen(answer, lambda error: None)
+        config = await anext(configs)
+        port = int(str(config["url"]).rsplit(":", 1)[1])
+        clients = tmp_path / "clients"
+        try:
+            for pair, name in ((apiserver, "apiserver"), (intruder, "intruder"), (None, "none")):
+                answered = await ask(port, _client(pair, clients, name))
+                assert answered.startswith(b"HTTP/1.1 200 "), (name, answered)
+            try:
+                dropped = await ask(port, _client(forged, clients, "forged"))
+            except (ssl.SSLError, ConnectionError):
+                dropped = b""
+            assert dropped == b""
+        finally:
+            await configs.aclose()
+
+    asyncio.run(scenario())
+    assert len(heard) == 3
+    assert ("commonName", "kube-apiserver-webhook-client") in heard[0]["subject"][0]
+    assert heard[1:] == [{}, {}]
+    assert (
+        server_context(
+            generate_serving_files(tmp_path / "ctx", "127.0.0.1").cert_file,
+            tmp_path / "ctx" / "tls.key",
+            auth,
+        ).verify_mode
+        == ssl.CERT_OPTIONAL
+    )

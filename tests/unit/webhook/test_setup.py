@@ -12,9 +12,16 @@ import pytest
 from cryptography import x509
 
 from ome_selector.api.resources import Kind
+from ome_selector.webhook import impact
 from ome_selector.webhook.cli import add_webhook_arguments, webhook_config_from_args
 from ome_selector.webhook.config import WebhookConfig, parse_label_selector
-from ome_selector.webhook.registration import build_configuration, local_configuration_name, webhook_name
+from ome_selector.webhook.registration import (
+    SYSTEM_DELETERS,
+    build_configuration,
+    delete_webhook_name,
+    local_configuration_name,
+    webhook_name,
+)
 from ome_selector.webhook.tls import generate_serving_files, load_cert_dir, serving_hosts
 
 # --- certificates -------------------------------------------------------------------------------------------
@@ -64,7 +71,8 @@ def test_configuration_defaults() -> None:
         "ome-selector-abc", {"url": "https://127.0.0.1:9443", "caBundle": "Q0E="}, WebhookConfig()
     )
     webhooks = {w["name"]: w for w in body["webhooks"]}
-    assert set(webhooks) == {webhook_name(kind) for kind in Kind}
+    catalog = [kind for kind in Kind if kind is not Kind.INFERENCE_SERVICE]
+    assert set(webhooks) == {webhook_name(kind) for kind in Kind} | {delete_webhook_name(k) for k in catalog}
     isvc = webhooks["inferenceservices.ome-selector.ome.io"]
     assert isvc == {
         "name": "inferenceservices.ome-selector.ome.io",
@@ -86,9 +94,47 @@ def test_configuration_defaults() -> None:
     }
     runtimes = webhooks["clusterservingruntimes.ome-selector.ome.io"]
     assert runtimes["failurePolicy"] == "Ignore"
-    assert runtimes["rules"][0]["operations"] == ["CREATE", "UPDATE", "DELETE"]  # SPEC §12
+    assert runtimes["rules"][0]["operations"] == ["CREATE", "UPDATE"]
     assert runtimes["rules"][0]["scope"] == "Cluster"
     assert runtimes["clientConfig"]["url"].endswith("/validate-clusterservingruntimes")
+    assert "matchConditions" not in runtimes
+    # SPEC §7, §12: DELETE through its own entry, Ignore within 3 s, never for Kubernetes' own deleters.
+    deleting = webhooks["clusterservingruntimes-delete.ome-selector.ome.io"]
+    assert deleting == {
+        "name": "clusterservingruntimes-delete.ome-selector.ome.io",
+        "clientConfig": {
+            "url": "https://127.0.0.1:9443/validate-clusterservingruntimes",
+            "caBundle": "Q0E=",
+        },
+        "rules": [
+            {
+                "apiGroups": ["ome.io"],
+                "apiVersions": ["v1beta1"],
+                "operations": ["DELETE"],
+                "resources": ["clusterservingruntimes"],
+                "scope": "Cluster",
+            }
+        ],
+        "failurePolicy": "Ignore",
+        "matchPolicy": "Equivalent",
+        "sideEffects": "None",
+        "timeoutSeconds": 3,
+        "admissionReviewVersions": ["v1"],
+        "matchConditions": [
+            {
+                "name": "not-namespace-or-garbage-collection",
+                "expression": "!(request.userInfo.username in "
+                "['system:serviceaccount:kube-system:namespace-controller', "
+                "'system:serviceaccount:kube-system:generic-garbage-collector'])",
+            }
+        ],
+    }
+    assert set(SYSTEM_DELETERS) == set(impact.SYSTEM_DELETERS)  # the review's exemption, the same accounts
+    # In the chart's order: each kind's entry, then its DELETE entry.
+    assert [w["name"] for w in body["webhooks"]] == [
+        "inferenceservices.ome-selector.ome.io",
+        *(name for kind in catalog for name in (webhook_name(kind), delete_webhook_name(kind))),
+    ]
 
 
 def test_configuration_honours_policy_timeout_and_namespace_selector() -> None:
@@ -100,7 +146,8 @@ def test_configuration_honours_policy_timeout_and_namespace_selector() -> None:
     for webhook in body["webhooks"]:
         assert webhook["timeoutSeconds"] == 3
         assert webhook["namespaceSelector"] == selector
-        expected = "Ignore" if webhook["name"].startswith("inferenceservices.") else "Fail"
+        deleting = webhook["name"].endswith("-delete.ome-selector.ome.io")
+        expected = "Ignore" if webhook["name"].startswith("inferenceservices.") or deleting else "Fail"
         assert webhook["failurePolicy"] == expected
         assert webhook["clientConfig"] == {
             "url": f"https://h:1/{webhook['clientConfig']['url'].rsplit('/', 1)[1]}"
@@ -228,3 +275,14 @@ def test_a_local_configuration_is_named_after_its_instance_and_labelled_local() 
     assert local["metadata"]["annotations"] == {"ome-selector.ome.io/instance": "ab12"}
     static = build_configuration("chart", {"url": "https://x"}, WebhookConfig())
     assert "ome-selector.ome.io/local" not in static["metadata"]["labels"]
+
+
+@pytest.mark.parametrize(("configured", "deleting"), [(10, 3), (3, 3), (2, 2), (1, 1)])
+def test_a_delete_webhook_never_waits_longer_than_3_seconds(configured: int, deleting: int) -> None:
+    config = WebhookConfig(timeout_seconds=configured, sizes_failure_policy="Fail")
+    body = build_configuration("x", {"url": "https://h:1/"}, config)
+    for webhook in body["webhooks"]:
+        if webhook["name"].endswith("-delete.ome-selector.ome.io"):
+            assert (webhook["timeoutSeconds"], webhook["failurePolicy"]) == (deleting, "Ignore")
+        else:
+            assert webhook["timeoutSeconds"] == configured
