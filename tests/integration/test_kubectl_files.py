@@ -125,7 +125,11 @@ def test_k_reads_what_kubectl_kustomize_builds(control_plane: ControlPlane) -> N
     lint_k = _kubectl_ome(control_plane, "runtime", "lint", "-k", OVERLAY, "-o", "json")
     lint_build = _kubectl_ome(control_plane, "runtime", "lint", "-f", "-", "-o", "json", stdin=built)
     assert lint_k.returncode == lint_build.returncode == 0
-    assert lint_k.stdout == lint_build.stdout
+    # The same findings; -k names where they come from as the kustomization, stdin as <stdin>.
+    assert lint_k.stdout == lint_build.stdout.replace(
+        '"file": "<stdin>"', f'"file": "kustomization {OVERLAY}"'
+    )
+    assert f'"file": "kustomization {OVERLAY}"' in lint_k.stdout
 
 
 def test_k_is_in_command_line_order_with_f(control_plane: ControlPlane, tmp_path: Path) -> None:
