@@ -21,7 +21,7 @@ from ome_selector.webhook.config import WebhookConfig
 from tests.integration.test_webhook import LOCAL, Kubectl, denial, isvc, warnings_of
 
 RUNTIME_WEBHOOK = "servingruntimes.ome-selector.ome.io"
-SEE = "; see kubectl ome runtime what-if"
+SEE = "; see kubectl ome-selector runtime what-if"
 LABEL = "mt:safetensors:1.0.0:LlamaForCausalLM:transformers:4.45.0.dev0"
 ALLOW = 'ome-selector.ome.io/allow-disruption: "true"'
 

@@ -1,4 +1,4 @@
-"""Shell completion for `ome-selector` and `kubectl-ome`, from their argparse parsers.
+"""Shell completion for `ome-selector` and `kubectl-ome_selector`, from their argparse parsers.
 
 Both CLIs answer a hidden ``__complete WORD... PARTIAL`` in cobra's format, which kubectl (1.26 and later)
 expects from a plugin's ``kubectl_complete-<plugin>`` executable: one candidate a line

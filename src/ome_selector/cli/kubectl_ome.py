@@ -1,8 +1,9 @@
-"""`kubectl ome`: the kubectl plugin of ome-selector (installed as the ``kubectl-ome`` executable).
+"""`kubectl ome-selector`: the kubectl plugin of ome-selector, the ``kubectl-ome_selector`` executable (not
+``kubectl-ome``, OME's own plugin: SPEC §6).
 
-``kubectl ome runtime explain`` shows, for one model or InferenceService, every runtime's verdict, the
-ranking and the runtime auto-selection picks (SPEC §6). With ``-f`` it reads only the named files, never the
-kubeconfig, so a catalog can be checked in CI before it is applied; `lint` and `what-if` (SPEC §11, in
+``kubectl ome-selector runtime explain`` shows, for one model or InferenceService, every runtime's verdict,
+the ranking and the runtime auto-selection picks (SPEC §6). With ``-f`` it reads only the named files, never
+the kubeconfig, so a catalog can be checked in CI before it is applied; `lint` and `what-if` (SPEC §11, in
 :mod:`.lint` and :mod:`.whatif`) check a whole catalog and a change to it; `status` (:mod:`.status`) lists
 every InferenceService's runtime and RuntimeReady, on OME's CRDs too. The decisions all come from the
 selection core; this module only wires an object source to it and prints the result.
@@ -24,11 +25,13 @@ from ome_selector.cli.arguments import (
     add_output_argument,
     add_runtime_lookup_argument,
     add_subcommand,
+    no_headers,
 )
 from ome_selector.cli.completion import COMPLETE, add_completion_command, handled
 from ome_selector.cli.exits import quietly
 from ome_selector.cli.lint import add_lint_parser
 from ome_selector.cli.model_inspect import add_model_command, run_model_command
+from ome_selector.cli.output import JsonPathError
 from ome_selector.cli.render import OUTPUT_FORMATS, render
 from ome_selector.cli.sources import DEFAULT_NAMESPACE, FileSource, ObjectSource, SourceError, load_catalog
 from ome_selector.cli.status import add_status_parser
@@ -37,10 +40,11 @@ from ome_selector.selection import messages
 from ome_selector.selection.explain import EffectiveRuntime, Explanation, effective_runtime, explain
 from ome_selector.selection.inheritance import RuntimeLookup
 from ome_selector.selection.outcome import evaluate
+from ome_selector.selection.ranking import Decider
 
 __all__ = ["main", "run"]
 
-PROG = "kubectl ome"
+PROG = "kubectl ome-selector"
 EXIT_OK = 0
 EXIT_ERROR = 1
 
@@ -52,7 +56,8 @@ EXPLICIT_RUNTIME_NOTE = "Note: spec.runtime is explicit; automatic selection bel
 #: The synopsis of SPEC §6 (argparse cannot say that -f repeats).
 EXPLAIN_USAGE = (
     "%(prog)s (--model NAME | --isvc NAME) [-n NAMESPACE] [-f PATH]... [-o table|wide|json|yaml]\n"
-    "       [--with-effective] [--runtime-lookup v1.3|legacy] [--kubeconfig PATH] [--context NAME] [-h]"
+    "       [--with-effective] [--runtime-lookup v1.3|legacy] [--kubeconfig PATH] [--context NAME] [-h]\n"
+    "       [-o name|jsonpath=TEMPLATE] [--no-headers] [--request-timeout DURATION]"
 )
 
 _EXPLAIN_DESCRIPTION = """\
@@ -79,21 +84,25 @@ those objects alone."""
 _EXPLAIN_EPILOG = """\
 examples:
   # Why did the cluster choose this runtime?
-  kubectl ome runtime explain --isvc llama-3b-auto -n ome-demo
+  kubectl ome-selector runtime explain --isvc llama-3b-auto -n ome-demo
 
   # Check a catalog before applying it
-  kubectl ome runtime explain -f samples/ --model llama-3-2-3b-instruct-demo
+  kubectl ome-selector runtime explain -f samples/ --model llama-3-2-3b-instruct-demo
 
   # The same for an InferenceService, with the rank and range columns
-  kubectl ome runtime explain -f samples/ --isvc llama-3b-auto -n ome-demo -o wide
+  kubectl ome-selector runtime explain -f samples/ --isvc llama-3b-auto -n ome-demo -o wide
 
   # What a named runtime inherits, and from where
-  kubectl ome runtime explain -f samples/ --isvc demo-inherited -n demo-v13 --with-effective
+  kubectl ome-selector runtime explain -f samples/ --isvc demo-inherited -n demo-v13 --with-effective
 
   # The machine-readable document
-  kubectl ome runtime explain -f catalog/ -f models.yaml --model qwen3-8b -o json
+  kubectl ome-selector runtime explain -f catalog/ -f models.yaml --model qwen3-8b -o json
 
 exit status: 0 when it could explain (also when there are no runtimes), 1 on a usage, file or lookup error."""
+
+
+#: The deciders after which explain names the step on stderr (SPEC §6).
+_TIE_BREAKS = frozenset({Decider.SCOPE, Decider.SIZE_RANGE, Decider.NAME})
 
 
 class CommandError(Exception):
@@ -116,7 +125,7 @@ def _name(text: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The whole `kubectl ome` command line."""
+    """The whole `kubectl ome-selector` command line."""
     parser = _Parser(prog=PROG, description="Inspect OME runtime selection (ome-selector).")
     parser.add_argument("--version", action="version", version=f"{PROG} (ome-selector) {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
@@ -173,7 +182,7 @@ def object_source(args: argparse.Namespace) -> ObjectSource:
         return FileSource(tuple(args.filenames), args.namespace or DEFAULT_NAMESPACE)
     from ome_selector.cli.cluster_source import ClusterSource  # noqa: PLC0415 - only live mode loads the client
 
-    return ClusterSource(args.namespace, args.kubeconfig, args.context)
+    return ClusterSource(args.namespace, args.kubeconfig, args.context, request_timeout=args.request_timeout)
 
 
 def _find_isvc(catalog: Catalog, namespace: str, name: str) -> InferenceService:
@@ -232,14 +241,19 @@ def explain_command(
     if args.with_effective and isvc is not None:
         effective = effective_runtime(catalog, explanation, isvc, lookup)
     notes = _notes(catalog, model, isvc, lookup)
+    names_none = isvc is None or isvc.runtime_name is None
+    if explanation.decided_by in _TIE_BREAKS and args.output in ("table", "wide") and names_none:
+        # SPEC §6: when a step after the score decided, the condition's text says which (SPEC §5); the
+        # documents carry it as selected.decidedBy and selected.message.
+        notes.append(f"Note: {explanation.selected_message}")
     if not explanation.verdicts:
         notes.append(f"No serving runtimes found in namespace {namespace} or at cluster scope.")
     return explanation, effective, notes
 
 
 def run(argv: Sequence[str] | None = None) -> int:
-    """Run `kubectl ome` with ``argv`` (default: the process arguments) and return the exit status."""
-    if handled("kubectl-ome", build_parser, list(sys.argv[1:] if argv is None else argv)):
+    """Run `kubectl ome-selector` with ``argv`` (default: the process arguments); returns the exit status."""
+    if handled("kubectl-ome_selector", build_parser, list(sys.argv[1:] if argv is None else argv)):
         return EXIT_OK
     try:
         args = build_parser().parse_args(argv)
@@ -258,7 +272,11 @@ def run(argv: Sequence[str] | None = None) -> int:
     except (SourceError, CommandError) as error:
         sys.stderr.write(f"error: {error}\n")
         return EXIT_ERROR
-    text = render(explanation, args.output, effective)
+    try:
+        text = render(explanation, args.output, effective, headers=not no_headers(args))
+    except JsonPathError as error:
+        sys.stderr.write(f"error: {error}\n")
+        return EXIT_ERROR
     for note in notes:
         sys.stderr.write(note + "\n")
     sys.stdout.write(text)
@@ -267,13 +285,13 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 
 def main() -> int:
-    """Console-script entry point (``kubectl-ome``)."""
+    """Console-script entry point (``kubectl-ome_selector``)."""
     return quietly(run, on_broken_pipe=EXIT_OK)
 
 
 def complete_main() -> int:
-    """Console-script entry point ``kubectl_complete-ome``: kubectl 1.26 and later run it with the words after
-    ``kubectl ome`` (the last one being typed) to complete them."""
+    """Console-script entry point ``kubectl_complete-ome_selector``: kubectl 1.26 and later run it with the
+    words after ``kubectl ome-selector`` (the last one being typed) to complete them."""
     return quietly(lambda: run([COMPLETE, *sys.argv[1:]]), on_broken_pipe=EXIT_OK)
 
 

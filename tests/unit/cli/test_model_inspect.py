@@ -1,6 +1,6 @@
-"""`kubectl ome model inspect`: the SPEC §10 document, the summary table, -v, exit status 1 with one line
-naming the file for every unreadable input, and no raw control character in the table, -o json, -o yaml or an
-error line (SPEC §10.4). The expected outputs are written from the SPEC by hand."""
+"""`kubectl ome-selector model inspect`: the SPEC §10 document, the summary table, -v, exit status 1 with one
+line naming the file for every unreadable input, and no raw control character in the table, -o json, -o yaml
+or an error line (SPEC §10.4). The expected outputs are written from the SPEC by hand."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from ome_selector.cli.model_inspect import render_inspection
 from ome_selector.modelfiles import ModelMetadata, NameVersion, WeightFile, metadata_document
 from ome_selector.selection.messages import escape_controls
 
-KUBECTL_OME = Path(sys.executable).parent / "kubectl-ome"
+KUBECTL_OME = Path(sys.executable).parent / "kubectl-ome_selector"
 
 
 @pytest.fixture
@@ -241,7 +241,8 @@ def test_help_shows_the_synopsis(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_the_installed_command_reads_the_hub(minilm: Path, tmp_path: Path) -> None:
-    """`kubectl-ome` as a user runs it, against the stand-in Hub named by HF_ENDPOINT, with HF_TOKEN."""
+    """`kubectl-ome_selector` as a user runs it, against the stand-in Hub named by HF_ENDPOINT, with
+    HF_TOKEN."""
     with hub_standin() as hub:
         hub.repos["sentence-transformers/all-MiniLM-L6-v2"] = Repo(minilm, token="hf_secret")
         env = {
