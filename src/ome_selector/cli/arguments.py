@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ome_selector.api.resources import Kind
 from ome_selector.cli.output import JSONPATH_PREFIX, NAME, OutputChoices, output_type
 
 __all__ = [
@@ -19,9 +20,28 @@ __all__ = [
     "add_output_argument",
     "add_runtime_lookup_argument",
     "add_subcommand",
+    "kind_names",
     "no_headers",
     "request_timeout",
 ]
+
+#: kubectl's short names of the five kinds, for every KIND/NAME argument (``--delete``, ``--apply``) and
+#: ``--kind``. The CRDs declare only ``isvc`` (SPEC §6): these are the plugin's own, and ``kubectl get csr``
+#: still means CertificateSigningRequests.
+SHORT_KINDS = {
+    "csr": Kind.CLUSTER_SERVING_RUNTIME,
+    "sr": Kind.SERVING_RUNTIME,
+    "cbm": Kind.CLUSTER_BASE_MODEL,
+    "bm": Kind.BASE_MODEL,
+    "isvc": Kind.INFERENCE_SERVICE,
+}
+
+
+def kind_names(kinds: Sequence[Kind]) -> dict[str, Kind]:
+    """How a KIND of ``kinds`` may be written (matched lowercased): singular, plural or short name."""
+    names = {kind.value.lower(): kind for kind in kinds} | {kind.plural: kind for kind in kinds}
+    return names | {short: kind for short, kind in SHORT_KINDS.items() if kind in kinds}
+
 
 #: The values of ``--runtime-lookup`` (SPEC §1), the default first.
 RUNTIME_LOOKUPS = ("v1.3", "legacy")

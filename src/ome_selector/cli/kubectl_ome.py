@@ -12,8 +12,10 @@ selection core; this module only wires an object source to it and prints the res
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NoReturn
 
 from ome_selector import __version__
@@ -45,6 +47,8 @@ from ome_selector.selection.ranking import Decider
 __all__ = ["main", "run"]
 
 PROG = "kubectl ome-selector"
+#: The executable kubectl runs for `kubectl ome-selector` (SPEC §6).
+PROG_EXECUTABLE = "kubectl-ome_selector"
 EXIT_OK = 0
 EXIT_ERROR = 1
 
@@ -173,7 +177,68 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_command(commands, _Parser)
     add_status_parser(commands)
     add_completion_command(commands)
+    commands.add_parser(
+        "version",
+        help="print the version; say when another kubectl-ome (OME's plugin) is on PATH",
+        description="Print the plugin's version. When PATH holds a kubectl-ome that is not this plugin "
+        "(OME's own), say that `kubectl ome` runs that one.",
+    )
     return parser
+
+
+#: OME's own plugin's executable name, which this plugin's alias would take (SPEC §6).
+OME_PLUGIN = "kubectl-ome"
+#: The first bytes of an executable read to tell whether it is this plugin (a console script names its
+# module).
+_PROBE_BYTES = 64 * 1024
+_OWN_MODULE = b"ome_selector.cli.kubectl_ome"
+
+
+def _is_this_plugin(path: Path, own: set[Path]) -> bool:
+    """Whether ``path`` is this plugin: a link to (or the same file as) one of ``own``, or a console script
+    of this module."""
+    if path.resolve() in own:
+        return True
+    try:
+        with path.open("rb") as file:
+            return _OWN_MODULE in file.read(_PROBE_BYTES)
+    except OSError:
+        return False
+
+
+def other_kubectl_ome(search_path: str | None = None, argv0: str | None = None) -> list[Path]:
+    """Every ``kubectl-ome`` executable on ``search_path`` (default ``$PATH``) that is not this plugin, in
+    PATH order, each once."""
+    directories = (os.environ.get("PATH", "") if search_path is None else search_path).split(os.pathsep)
+    own = {
+        Path(found).resolve() for d in directories if d and (found := _executable(Path(d) / PROG_EXECUTABLE))
+    }
+    if argv0:
+        own.add(Path(argv0).resolve())
+    others: list[Path] = []
+    seen: set[Path] = set()
+    for directory in directories:
+        candidate = _executable(Path(directory) / OME_PLUGIN) if directory else None
+        if candidate is None or candidate.resolve() in seen:
+            continue
+        seen.add(candidate.resolve())
+        if not _is_this_plugin(candidate, own):
+            others.append(candidate)
+    return others
+
+
+def _executable(path: Path) -> Path | None:
+    return path if path.is_file() and os.access(path, os.X_OK) else None
+
+
+def version_lines(others: list[Path]) -> tuple[str, list[str]]:
+    """``version``'s stdout line and its notes for stderr (SPEC §6)."""
+    notes = [
+        f"Note: another kubectl-ome is on PATH ({other}): `kubectl ome` may run it rather than this plugin; "
+        "run this one as `kubectl ome-selector`"
+        for other in others
+    ]
+    return f"{PROG} (ome-selector) {__version__}\n", notes
 
 
 def object_source(args: argparse.Namespace) -> ObjectSource:
@@ -251,9 +316,16 @@ def explain_command(
     return explanation, effective, notes
 
 
+def _live_names(dest: str, words: Sequence[str], partial: str) -> list[str] | None:
+    """Object names from the cluster for `--model`, `--isvc` and `-n` (only completion loads the client)."""
+    from ome_selector.cli.live_completion import live_names  # noqa: PLC0415
+
+    return live_names(dest, words, partial)
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     """Run `kubectl ome-selector` with ``argv`` (default: the process arguments); returns the exit status."""
-    if handled("kubectl-ome_selector", build_parser, list(sys.argv[1:] if argv is None else argv)):
+    if handled(PROG_EXECUTABLE, build_parser, list(sys.argv[1:] if argv is None else argv), _live_names):
         return EXIT_OK
     try:
         args = build_parser().parse_args(argv)
@@ -263,6 +335,12 @@ def run(argv: Sequence[str] | None = None) -> int:
         return exit_.code if isinstance(exit_.code, int) else EXIT_ERROR
     if args.command == "model":
         return run_model_command(args)
+    if args.command == "version":
+        line, version_notes = version_lines(other_kubectl_ome(argv0=sys.argv[0]))
+        sys.stdout.write(line)
+        for note in version_notes:
+            sys.stderr.write(note + "\n")
+        return EXIT_OK
     handler = getattr(args, "handler", None)
     if handler is not None:  # lint, what-if and status
         status: int = handler(args)

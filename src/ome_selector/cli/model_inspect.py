@@ -13,7 +13,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ome_selector.api.resources import Kind
-from ome_selector.cli.arguments import add_cluster_arguments, add_output_argument, add_subcommand
+from ome_selector.cli.arguments import add_cluster_arguments, add_output_argument, add_subcommand, kind_names
+from ome_selector.cli.output import NAME, JsonPathError, is_generic, object_name, render_generic
 from ome_selector.cli.render import escaped_json, escaped_yaml, render_table
 from ome_selector.modelfiles import (
     Inspection,
@@ -39,7 +40,7 @@ __all__ = [
     "run_model_command",
 ]
 
-OUTPUT_FORMATS = ("table", "json", "yaml")
+OUTPUT_FORMATS = ("table", "json", "yaml", "manifest")
 EXIT_OK = 0
 EXIT_ERROR = 1
 
@@ -87,7 +88,8 @@ def add_model_command(commands: Any, parser_class: type[argparse.ArgumentParser]
         model_commands,
         "inspect",
         usage=(
-            "%(prog)s (DIR | hf://ORG/NAME[@REVISION]) [-o table|json|yaml] [-v]\n"
+            "%(prog)s (DIR | hf://ORG/NAME[@REVISION]) [-o table|json|yaml|name|jsonpath=TEMPLATE] [-v]\n"
+            "       [-o manifest [--kind basemodel|clusterbasemodel] [--name NAME] [-n NAMESPACE]]\n"
             "       [--apply KIND/NAME [-n NAMESPACE] [--kubeconfig PATH] [--context NAME]] [-h]"
         ),
         summary="learn a model's size and format from its files",
@@ -98,6 +100,17 @@ def add_model_command(commands: Any, parser_class: type[argparse.ArgumentParser]
     add_output_argument(inspect_parser, OUTPUT_FORMATS)
     inspect_parser.add_argument(
         "-v", "--verbose", action="store_true", help="report on stderr how many bytes were read"
+    )
+    manifest = inspect_parser.add_argument_group("-o manifest")
+    manifest.add_argument(
+        "--kind",
+        metavar="KIND",
+        type=_manifest_kind,
+        default=Kind.CLUSTER_BASE_MODEL,
+        help="the manifest's kind: clusterbasemodel (cbm, the default) or basemodel (bm; its namespace -n)",
+    )
+    manifest.add_argument(
+        "--name", metavar="NAME", help="the manifest's name (default: from SOURCE's last segment)"
     )
     cluster = inspect_parser.add_argument_group("writing to the cluster")
     cluster.add_argument(
@@ -113,11 +126,19 @@ def add_model_command(commands: Any, parser_class: type[argparse.ArgumentParser]
     add_cluster_arguments(cluster, when="with --apply")
 
 
-_APPLY_KINDS = {kind.value.lower(): kind for kind in (Kind.BASE_MODEL, Kind.CLUSTER_BASE_MODEL)}
+_APPLY_KINDS = kind_names((Kind.BASE_MODEL, Kind.CLUSTER_BASE_MODEL))
+
+
+def _manifest_kind(text: str) -> Kind:
+    kind = _APPLY_KINDS.get(text.lower())
+    if kind is None:
+        raise argparse.ArgumentTypeError(f"expected basemodel or clusterbasemodel, got {text!r}")
+    return kind
 
 
 def apply_target(text: str) -> tuple[Kind, str]:
-    """``KIND/NAME`` of ``--apply``: KIND basemodel or clusterbasemodel in any case, NAME not empty."""
+    """``KIND/NAME`` of ``--apply``: KIND basemodel or clusterbasemodel in any case (also plural, ``bm``,
+    ``cbm``), NAME not empty."""
     kind_text, slash, name = text.partition("/")
     kind = _APPLY_KINDS.get(kind_text.lower())
     if not slash or kind is None or not name or "/" in name:
@@ -179,6 +200,12 @@ def render_inspection(metadata: ModelMetadata, output: str) -> str:
     if output == "table":
         return _summary(metadata)
     document = metadata_document(metadata)
+    if is_generic(output):
+        if output == NAME:
+            raise JsonPathError(
+                "-o name names the model --apply KIND/NAME writes; without --apply there is none"
+            )
+        return render_generic(output, document, ())
     return escaped_json(document) if output == "json" else escaped_yaml(document)
 
 
@@ -192,6 +219,8 @@ def render_applied(applied: Applied, metadata: ModelMetadata, output: str) -> st
             "name": key.name,
             "set": applied.fields,
         }
+        if is_generic(output):
+            return render_generic(output, document, [object_name(key.kind.value, key.name)])
         return escaped_json(document) if output == "json" else escaped_yaml(document)
     if not applied.fields:
         return f"{key}: nothing to set (it already sets every field its files give)\n"
@@ -210,8 +239,17 @@ def _cost(inspection: Inspection) -> str:
 def _cluster_options_without_apply(args: argparse.Namespace) -> str | None:
     """The complaint about -n, --kubeconfig or --context given without --apply, if they are."""
     if args.apply is not None:
-        return None
-    options = (("-n", args.namespace), ("--kubeconfig", args.kubeconfig), ("--context", args.context))
+        return (
+            "-o manifest writes no model: it cannot be combined with --apply"
+            if args.output == "manifest"
+            else None
+        )
+    manifest = args.output == "manifest"
+    options = (
+        ("-n", None if manifest else args.namespace),  # -o manifest: a BaseModel's namespace
+        ("--kubeconfig", args.kubeconfig),
+        ("--context", args.context),
+    )
     given = [option for option, value in options if value is not None]
     if not given:
         return None
@@ -230,8 +268,20 @@ def run_model_command(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     if args.verbose:
         sys.stderr.write(_cost(inspection))
-    if args.apply is None:
-        text = render_inspection(inspection.metadata, args.output)
+    if args.output == "manifest":
+        from ome_selector.cli.model_manifest import ManifestError, render_manifest  # noqa: PLC0415
+
+        try:
+            text = render_manifest(inspection.metadata, args.kind, args.name, args.namespace)
+        except ManifestError as error:
+            sys.stderr.write(f"error: {escape_controls(str(error))}\n")
+            return EXIT_ERROR
+    elif args.apply is None:
+        try:
+            text = render_inspection(inspection.metadata, args.output)
+        except JsonPathError as error:
+            sys.stderr.write(f"error: {error}\n")
+            return EXIT_ERROR
     else:
         # Only --apply pays for loading the Kubernetes client.
         from ome_selector.cli.model_apply import ApplyError, apply_metadata  # noqa: PLC0415

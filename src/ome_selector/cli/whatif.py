@@ -21,6 +21,7 @@ from ome_selector.cli.arguments import (
     add_output_argument,
     add_runtime_lookup_argument,
     add_subcommand,
+    kind_names,
     no_headers,
 )
 from ome_selector.cli.output import JsonPathError, is_generic, object_name, render_generic
@@ -78,15 +79,12 @@ examples:
 exit status: 0, or 3 with --fail-on-change when any InferenceService changes; 1 on a usage, file, cluster or
 change error."""
 
-_KIND_NAMES = {
-    **{kind.value.lower(): kind for kind in Kind},
-    **{kind.plural: kind for kind in Kind},
-    "isvc": Kind.INFERENCE_SERVICE,
-}
+_KIND_NAMES = kind_names(tuple(Kind))
 
 
 def parse_kind(text: str) -> tuple[Kind, str]:
-    """``KIND/NAME`` for ``--delete``, KIND in any case, singular, plural or ``isvc``."""
+    """``KIND/NAME`` for ``--delete``, KIND in any case, singular, plural or short (``csr``, ``sr``, ``cbm``,
+    ``bm``, ``isvc``)."""
     kind_text, slash, name = text.partition("/")
     kind = _KIND_NAMES.get(kind_text.lower())
     if not slash or not name or "/" in name:
