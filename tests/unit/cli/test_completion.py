@@ -28,14 +28,14 @@ def _names(words: list[str], parser_name: str = "kubectl-ome_selector") -> tuple
 @pytest.mark.parametrize(
     ("parser", "words", "expected", "directive"),
     [
-        ("kubectl-ome_selector", [""], ["completion", "model", "runtime", "status"], 4),
+        ("kubectl-ome_selector", [""], ["completion", "model", "runtime", "status", "version"], 4),
         ("kubectl-ome_selector", ["r"], ["runtime"], 4),
         ("kubectl-ome_selector", ["runtime", ""], ["explain", "lint", "what-if"], 4),
         ("kubectl-ome_selector", ["runtime", "explain", "--out"], ["--output"], 4),
         (
             "kubectl-ome_selector",
             ["runtime", "explain", "--output", ""],
-            ["table", "wide", "json", "yaml"],
+            ["table", "wide", "json", "yaml", "name"],
             4,
         ),
         ("kubectl-ome_selector", ["runtime", "explain", "-o", "w"], ["wide"], 4),

@@ -181,7 +181,7 @@ def test_usage_errors_exit_1(argv: list[str], capsys: pytest.CaptureFixture[str]
 
 @pytest.mark.parametrize(
     "target",
-    ["llama", "model/llama", "basemodel/", "/llama", "clusterbasemodel/a/b", "inferenceservice/x", "bm/x"],
+    ["llama", "model/llama", "basemodel/", "/llama", "clusterbasemodel/a/b", "inferenceservice/x", "sr/x"],
 )
 def test_apply_needs_a_model_kind_and_a_name(
     minilm: Path, target: str, capsys: pytest.CaptureFixture[str]
@@ -233,7 +233,8 @@ def test_apply_reads_the_model_files_before_the_cluster(
 def test_help_shows_the_synopsis(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["model", "inspect", "--help"]) == 0
     out = capsys.readouterr().out
-    assert "(DIR | hf://ORG/NAME[@REVISION]) [-o table|json|yaml] [-v]" in out
+    assert "(DIR | hf://ORG/NAME[@REVISION]) [-o table|json|yaml|name|jsonpath=TEMPLATE] [-v]" in out
+    assert "[-o manifest [--kind basemodel|clusterbasemodel] [--name NAME] [-n NAMESPACE]]" in out
     assert "[--apply KIND/NAME [-n NAMESPACE] [--kubeconfig PATH] [--context NAME]]" in out
     assert "llama, mistral, qwen2, qwen3" in out
     assert "hf_quant_config.json" in out

@@ -179,8 +179,8 @@ def test_bad_files_are_reported_as_explain_reports_them(kubectl_ome: Run) -> Non
     ("args", "message"),
     [
         (
-            ["--delete", "csr/x"],
-            "argument --delete: unknown kind 'csr' (one of basemodel, clusterbasemodel, servingruntime, "
+            ["--delete", "pod/x"],
+            "argument --delete: unknown kind 'pod' (one of basemodel, clusterbasemodel, servingruntime, "
             "clusterservingruntime, inferenceservice)",
         ),
         (["--delete", "isvc"], "argument --delete: 'isvc' is not KIND/NAME"),

@@ -96,7 +96,7 @@ def test_document_is_exactly_the_spec_shape() -> None:
             "name": "rt",
             "namespace": None,
             "decidedBy": "only",
-            "message": "selected ClusterServingRuntime rt (score 2)",
+            "message": "selected ClusterServingRuntime rt (score 1)",
         },
         "runtimes": [
             {
