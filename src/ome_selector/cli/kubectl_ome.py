@@ -99,8 +99,9 @@ examples:
   # What a named runtime inherits, and from where
   kubectl ome-selector runtime explain -f samples/ --isvc demo-inherited -n demo-v13 --with-effective
 
-  # The machine-readable document
+  # The machine-readable document, or one field of it as kubectl's jsonpath reads it
   kubectl ome-selector runtime explain -f catalog/ -f models.yaml --model qwen3-8b -o json
+  kubectl ome-selector runtime explain --isvc llama-3b-auto -n ome-demo -o jsonpath='{.selected.decidedBy}'
 
 exit status: 0 when it could explain (also when there are no runtimes), 1 on a usage, file or lookup error."""
 

@@ -67,8 +67,10 @@ Show every InferenceService's model, its runtime and its RuntimeReady condition 
 with -o wide or -o json), read from the cluster through one consistent listing. It works on ome-selector's
 CRDs and on OME's own, whose printer columns do not show RuntimeReady.
 
-RUNTIME is the runtime the InferenceService names (spec.runtime.name), else the one its condition says was
-auto-selected, else "-". The namespace is -n, else the context's, else "default"; -A lists every namespace.
+RUNTIME is the runtime the InferenceService names (spec.runtime.name), else the one runtime selection picks
+from the models and runtimes of the same listing when its RuntimeReady is exactly that verdict (a stale
+condition, or another writer's, shows none), else "-". The namespace is -n, else the context's, else
+"default"; -A lists every namespace.
 With -f (files, directories, - for stdin; e.g. the output of kubectl get -o json) only those objects are read,
 never the cluster: every namespace they hold unless -n."""
 
@@ -80,8 +82,12 @@ examples:
   # One team's, selected by label, as JSON
   kubectl ome-selector status -n team-a -l app=chat -o json
 
-  # What a saved listing held
-  kubectl get inferenceservices -A -o json > isvcs.json && kubectl ome-selector status -f isvcs.json
+  # Each InferenceService and its runtime, one a line, for a script
+  kubectl ome-selector status -A -o jsonpath='{range .items[*]}{.namespace}/{.name} {.runtime}{"\\n"}{end}'
+
+  # What a saved listing held (with the catalog, so that RUNTIME can be derived)
+  kubectl get isvc,basemodels,clusterbasemodels,servingruntimes,clusterservingruntimes -A -o json > all.json
+  kubectl ome-selector status -f all.json
 
 exit status: 0 when it could list (also when there is nothing to list), 1 on a usage or cluster error."""
 
