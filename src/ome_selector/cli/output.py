@@ -191,7 +191,10 @@ def _closing(template: str, start: int) -> int:
 
 
 def _values(path: _Path, data: Any) -> list[Any]:
-    return [match.value for match in path.path.find(data)]
+    try:
+        return [match.value for match in path.path.find(data)]
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as error:
+        raise JsonPathError(f"error executing jsonpath {{{path.source}}}: {error}") from error
 
 
 def _text(value: Any) -> str:
