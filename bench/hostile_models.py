@@ -3,7 +3,8 @@
 For each model of :data:`harness.hostile_models.HOSTILE`, plus DeepSeek-V3's real layout (163 shards, 91,991
 tensors), measured two ways:
 
-- ``cli``: ``kubectl ome model inspect`` of the folder, in a fresh interpreter (its own process, as the CLI
+- ``cli``: ``kubectl ome-selector model inspect`` of the folder, in a fresh interpreter (its own process, as
+the CLI
   runs): wall time, CPU time and peak RSS (``VmHWM``); with ``--before SRC`` the same for another checkout's
   ``src`` (e.g. the previous release), each cut at ``--cap`` seconds;
 - ``operator``: the operator's reader (:class:`~ome_selector.operator.modelreader.ModelReaderProcess`) over

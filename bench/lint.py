@@ -1,10 +1,10 @@
-"""``python -m bench.lint``: how long `kubectl ome runtime lint` takes (SPEC §11; the goal is under 1 s for
-OME's published catalog).
+"""``python -m bench.lint``: how long `kubectl ome-selector runtime lint` takes (SPEC §11; the goal is under 1
+s for OME's published catalog).
 
 - OME's catalog (tests/data/ome-catalog: 205 models, 201 runtimes once the four names it defines twice are
   read "later file wins"): reading and indexing the files, then :func:`~ome_selector.review.lint.lint`;
-  and the whole command, ``kubectl-ome runtime lint -f DIR`` in a new process, on a copy of the catalog
-  without the four files whose runtimes a later file redefines (the command refuses duplicates);
+  and the whole command, ``kubectl-ome_selector runtime lint -f DIR`` in a new process, on a copy of the
+  catalog without the four files whose runtimes a later file redefines (the command refuses duplicates);
 - 10,000 runtimes: OME's runtimes cloned round-robin under new names (``<name>-c<k>``), with OME's
   models. Each clone overlaps its original and ties with it: the worst case for the number of findings.
 
@@ -78,9 +78,10 @@ def deduplicated_copy(target: Path) -> Path:
 
 
 def command_seconds(directory: Path) -> tuple[float, int]:
-    """The best wall time of ``kubectl-ome runtime lint -f directory -o json`` and its exit status."""
+    """The best wall time of ``kubectl-ome_selector runtime lint -f directory -o json`` and its exit
+    status."""
     command = [
-        str(Path(sys.executable).parent / "kubectl-ome"),
+        str(Path(sys.executable).parent / "kubectl-ome_selector"),
         "runtime",
         "lint",
         "-f",
@@ -120,7 +121,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as scratch:
         seconds, status = command_seconds(deduplicated_copy(Path(scratch)))
     print(
-        f"  kubectl-ome runtime lint -f DIR    {human(seconds):>10}   (a new process; exit status {status})"
+        f"  kubectl-ome_selector runtime lint -f DIR    {human(seconds):>10}   "
+        f"(a new process; exit status {status})"
     )
 
     started = timeit.default_timer()

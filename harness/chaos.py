@@ -16,8 +16,8 @@ faults:
   (:mod:`harness.tcpproxy`) that closes every connection at once, or delays every chunk for a while.
 
 After every ``--check-every`` steps (and at the end) it waits for the cluster to settle and checks the
-invariants against a fresh listing evaluated offline by the product's own pure core (as ``kubectl ome runtime
-explain -f`` evaluates files):
+invariants against a fresh listing evaluated offline by the product's own pure core (as ``kubectl ome-selector
+runtime explain -f`` evaluates files):
 
 1. every InferenceService's ``RuntimeReady`` equals its verdict (status, reason, message), within
    ``CONVERGE_SECONDS`` of the last step;

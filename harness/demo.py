@@ -86,11 +86,14 @@ class Demo:
         print(f"\n{BOLD}==> {text}{RESET}", flush=True)
 
     def run(self, *argv: str, input: str | None = None, check: bool = True, show: bool = True) -> str:
-        """Run a command a user would type (kubectl and kubectl-ome on PATH, KUBECONFIG set) and show it."""
+        """Run a command a user would type (kubectl and kubectl-ome_selector on PATH, KUBECONFIG set) and show
+        it."""
         if show:
             shown = " ".join(shlex.quote(a) for a in argv)
             print(f"{DIM}${RESET} {shown}" + (f" {DIM}<<EOF{RESET}" if input else ""), flush=True)
-        executable = str(Path(sys.executable).parent / argv[0]) if argv[0] == "kubectl-ome" else argv[0]
+        executable = (
+            str(Path(sys.executable).parent / argv[0]) if argv[0] == "kubectl-ome_selector" else argv[0]
+        )
         result = subprocess.run(
             [executable, *argv[1:]],
             input=input,
@@ -185,9 +188,16 @@ def story(demo: Demo) -> None:
 
     caption("... until the model's size is learned from its files: only the safetensors headers are read")
     folder = str(write_fp8_model_folder(demo.plane.workdir / "models" / "Llama-3.2-3B-Instruct-FP8"))
-    run("kubectl-ome", "model", "inspect", folder, "-v")
+    run("kubectl-ome_selector", "model", "inspect", folder, "-v")
     caption("--apply writes what the model lacks (never what someone set): modelParameterSize 3.21B")
-    run("kubectl-ome", "model", "inspect", folder, "--apply", "clusterbasemodel/llama-3-2-3b-instruct-fp8")
+    run(
+        "kubectl-ome_selector",
+        "model",
+        "inspect",
+        folder,
+        "--apply",
+        "clusterbasemodel/llama-3-2-3b-instruct-fp8",
+    )
     caption("The InferenceService on the 500M-2B runtime is re-evaluated: RuntimeNotFound")
     demo.wait_reason("fp8-chat", "RuntimeNotFound")
     run("kubectl", "get", "clusterbasemodel", "llama-3-2-3b-instruct-fp8")
@@ -206,11 +216,21 @@ def story(demo: Demo) -> None:
     demo.wait_reason("llama-3b-on-1b-runtime", "RuntimeSpecified")
     show_events(demo, "llama-3b-on-1b-runtime", "RuntimeCompatibilityAdvisory")
 
-    caption("Why: kubectl ome runtime explain shows every runtime with Yes/No and the reason")
-    run("kubectl-ome", "runtime", "explain", "--model", "llama-3-2-3b-instruct-demo", "-n", "ome-demo")
+    caption("Why: kubectl ome-selector runtime explain shows every runtime with Yes/No and the reason")
+    run(
+        "kubectl-ome_selector",
+        "runtime",
+        "explain",
+        "--model",
+        "llama-3-2-3b-instruct-demo",
+        "-n",
+        "ome-demo",
+    )
 
-    caption("Check the catalog: kubectl ome runtime lint reports overlapping, tied and unused runtimes")
-    run("kubectl-ome", "runtime", "lint", "-n", "ome-demo")
+    caption(
+        "Check the catalog: kubectl ome-selector runtime lint reports overlapping, tied and unused runtimes"
+    )
+    run("kubectl-ome_selector", "runtime", "lint", "-n", "ome-demo")
 
     caption("OME v1.3 inheritance: a named runtime runs its effective spec, merged along ome.io/inherit-from")
     demo.wait_reason("demo-inherited", "RuntimeSpecified", namespace="demo-v13")
@@ -218,20 +238,37 @@ def story(demo: Demo) -> None:
     run("kubectl", "get", "isvc", "-n", "demo-v13", "-o", "wide")
     caption("explain --with-effective: where the named runtime's spec comes from, root first")
     output = run(
-        "kubectl-ome", "runtime", "explain", "--isvc", "demo-inherited", "-n", "demo-v13", "--with-effective"
+        "kubectl-ome_selector",
+        "runtime",
+        "explain",
+        "--isvc",
+        "demo-inherited",
+        "-n",
+        "demo-v13",
+        "--with-effective",
     )
     if "ROOT-FIRST ServingRuntime/demo-v13/demo-llama-profile" not in output:
         raise RuntimeError("explain --with-effective did not show the inherited runtime's chain")
     caption("A deployment-mode mismatch (OMENative asked, RawDeployment inherited): used, with the reason")
-    run("kubectl-ome", "runtime", "explain", "--isvc", "demo-mode-mismatch", "-n", "demo-v13", "-o", "wide")
+    run(
+        "kubectl-ome_selector",
+        "runtime",
+        "explain",
+        "--isvc",
+        "demo-mode-mismatch",
+        "-n",
+        "demo-v13",
+        "-o",
+        "wide",
+    )
     caption("lint sees inheritance too: a child that forgot spec.disabled inherits its profile's true")
-    output = run("kubectl-ome", "runtime", "lint", "-n", "demo-v13")
+    output = run("kubectl-ome_selector", "runtime", "lint", "-n", "demo-v13")
     if "INHR004" not in output:
         raise RuntimeError("lint did not report the runtime disabled through its profile")
 
     caption("Before a catalog change: what-if lists the InferenceServices it would move (exit 3 for CI)")
     output = run(
-        "kubectl-ome", "runtime", "what-if", "-A", "--fail-on-change", "-f", "-",
+        "kubectl-ome_selector", "runtime", "what-if", "-A", "--fail-on-change", "-f", "-",
         input=SMALL_LLAMA_RUNTIME, check=False,
     )  # fmt: skip
     if "llama-1b-auto" not in output:

@@ -216,8 +216,8 @@ get_wide() {
   row=$(grep '^llama-3b-missing-runtime ' <<<"$out" | tr -s ' ')
   [[ $row =~ ^llama-3b-missing-runtime\ llama-3-2-3b-instruct-demo\ vllm-llama-3-2-turbo\ False\ RuntimeNotFound\  ]] \
     || { echo "row: $row"; return 1; }
-  grep -q 'kubectl ome runtime explain --isvc qwen3-32b-auto -n ome-demo' <<<"$out" \
-    || { echo "qwen3-32b-auto's message does not point at kubectl ome runtime explain:"; echo "$out"; return 1; }
+  grep -q 'kubectl ome-selector runtime explain --isvc qwen3-32b-auto -n ome-demo' <<<"$out" \
+    || { echo "qwen3-32b-auto's message does not point at kubectl ome-selector runtime explain:"; echo "$out"; return 1; }
   note "$(grep '^llama-3b-auto ' <<<"$out" | tr -s ' ' | cut -c1-150)"
 }
 
@@ -238,7 +238,7 @@ describe_advisory() {
 # one): the webhook cannot tell it from any other caller, so a cluster-scoped change is told counts, no names.
 catalog_impact_warning() {
   local out want
-  want='Warning: this change moves 1 InferenceService(s): 1 switch runtime (names withheld from an unverified caller); see kubectl ome runtime what-if'
+  want='Warning: this change moves 1 InferenceService(s): 1 switch runtime (names withheld from an unverified caller); see kubectl ome-selector runtime what-if'
   out=$("$PYTHON" -c '
 import sys, yaml
 for doc in yaml.safe_load_all(open(sys.argv[1])):
@@ -518,7 +518,7 @@ apply_portable_samples() {
 
 kubectl_ome_status_beside_ome() {
   local out row
-  out=$("$(dirname "$PYTHON")/kubectl-ome" status -n ome-demo -o wide --kubeconfig "$KUBECONFIG")
+  out=$("$(dirname "$PYTHON")/kubectl-ome_selector" status -n ome-demo -o wide --kubeconfig "$KUBECONFIG")
   row=$(grep '^llama-3b-auto ' <<<"$out" | tr -s ' ')
   [[ $row =~ ^llama-3b-auto\ llama-3-2-3b-instruct-demo\ sglang-llama-3-2-compact\ True\ RuntimeSelected\ selected\ ClusterServingRuntime\ sglang-llama-3-2-compact ]] \
     || { echo "row: $row"; echo "$out"; return 1; }
@@ -537,7 +537,7 @@ beside_ome() {
   if ((failed)); then diagnose; return 1; fi
   check "kubectl apply -f samples/ on OME's CRDs" apply_portable_samples
   check "every sample InferenceService gets its SPEC §5 condition on OME's CRDs" samples_outcomes 18
-  check "kubectl ome status -o wide on OME's CRDs" kubectl_ome_status_beside_ome
+  check "kubectl ome-selector status -o wide on OME's CRDs" kubectl_ome_status_beside_ome
   check "helm uninstall beside OME leaves OME's CRDs as they were" uninstall_beside_ome
 }
 

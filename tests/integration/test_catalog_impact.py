@@ -23,7 +23,7 @@ from tests.integration.test_webhook import LOCAL, Kubectl, denial, isvc, warning
 RUNTIME_WEBHOOK = "servingruntimes.ome-selector.ome.io"
 #: DELETE comes through its own webhook entry (SPEC §7).
 RUNTIME_DELETE_WEBHOOK = "servingruntimes-delete.ome-selector.ome.io"
-SEE = "; see kubectl ome runtime what-if"
+SEE = "; see kubectl ome-selector runtime what-if"
 LABEL = "mt:safetensors:1.0.0:LlamaForCausalLM:transformers:4.45.0.dev0"
 ALLOW = 'ome-selector.ome.io/allow-disruption: "true"'
 

@@ -127,7 +127,8 @@ def test_notes_say_what_works_for_the_crds_installed(control_plane: ControlPlane
     )
     assert result.returncode == 0, result.stderr
     notes = result.stdout.split("NOTES:", 1)[1]
-    assert "  kubectl ome status -A -o wide  " in notes
+    assert "  kubectl ome-selector status -A -o wide  " in notes
+    assert "(krew install ome-selector, or pipx)" in notes  # never krew's `ome`: OME's plugin (SPEC §6)
     assert "  kubectl get inferenceservices -A -o wide            # the same columns" in notes
     assert "OME's InferenceService CRD" not in notes
     assert "it lets the webhooks fail open, stops the\noperator" in notes

@@ -1,4 +1,4 @@
-"""`kubectl ome runtime explain` without -f: the same answers from the cluster as from the files."""
+"""`kubectl ome-selector runtime explain` without -f: the same answers from the cluster as from the files."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from ome_selector.cli.kubectl_ome import run
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = REPO_ROOT / "samples"
-KUBECTL_OME = str(Path(__import__("sys").executable).parent / "kubectl-ome")
+KUBECTL_OME = str(Path(__import__("sys").executable).parent / "kubectl-ome_selector")
 
 
 def kubectl_ome(*args: str, kubeconfig: Path) -> subprocess.CompletedProcess[str]:

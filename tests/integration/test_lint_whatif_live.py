@@ -1,5 +1,5 @@
-"""`kubectl ome runtime lint` and `what-if` without files: the same answers from a real API server holding the
-samples as from the sample files (SPEC §11)."""
+"""`kubectl ome-selector runtime lint` and `what-if` without files: the same answers from a real API server
+holding the samples as from the sample files (SPEC §11)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from ome_selector.cli.kubectl_ome import run
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = REPO_ROOT / "samples"
 CLOSER = str(REPO_ROOT / "tests" / "data" / "whatif" / "sglang-llama-3-2-small.yaml")
-KUBECTL_OME = str(Path(sys.executable).parent / "kubectl-ome")
+KUBECTL_OME = str(Path(sys.executable).parent / "kubectl-ome_selector")
 SAMPLE_NAMESPACES = {"ome-demo", "team-a", "team-b", "demo-v13"}
 
 Result = tuple[int, str, str]
@@ -155,7 +155,8 @@ def test_lint_live_reports_a_field_the_crd_keeps_but_declares_not(
         annotations = capsys.readouterr().out.splitlines()
         ours = "::error title=SCHM001::ServingRuntime lint-typo/typo: "
         errors = [line for line in annotations if line.startswith("::error ")]
-        assert errors != [] and all(line.startswith(ours) for line in errors)
+        assert errors != []
+        assert all(line.startswith(ours) for line in errors)
     finally:
         control_plane.kubectl("delete", "namespace", "lint-typo", "--wait=false")
 

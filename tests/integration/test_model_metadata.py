@@ -1,6 +1,6 @@
 """Learning a model's metadata from its files, written to the real apiserver (SPEC §10).
 
-`kubectl ome model inspect --apply` and the operator's `--learn-model-metadata` against the session's
+`kubectl ome-selector model inspect --apply` and the operator's `--learn-model-metadata` against the session's
 kube-apiserver; the operator reads `hf://` models from the tests' local Hub stand-in (the real
 `huggingface_hub` client over HTTP). What anyone set stays, what is missing is filled, events tell what
 happened, failures back off, the opt-out annotation and report-only mode write nothing, and the size written
@@ -98,7 +98,8 @@ def _requests_for(hub: HubStandIn, repo: str) -> int:
     return sum(1 for path in hub.served_paths() if path.startswith(f"/api/models/{repo}/"))
 
 
-# --- kubectl ome model inspect --apply --------------------------------------------------------------------
+# --- kubectl ome-selector model inspect --apply
+# --------------------------------------------------------------------
 
 
 def test_apply_fills_only_what_the_model_lacks(

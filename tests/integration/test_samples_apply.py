@@ -25,7 +25,7 @@ from harness.ome_data import V13_CRD_PROFILES
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = REPO_ROOT / "samples"
 V13_SAMPLES = SAMPLES / "ome-v1.3"
-KUBECTL_OME = Path(sys.executable).parent / "kubectl-ome"
+KUBECTL_OME = Path(sys.executable).parent / "kubectl-ome_selector"
 
 
 def _sample_objects() -> list[dict[str, Any]]:

@@ -1,4 +1,5 @@
-"""`kubectl ome status` against the real apiserver: one listing of InferenceServices, -n/-A/-l, every output.
+"""`kubectl ome-selector status` against the real apiserver: one listing of InferenceServices, -n/-A/-l, every
+output.
 
 It runs on OME's CRDs too (tests/integration/beside_ome/), whose printer columns show no RuntimeReady.
 """
@@ -16,7 +17,7 @@ from harness import objects
 from harness.controlplane import ControlPlane
 from harness.kube import create, eventually, runtime_ready
 
-KUBECTL_OME = Path(sys.executable).parent / "kubectl-ome"
+KUBECTL_OME = Path(sys.executable).parent / "kubectl-ome_selector"
 
 
 def _status(control_plane: ControlPlane, *args: str) -> subprocess.CompletedProcess[str]:

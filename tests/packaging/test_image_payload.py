@@ -3,10 +3,10 @@
 The payload is what the Dockerfile's first stage builds: the locked dependencies installed with
 `--require-hashes` from requirements.lock into a clean virtual environment, then the project's wheel (the
 `wheel` fixture of conftest.py) without dependencies. Here
-that environment runs `ome-selector run --help` and `kubectl-ome --help` as uid/gid 65532 with no groups, a
-read-only view of the environment and PYTHONDONTWRITEBYTECODE=1, as the container does. The dependencies are
-installed once per (lock, interpreter) and cached; the wheel is reinstalled every run. requirements.lock must
-agree with constraints.txt (CONTRIBUTING.md: regenerated right after it).
+that environment runs `ome-selector run --help` and `kubectl-ome_selector --help` as uid/gid 65532 with no
+groups, a read-only view of the environment and PYTHONDONTWRITEBYTECODE=1, as the container does. The
+dependencies are installed once per (lock, interpreter) and cached; the wheel is reinstalled every run.
+requirements.lock must agree with constraints.txt (CONTRIBUTING.md: regenerated right after it).
 """
 
 from __future__ import annotations
@@ -294,9 +294,9 @@ def test_the_hub_client_works_without_hf_xet(payload: Path) -> None:
 
 
 def test_kubectl_ome_help_as_non_root(payload: Path) -> None:
-    result = _as_nonroot(payload / "kubectl-ome", "--help")
+    result = _as_nonroot(payload / "kubectl-ome_selector", "--help")
     assert result.returncode == 0, result.stderr
-    assert "kubectl ome" in result.stdout
+    assert "kubectl ome-selector" in result.stdout
 
 
 def test_payload_has_one_kubernetes_client_and_no_harness(payload: Path, tmp_path: Path) -> None:

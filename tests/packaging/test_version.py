@@ -40,10 +40,10 @@ def test_the_chart_version_and_app_version_are_the_package_version() -> None:
 
 
 def test_the_krew_manifest_is_at_the_package_version() -> None:
-    spec = yaml.safe_load((REPO_ROOT / "plugins" / "krew" / "ome.yaml").read_text())["spec"]
+    spec = yaml.safe_load((REPO_ROOT / "plugins" / "krew" / "ome-selector.yaml").read_text())["spec"]
     assert spec["version"] == f"v{__version__}"
     for platform in spec["platforms"]:
-        assert f"/kubectl-ome_v{__version__}_" in platform["uri"]
+        assert f"/kubectl-ome_selector_v{__version__}_" in platform["uri"]
 
 
 def _dockerfile_final_stage(text: str) -> list[str]:

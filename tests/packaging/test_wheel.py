@@ -19,6 +19,7 @@ RUNTIME_DEPENDENCIES = {
     "cryptography",
     "prometheus-client",
     "huggingface-hub",  # reading hf:// model metadata (SPEC §10)
+    "jsonpath-ng",  # the plugin's -o jsonpath= (SPEC §6)
 }
 
 
@@ -47,7 +48,10 @@ def test_wheel_declares_both_commands(wheel: Path) -> None:
         next(n for n in archive.namelist() if n.endswith("entry_points.txt"))
     ).decode()
     assert "ome-selector = ome_selector.cli.ome_selector:main" in entry_points
-    assert "kubectl-ome = ome_selector.cli.kubectl_ome:main" in entry_points
+    assert "kubectl-ome_selector = ome_selector.cli.kubectl_ome:main" in entry_points
+    assert "kubectl_complete-ome_selector = ome_selector.cli.kubectl_ome:complete_main" in entry_points
+    # OME's own plugin is kubectl-ome: the wheel installs no executable of that name (SPEC §6).
+    assert not re.search(r"^kubectl(_complete)?-ome\s*=", entry_points, re.MULTILINE)
 
 
 def test_wheel_depends_on_one_kubernetes_client_beside_kopf(wheel: Path) -> None:

@@ -1,4 +1,4 @@
-"""`kubectl ome` run in-process for the CLI tests (the fixture is in tests/unit/cli/conftest.py)."""
+"""`kubectl ome-selector` run in-process for the CLI tests (the fixture is in tests/unit/cli/conftest.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = REPO_ROOT / "samples"
-KUBECTL_OME = Path(sys.executable).parent / "kubectl-ome"
+KUBECTL_OME = Path(sys.executable).parent / "kubectl-ome_selector"
 
 
 class Result(NamedTuple):

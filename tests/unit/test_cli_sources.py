@@ -1,4 +1,5 @@
-"""Reading objects from files for `kubectl ome runtime explain -f` (SPEC §6, §1 "Loading from files").
+"""Reading objects from files for `kubectl ome-selector runtime explain -f` (SPEC §6, §1 "Loading from
+files").
 
 Table-driven: each case writes a small file tree, reads it as `-f` would, and checks the objects that end up
 in the catalog, or the exact error message (which must name the file, and the field path for invalid objects).

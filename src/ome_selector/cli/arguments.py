@@ -1,13 +1,17 @@
-"""The command-line arguments the `kubectl ome` subcommands share, each written once: the subcommand itself,
-``-f``, ``-k``, ``-o``, ``-n``/``-A``, ``--runtime-lookup`` and the kubeconfig pair."""
+"""The command-line arguments the `kubectl ome-selector` subcommands share, each written once: the subcommand
+itself, ``-f``, ``-k``, ``-o`` (with ``--no-headers``), ``-n``/``-A``, ``--runtime-lookup`` and the cluster's
+(``--kubeconfig``, ``--context``, ``--request-timeout``)."""
 
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ome_selector.api.resources import Kind
+from ome_selector.cli.output import JSONPATH_PREFIX, NAME, OutputChoices, output_type
 from ome_selector.cli.sources import Kustomization
 
 __all__ = [
@@ -18,7 +22,28 @@ __all__ = [
     "add_output_argument",
     "add_runtime_lookup_argument",
     "add_subcommand",
+    "kind_names",
+    "no_headers",
+    "request_timeout",
 ]
+
+#: kubectl's short names of the five kinds, for every KIND/NAME argument (``--delete``, ``--apply``) and
+#: ``--kind``. The CRDs declare only ``isvc`` (SPEC §6): these are the plugin's own, and ``kubectl get csr``
+#: still means CertificateSigningRequests.
+SHORT_KINDS = {
+    "csr": Kind.CLUSTER_SERVING_RUNTIME,
+    "sr": Kind.SERVING_RUNTIME,
+    "cbm": Kind.CLUSTER_BASE_MODEL,
+    "bm": Kind.BASE_MODEL,
+    "isvc": Kind.INFERENCE_SERVICE,
+}
+
+
+def kind_names(kinds: Sequence[Kind]) -> dict[str, Kind]:
+    """How a KIND of ``kinds`` may be written (matched lowercased): singular, plural or short name."""
+    names = {kind.value.lower(): kind for kind in kinds} | {kind.plural: kind for kind in kinds}
+    return names | {short: kind for short, kind in SHORT_KINDS.items() if kind in kinds}
+
 
 #: The values of ``--runtime-lookup`` (SPEC §1), the default first.
 RUNTIME_LOOKUPS = ("v1.3", "legacy")
@@ -88,15 +113,28 @@ def add_kustomize_argument(
 
 
 def add_output_argument(parser: argparse.ArgumentParser, formats: Sequence[str]) -> None:
-    """``-o``/``--output``, one of ``formats`` (the first is the default)."""
+    """``-o``/``--output``, one of ``formats`` (the first is the default), ``name`` or ``jsonpath=TEMPLATE``
+    (:mod:`.output`, SPEC §6); with a table among them also ``--no-headers``."""
     parser.add_argument(
         "-o",
         "--output",
-        choices=formats,
+        choices=OutputChoices((*formats, NAME)),
+        type=output_type(formats),
         default=formats[0],
         metavar="FORMAT",
-        help=f"output format: {', '.join(formats[:-1])} or {formats[-1]} (default {formats[0]})",
+        help=(
+            f"output format: {', '.join(formats)}, {NAME} or {JSONPATH_PREFIX}TEMPLATE (default {formats[0]})"
+        ),
     )
+    if "table" in formats:
+        parser.add_argument(
+            "--no-headers", action="store_true", help="tables without their header line, as kubectl's"
+        )
+
+
+def no_headers(args: argparse.Namespace) -> bool:
+    """Whether ``--no-headers`` was given (False for a command without it)."""
+    return bool(getattr(args, "no_headers", False))
 
 
 def add_namespace_arguments(parser: argparse.ArgumentParser, *, subject: str) -> None:
@@ -117,11 +155,41 @@ def add_namespace_arguments(parser: argparse.ArgumentParser, *, subject: str) ->
 
 
 def add_cluster_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup, *, when: str) -> None:
-    """``--kubeconfig`` and ``--context``, used ``when`` (e.g. "live mode")."""
+    """``--kubeconfig``, ``--context`` and ``--request-timeout``, used ``when`` (e.g. "live mode")."""
     parser.add_argument(
         "--kubeconfig", metavar="PATH", type=Path, help=f"kubeconfig file ({when}; default as kubectl)"
     )
     parser.add_argument("--context", metavar="NAME", help=f"kubeconfig context ({when})")
+    parser.add_argument(
+        "--request-timeout",
+        metavar="DURATION",
+        type=request_timeout,
+        default=None,
+        help=f"bound of each request to the cluster ({when}), as kubectl's: 5, 5s, 2m, 1h30m; 0 = none",
+    )
+
+
+#: One term of a Go duration (time.ParseDuration), as kubectl's --request-timeout reads it.
+_DURATION_TERM = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+#: kubectl's (client-go's) message for a value it cannot read.
+REQUEST_TIMEOUT_ERROR = (
+    "Invalid timeout value. Timeout must be a single integer in seconds, or an integer followed by a "
+    "corresponding time unit (e.g. 1s | 2m | 3h)"
+)
+
+
+def request_timeout(text: str) -> float | None:
+    """``--request-timeout`` in seconds, None for none (``0``): a whole number of seconds, or a Go duration
+    (``1m30s``, ``500ms``), as client-go reads it."""
+    if text.isascii() and text.isdigit():
+        seconds = float(int(text))
+    else:
+        terms = _DURATION_TERM.findall(text)
+        if not terms or "".join(number + unit for number, unit in terms) != text:
+            raise argparse.ArgumentTypeError(REQUEST_TIMEOUT_ERROR)
+        seconds = sum(float(number) * _UNIT_SECONDS[unit] for number, unit in terms)
+    return seconds if seconds > 0 else None
 
 
 def add_runtime_lookup_argument(parser: argparse.ArgumentParser) -> None:

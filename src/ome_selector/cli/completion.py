@@ -1,4 +1,4 @@
-"""Shell completion for `ome-selector` and `kubectl-ome`, from their argparse parsers.
+"""Shell completion for `ome-selector` and `kubectl-ome_selector`, from their argparse parsers.
 
 Both CLIs answer a hidden ``__complete WORD... PARTIAL`` in cobra's format, which kubectl (1.26 and later)
 expects from a plugin's ``kubectl_complete-<plugin>`` executable: one candidate a line
@@ -48,7 +48,14 @@ def _takes_file(action: argparse.Action) -> bool:
     return action.type is Path or metavar.upper() in {"FILE", "PATH", "DIR"}
 
 
-def complete(parser: argparse.ArgumentParser, words: Sequence[str]) -> tuple[list[str], int]:
+#: Names of objects for an option (its dest), given the words typed before and the partial word; None when
+#: the option takes no object names (SPEC §6: `kubectl ome-selector` completes them from the cluster).
+LiveNames = Callable[[str, Sequence[str], str], list[str] | None]
+
+
+def complete(
+    parser: argparse.ArgumentParser, words: Sequence[str], live: LiveNames | None = None
+) -> tuple[list[str], int]:
     """The candidates for the last of ``words`` (the word being typed, maybe empty) and the directive."""
     *done, partial = list(words) or [""]
     current = parser
@@ -69,6 +76,9 @@ def complete(parser: argparse.ArgumentParser, words: Sequence[str]) -> tuple[lis
         else:
             positionals += 1
     if expecting is not None:
+        names = live(expecting.dest, done, partial) if live is not None else None
+        if names is not None:
+            return names, DIRECTIVE_NO_FILES
         if expecting.choices:
             return [str(c) for c in expecting.choices if str(c).startswith(partial)], DIRECTIVE_NO_FILES
         return [], DIRECTIVE_DEFAULT if _takes_file(expecting) else DIRECTIVE_NO_FILES
@@ -98,8 +108,8 @@ def complete(parser: argparse.ArgumentParser, words: Sequence[str]) -> tuple[lis
     return [], DIRECTIVE_DEFAULT
 
 
-def answer(parser: argparse.ArgumentParser, words: Sequence[str]) -> str:
-    candidates, directive = complete(parser, words)
+def answer(parser: argparse.ArgumentParser, words: Sequence[str], live: LiveNames | None = None) -> str:
+    candidates, directive = complete(parser, words, live)
     return "".join(f"{line}\n" for line in candidates) + f":{directive}\n"
 
 
@@ -163,10 +173,15 @@ def add_completion_command(commands: argparse._SubParsersAction[Any]) -> None:
     completion.add_argument("shell", choices=SHELLS)
 
 
-def handled(prog: str, build: Callable[[], argparse.ArgumentParser], argv: Sequence[str]) -> bool:
+def handled(
+    prog: str,
+    build: Callable[[], argparse.ArgumentParser],
+    argv: Sequence[str],
+    live: LiveNames | None = None,
+) -> bool:
     """Answer ``__complete`` and ``completion SHELL`` (True), or leave ``argv`` to the CLI (False)."""
     if argv[:1] == [COMPLETE]:
-        sys.stdout.write(answer(build(), argv[1:]))
+        sys.stdout.write(answer(build(), argv[1:], live))
         return True
     if len(argv) == 2 and argv[0] == "completion" and argv[1] in SHELLS:
         sys.stdout.write(script(prog, argv[1]))

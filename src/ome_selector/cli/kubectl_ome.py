@@ -1,8 +1,9 @@
-"""`kubectl ome`: the kubectl plugin of ome-selector (installed as the ``kubectl-ome`` executable).
+"""`kubectl ome-selector`: the kubectl plugin of ome-selector, the ``kubectl-ome_selector`` executable (not
+``kubectl-ome``, OME's own plugin: SPEC §6).
 
-``kubectl ome runtime explain`` shows, for one model or InferenceService, every runtime's verdict, the
-ranking and the runtime auto-selection picks (SPEC §6). With ``-f`` it reads only the named files, never the
-kubeconfig, so a catalog can be checked in CI before it is applied; `lint` and `what-if` (SPEC §11, in
+``kubectl ome-selector runtime explain`` shows, for one model or InferenceService, every runtime's verdict,
+the ranking and the runtime auto-selection picks (SPEC §6). With ``-f`` it reads only the named files, never
+the kubeconfig, so a catalog can be checked in CI before it is applied; `lint` and `what-if` (SPEC §11, in
 :mod:`.lint` and :mod:`.whatif`) check a whole catalog and a change to it; `status` (:mod:`.status`) lists
 every InferenceService's runtime and RuntimeReady, on OME's CRDs too. The decisions all come from the
 selection core; this module only wires an object source to it and prints the result.
@@ -11,8 +12,10 @@ selection core; this module only wires an object source to it and prints the res
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NoReturn
 
 from ome_selector import __version__
@@ -25,11 +28,13 @@ from ome_selector.cli.arguments import (
     add_output_argument,
     add_runtime_lookup_argument,
     add_subcommand,
+    no_headers,
 )
 from ome_selector.cli.completion import COMPLETE, add_completion_command, handled
 from ome_selector.cli.exits import quietly
 from ome_selector.cli.lint import add_lint_parser
 from ome_selector.cli.model_inspect import add_model_command, run_model_command
+from ome_selector.cli.output import JsonPathError
 from ome_selector.cli.render import OUTPUT_FORMATS, render
 from ome_selector.cli.sources import (
     DEFAULT_NAMESPACE,
@@ -45,10 +50,13 @@ from ome_selector.selection import messages
 from ome_selector.selection.explain import EffectiveRuntime, Explanation, effective_runtime, explain
 from ome_selector.selection.inheritance import RuntimeLookup
 from ome_selector.selection.outcome import evaluate
+from ome_selector.selection.ranking import Decider
 
 __all__ = ["main", "run"]
 
-PROG = "kubectl ome"
+PROG = "kubectl ome-selector"
+#: The executable kubectl runs for `kubectl ome-selector` (SPEC §6).
+PROG_EXECUTABLE = "kubectl-ome_selector"
 EXIT_OK = 0
 EXIT_ERROR = 1
 
@@ -61,7 +69,7 @@ EXPLICIT_RUNTIME_NOTE = "Note: spec.runtime is explicit; automatic selection bel
 EXPLAIN_USAGE = (
     "%(prog)s (--model NAME | --isvc NAME) [-n NAMESPACE] [-f PATH]... [-k DIR]...\n"
     "       [-o table|wide|json|yaml] [--with-effective] [--runtime-lookup v1.3|legacy] [--kubeconfig PATH]\n"
-    "       [--context NAME] [-h]"
+    "       [--context NAME] [-h] [-o name|jsonpath=TEMPLATE] [--no-headers] [--request-timeout DURATION]"
 )
 
 _EXPLAIN_DESCRIPTION = """\
@@ -90,24 +98,29 @@ last definition is used, with a warning naming where each one is."""
 _EXPLAIN_EPILOG = """\
 examples:
   # Why did the cluster choose this runtime?
-  kubectl ome runtime explain --isvc llama-3b-auto -n ome-demo
+  kubectl ome-selector runtime explain --isvc llama-3b-auto -n ome-demo
 
   # Check a catalog before applying it
-  kubectl ome runtime explain -f samples/ --model llama-3-2-3b-instruct-demo
+  kubectl ome-selector runtime explain -f samples/ --model llama-3-2-3b-instruct-demo
 
   # The same for an InferenceService, with the rank and range columns
-  kubectl ome runtime explain -f samples/ --isvc llama-3b-auto -n ome-demo -o wide
+  kubectl ome-selector runtime explain -f samples/ --isvc llama-3b-auto -n ome-demo -o wide
 
   # What a named runtime inherits, and from where
-  kubectl ome runtime explain -f samples/ --isvc demo-inherited -n demo-v13 --with-effective
+  kubectl ome-selector runtime explain -f samples/ --isvc demo-inherited -n demo-v13 --with-effective
 
-  # The machine-readable document
-  kubectl ome runtime explain -f catalog/ -f models.yaml --model qwen3-8b -o json
+  # The machine-readable document, or one field of it as kubectl's jsonpath reads it
+  kubectl ome-selector runtime explain -f catalog/ -f models.yaml --model qwen3-8b -o json
+  kubectl ome-selector runtime explain --isvc llama-3b-auto -n ome-demo -o jsonpath='{.selected.decidedBy}'
 
   # A kustomization, as kubectl apply -k would apply it
   kubectl ome runtime explain -k overlays/prod/ --model qwen3-8b
 
 exit status: 0 when it could explain (also when there are no runtimes), 1 on a usage, file or lookup error."""
+
+
+#: The deciders after which explain names the step on stderr (SPEC §6).
+_TIE_BREAKS = frozenset({Decider.SCOPE, Decider.SIZE_RANGE, Decider.NAME})
 
 
 class CommandError(Exception):
@@ -135,7 +148,7 @@ def _name(text: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The whole `kubectl ome` command line."""
+    """The whole `kubectl ome-selector` command line."""
     parser = _Parser(prog=PROG, description="Inspect OME runtime selection (ome-selector).")
     parser.add_argument("--version", action="version", version=f"{PROG} (ome-selector) {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
@@ -184,7 +197,68 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_command(commands, _Parser)
     add_status_parser(commands)
     add_completion_command(commands)
+    commands.add_parser(
+        "version",
+        help="print the version; say when another kubectl-ome (OME's plugin) is on PATH",
+        description="Print the plugin's version. When PATH holds a kubectl-ome that is not this plugin "
+        "(OME's own), say that `kubectl ome` runs that one.",
+    )
     return parser
+
+
+#: OME's own plugin's executable name, which this plugin's alias would take (SPEC §6).
+OME_PLUGIN = "kubectl-ome"
+#: The first bytes of an executable read to tell whether it is this plugin (a console script names its
+# module).
+_PROBE_BYTES = 64 * 1024
+_OWN_MODULE = b"ome_selector.cli.kubectl_ome"
+
+
+def _is_this_plugin(path: Path, own: set[Path]) -> bool:
+    """Whether ``path`` is this plugin: a link to (or the same file as) one of ``own``, or a console script
+    of this module."""
+    if path.resolve() in own:
+        return True
+    try:
+        with path.open("rb") as file:
+            return _OWN_MODULE in file.read(_PROBE_BYTES)
+    except OSError:
+        return False
+
+
+def other_kubectl_ome(search_path: str | None = None, argv0: str | None = None) -> list[Path]:
+    """Every ``kubectl-ome`` executable on ``search_path`` (default ``$PATH``) that is not this plugin, in
+    PATH order, each once."""
+    directories = (os.environ.get("PATH", "") if search_path is None else search_path).split(os.pathsep)
+    own = {
+        Path(found).resolve() for d in directories if d and (found := _executable(Path(d) / PROG_EXECUTABLE))
+    }
+    if argv0:
+        own.add(Path(argv0).resolve())
+    others: list[Path] = []
+    seen: set[Path] = set()
+    for directory in directories:
+        candidate = _executable(Path(directory) / OME_PLUGIN) if directory else None
+        if candidate is None or candidate.resolve() in seen:
+            continue
+        seen.add(candidate.resolve())
+        if not _is_this_plugin(candidate, own):
+            others.append(candidate)
+    return others
+
+
+def _executable(path: Path) -> Path | None:
+    return path if path.is_file() and os.access(path, os.X_OK) else None
+
+
+def version_lines(others: list[Path]) -> tuple[str, list[str]]:
+    """``version``'s stdout line and its notes for stderr (SPEC §6)."""
+    notes = [
+        f"Note: another kubectl-ome is on PATH ({other}): `kubectl ome` may run it rather than this plugin; "
+        "run this one as `kubectl ome-selector`"
+        for other in others
+    ]
+    return f"{PROG} (ome-selector) {__version__}\n", notes
 
 
 def object_source(args: argparse.Namespace) -> ObjectSource:
@@ -194,7 +268,7 @@ def object_source(args: argparse.Namespace) -> ObjectSource:
         return FileSource(tuple(args.filenames), args.namespace or DEFAULT_NAMESPACE)
     from ome_selector.cli.cluster_source import ClusterSource  # noqa: PLC0415 - only live mode loads the client
 
-    return ClusterSource(args.namespace, args.kubeconfig, args.context)
+    return ClusterSource(args.namespace, args.kubeconfig, args.context, request_timeout=args.request_timeout)
 
 
 def _find_isvc(catalog: Catalog, namespace: str, name: str) -> InferenceService:
@@ -265,14 +339,26 @@ def explain_command(
     if args.with_effective and isvc is not None:
         effective = effective_runtime(catalog, explanation, isvc, lookup)
     notes = _notes(catalog, model, isvc, lookup)
+    names_none = isvc is None or isvc.runtime_name is None
+    if explanation.decided_by in _TIE_BREAKS and args.output in ("table", "wide") and names_none:
+        # SPEC §6: when a step after the score decided, the condition's text says which (SPEC §5); the
+        # documents carry it as selected.decidedBy and selected.message.
+        notes.append(f"Note: {explanation.selected_message}")
     if not explanation.verdicts:
         notes.append(f"No serving runtimes found in namespace {namespace} or at cluster scope.")
     return explanation, effective, [*notes, *warnings]
 
 
+def _live_names(dest: str, words: Sequence[str], partial: str) -> list[str] | None:
+    """Object names from the cluster for `--model`, `--isvc` and `-n` (only completion loads the client)."""
+    from ome_selector.cli.live_completion import live_names  # noqa: PLC0415
+
+    return live_names(dest, words, partial)
+
+
 def run(argv: Sequence[str] | None = None) -> int:
-    """Run `kubectl ome` with ``argv`` (default: the process arguments) and return the exit status."""
-    if handled("kubectl-ome", build_parser, list(sys.argv[1:] if argv is None else argv)):
+    """Run `kubectl ome-selector` with ``argv`` (default: the process arguments); returns the exit status."""
+    if handled(PROG_EXECUTABLE, build_parser, list(sys.argv[1:] if argv is None else argv), _live_names):
         return EXIT_OK
     try:
         args = build_parser().parse_args(argv)
@@ -282,6 +368,12 @@ def run(argv: Sequence[str] | None = None) -> int:
         return exit_.code if isinstance(exit_.code, int) else EXIT_ERROR
     if args.command == "model":
         return run_model_command(args)
+    if args.command == "version":
+        line, version_notes = version_lines(other_kubectl_ome(argv0=sys.argv[0]))
+        sys.stdout.write(line)
+        for note in version_notes:
+            sys.stderr.write(note + "\n")
+        return EXIT_OK
     handler = getattr(args, "handler", None)
     if handler is not None:  # lint, what-if and status
         status: int = handler(args)
@@ -293,7 +385,11 @@ def run(argv: Sequence[str] | None = None) -> int:
             sys.stderr.write(warning + "\n")
         sys.stderr.write(f"error: {error}\n")
         return EXIT_ERROR
-    text = render(explanation, args.output, effective)
+    try:
+        text = render(explanation, args.output, effective, headers=not no_headers(args))
+    except JsonPathError as error:
+        sys.stderr.write(f"error: {error}\n")
+        return EXIT_ERROR
     for note in notes:
         sys.stderr.write(note + "\n")
     sys.stdout.write(text)
@@ -302,13 +398,13 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 
 def main() -> int:
-    """Console-script entry point (``kubectl-ome``)."""
+    """Console-script entry point (``kubectl-ome_selector``)."""
     return quietly(run, on_broken_pipe=EXIT_OK)
 
 
 def complete_main() -> int:
-    """Console-script entry point ``kubectl_complete-ome``: kubectl 1.26 and later run it with the words after
-    ``kubectl ome`` (the last one being typed) to complete them."""
+    """Console-script entry point ``kubectl_complete-ome_selector``: kubectl 1.26 and later run it with the
+    words after ``kubectl ome-selector`` (the last one being typed) to complete them."""
     return quietly(lambda: run([COMPLETE, *sys.argv[1:]]), on_broken_pipe=EXIT_OK)
 
 

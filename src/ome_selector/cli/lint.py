@@ -1,4 +1,5 @@
-"""`kubectl ome runtime lint`: the findings of SPEC §11 for a catalog, from files or the live cluster.
+"""`kubectl ome-selector runtime lint`: the findings of SPEC §11 for a catalog, from files or the live
+cluster.
 
 The findings come from :func:`ome_selector.review.lint.lint` (and, from the bodies as read,
 :func:`~ome_selector.review.lint.field_findings`); this module reads the objects, picks the namespaces
@@ -24,7 +25,9 @@ from ome_selector.cli.arguments import (
     add_output_argument,
     add_runtime_lookup_argument,
     add_subcommand,
+    no_headers,
 )
+from ome_selector.cli.output import JsonPathError, is_generic, object_name, render_generic
 from ome_selector.cli.render import render_table
 from ome_selector.cli.scope import object_source, views
 from ome_selector.cli.sources import (
@@ -97,16 +100,16 @@ of with the annotation {annotation}: "CODE[,CODE]"."""
 _EPILOG = """\
 examples:
   # Check a catalog in CI, before it is applied
-  kubectl ome runtime lint -f catalog/
+  kubectl ome-selector runtime lint -f catalog/
 
   # Fail on warnings too
-  kubectl ome runtime lint -f catalog/ --strict
+  kubectl ome-selector runtime lint -f catalog/ --strict
 
   # A kustomization, as kubectl apply -k would apply it
   kubectl ome runtime lint -k overlays/prod/
 
   # The cluster, every namespace, as JSON
-  kubectl ome runtime lint -A -o json
+  kubectl ome-selector runtime lint -A -o json
 
   # For GitHub code scanning, and as annotations of a workflow run, without the overlap warnings
   kubectl ome runtime lint -f catalog/ -o sarif > lint.sarif
@@ -190,10 +193,16 @@ class _Locator:
 
 
 def render_findings(
-    findings: Sequence[Finding], summaries: Sequence[Summary], output: str, locator: _Locator
+    findings: Sequence[Finding],
+    summaries: Sequence[Summary],
+    output: str,
+    locator: _Locator,
+    *,
+    headers: bool = True,
 ) -> str:
-    """What lint prints on stdout: the table (empty without findings), the JSON document, the SARIF log or
-    the GitHub workflow annotations."""
+    """What lint prints on stdout: the table (empty without findings), the JSON document, the SARIF log, the
+    GitHub workflow annotations, or (``-o name``: each object a finding names, once, in finding order;
+    ``-o jsonpath=…``) what kubectl makes of the JSON document."""
     if output == "json":
         return json.dumps(json_document(findings, summaries, locator), indent=2, ensure_ascii=False) + "\n"
     if output == "sarif":
@@ -201,12 +210,15 @@ def render_findings(
         return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
     if output == "github":
         return "".join(line + "\n" for line in github_annotations(findings, summaries, locator))
+    if is_generic(output):
+        named = dict.fromkeys(object_name(key.kind.value, key.name) for f in findings for key in f.objects)
+        return render_generic(output, json_document(findings, summaries, locator), named)
     if not findings and not summaries:
         return ""
     rows = [(f.code.value, f.severity.value, _location_text(locator(f)), f.message) for f in findings] + [
         (s.code.value, s.severity.value, NO_LOCATION, s.message) for s in summaries
     ]
-    return render_table(COLUMNS, rows)
+    return render_table(COLUMNS, rows, headers=headers)
 
 
 def _location_text(location: Location | None) -> str:
@@ -242,7 +254,7 @@ def _annotations(
 
 
 def lint_command(args: argparse.Namespace) -> int:
-    """Run `kubectl ome runtime lint` for the parsed ``args``; returns the exit status."""
+    """Run `kubectl ome-selector runtime lint` for the parsed ``args``; returns the exit status."""
     try:
         source = object_source(args.filenames, args)
         raws = source.read()
@@ -267,7 +279,12 @@ def lint_command(args: argparse.Namespace) -> int:
     listed, summaries = summarise(reported, frozenset().union(*args.show))
     for warning in [*redefinition_warnings(redefined), *warnings]:
         sys.stderr.write(warning + "\n")
-    sys.stdout.write(render_findings(listed, summaries, args.output, locator))
+    try:
+        text = render_findings(listed, summaries, args.output, locator, headers=not no_headers(args))
+    except JsonPathError as error:
+        sys.stderr.write(f"error: {error}\n")
+        return EXIT_ERROR
+    sys.stdout.write(text)
     sys.stdout.flush()
     if args.output == "table":
         checked = f"namespace{'s' if len(namespaces) != 1 else ''} {', '.join(namespaces)} and cluster scope"

@@ -1,4 +1,5 @@
-"""`kubectl ome model inspect ... --apply KIND/NAME`: write the learned fields a model lacks (SPEC §10).
+"""`kubectl ome-selector model inspect ... --apply KIND/NAME`: write the learned fields a model lacks (SPEC
+§10).
 
 The model is read first; the patch holds only the learned fields its spec lacks (:func:`fill_patch`) and is a
 JSON merge patch under the field manager ``ome-selector``, guarded by the resourceVersion that was read. When

@@ -1,4 +1,4 @@
-"""`kubectl ome model inspect`: what a model's files say about it (SPEC §10).
+"""`kubectl ome-selector model inspect`: what a model's files say about it (SPEC §10).
 
 It reads a local Hugging Face-layout folder or ``hf://ORG/NAME[@REVISION]`` (JSON files and safetensors
 headers only, never weights) and prints the learned metadata as a summary, or the §10 JSON/YAML document.
@@ -13,8 +13,9 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ome_selector.api.resources import Kind
-from ome_selector.cli.arguments import add_cluster_arguments, add_output_argument, add_subcommand
+from ome_selector.cli.arguments import add_cluster_arguments, add_output_argument, add_subcommand, kind_names
 from ome_selector.cli.model_against_arguments import add_against_arguments, against_complaint
+from ome_selector.cli.output import NAME, JsonPathError, is_generic, object_name, render_generic
 from ome_selector.cli.render import escaped_json, escaped_yaml, render_table
 from ome_selector.modelfiles import (
     Inspection,
@@ -40,7 +41,7 @@ __all__ = [
     "run_model_command",
 ]
 
-OUTPUT_FORMATS = ("table", "json", "yaml")
+OUTPUT_FORMATS = ("table", "json", "yaml", "manifest")
 EXIT_OK = 0
 EXIT_ERROR = 1
 
@@ -70,13 +71,13 @@ their runtime."""
 
 _EPILOG = """\
 examples:
-  kubectl ome model inspect ./models/llama-3.2-1b
-  kubectl ome model inspect hf://Qwen/Qwen2.5-0.5B -o json
-  kubectl ome model inspect hf://meta-llama/Llama-3.2-3B@main -v
-  kubectl ome model inspect hf://Qwen/Qwen3-8B --apply clusterbasemodel/qwen3-8b
-  kubectl ome model inspect ./models/llama --apply basemodel/llama -n team-a
-  kubectl ome model inspect hf://openai/gpt-oss-20b --against cluster
-  kubectl ome model inspect ./gpt-oss-20b --against ./catalog --model gpt-oss-20b -o json
+  kubectl ome-selector model inspect ./models/llama-3.2-1b
+  kubectl ome-selector model inspect hf://Qwen/Qwen2.5-0.5B -o json
+  kubectl ome-selector model inspect hf://meta-llama/Llama-3.2-3B@main -v
+  kubectl ome-selector model inspect hf://Qwen/Qwen3-8B --apply clusterbasemodel/qwen3-8b
+  kubectl ome-selector model inspect ./models/llama --apply basemodel/llama -n team-a
+  kubectl ome-selector model inspect hf://openai/gpt-oss-20b --against cluster
+  kubectl ome-selector model inspect ./gpt-oss-20b --against ./catalog --model gpt-oss-20b -o json
 
 exit status: 0 when the model could be read (and, with --apply, patched or already complete); 1 on a usage
 error, a missing, unreadable or malformed file, or a model that cannot be read or patched."""
@@ -85,7 +86,8 @@ EMPTY = "-"
 
 
 def add_model_command(commands: Any, parser_class: type[argparse.ArgumentParser]) -> None:
-    """Add `model inspect` to the `kubectl ome` subcommands ``commands`` (an argparse subparsers action)."""
+    """Add `model inspect` to the `kubectl ome-selector` subcommands ``commands`` (an argparse subparsers
+    action)."""
     model = commands.add_parser("model", help="inspect model files", description="Inspect model files.")
     model_commands = model.add_subparsers(
         dest="model_command", metavar="COMMAND", required=True, parser_class=parser_class
@@ -94,7 +96,8 @@ def add_model_command(commands: Any, parser_class: type[argparse.ArgumentParser]
         model_commands,
         "inspect",
         usage=(
-            "%(prog)s (DIR | hf://ORG/NAME[@REVISION]) [-o table|json|yaml] [-v]\n"
+            "%(prog)s (DIR | hf://ORG/NAME[@REVISION]) [-o table|json|yaml|name|jsonpath=TEMPLATE] [-v]\n"
+            "       [-o manifest [--kind basemodel|clusterbasemodel] [--name NAME] [-n NAMESPACE]]\n"
             "       [--apply KIND/NAME [-n NAMESPACE] [--kubeconfig PATH] [--context NAME]]\n"
             "       [--against (CATALOG_DIR | cluster) [--model NAME] [-n NAMESPACE]] [-h]"
         ),
@@ -106,6 +109,17 @@ def add_model_command(commands: Any, parser_class: type[argparse.ArgumentParser]
     add_output_argument(inspect_parser, OUTPUT_FORMATS)
     inspect_parser.add_argument(
         "-v", "--verbose", action="store_true", help="report on stderr how many bytes were read"
+    )
+    manifest = inspect_parser.add_argument_group("-o manifest")
+    manifest.add_argument(
+        "--kind",
+        metavar="KIND",
+        type=_manifest_kind,
+        default=Kind.CLUSTER_BASE_MODEL,
+        help="the manifest's kind: clusterbasemodel (cbm, the default) or basemodel (bm; its namespace -n)",
+    )
+    manifest.add_argument(
+        "--name", metavar="NAME", help="the manifest's name (default: from SOURCE's last segment)"
     )
     cluster = inspect_parser.add_argument_group("writing to the cluster")
     cluster.add_argument(
@@ -122,11 +136,19 @@ def add_model_command(commands: Any, parser_class: type[argparse.ArgumentParser]
     add_against_arguments(inspect_parser)
 
 
-_APPLY_KINDS = {kind.value.lower(): kind for kind in (Kind.BASE_MODEL, Kind.CLUSTER_BASE_MODEL)}
+_APPLY_KINDS = kind_names((Kind.BASE_MODEL, Kind.CLUSTER_BASE_MODEL))
+
+
+def _manifest_kind(text: str) -> Kind:
+    kind = _APPLY_KINDS.get(text.lower())
+    if kind is None:
+        raise argparse.ArgumentTypeError(f"expected basemodel or clusterbasemodel, got {text!r}")
+    return kind
 
 
 def apply_target(text: str) -> tuple[Kind, str]:
-    """``KIND/NAME`` of ``--apply``: KIND basemodel or clusterbasemodel in any case, NAME not empty."""
+    """``KIND/NAME`` of ``--apply``: KIND basemodel or clusterbasemodel in any case (also plural, ``bm``,
+    ``cbm``), NAME not empty."""
     kind_text, slash, name = text.partition("/")
     kind = _APPLY_KINDS.get(kind_text.lower())
     if not slash or kind is None or not name or "/" in name:
@@ -195,6 +217,12 @@ def render_inspection(metadata: ModelMetadata, output: str) -> str:
     if output == "table":
         return _summary(metadata)
     document = metadata_document(metadata)
+    if is_generic(output):
+        if output == NAME:
+            raise JsonPathError(
+                "-o name names the model --apply KIND/NAME writes; without --apply there is none"
+            )
+        return render_generic(output, document, ())
     return escaped_json(document) if output == "json" else escaped_yaml(document)
 
 
@@ -208,6 +236,8 @@ def render_applied(applied: Applied, metadata: ModelMetadata, output: str) -> st
             "name": key.name,
             "set": applied.fields,
         }
+        if is_generic(output):
+            return render_generic(output, document, [object_name(key.kind.value, key.name)])
         return escaped_json(document) if output == "json" else escaped_yaml(document)
     if not applied.fields:
         return f"{key}: nothing to set (it already sets every field its files give)\n"
@@ -229,8 +259,17 @@ def _cluster_options_without_apply(args: argparse.Namespace) -> str | None:
     if complaint is not None:  # "" when --against takes the options given
         return complaint or None
     if args.apply is not None:
-        return None
-    options = (("-n", args.namespace), ("--kubeconfig", args.kubeconfig), ("--context", args.context))
+        return (
+            "-o manifest writes no model: it cannot be combined with --apply"
+            if args.output == "manifest"
+            else None
+        )
+    manifest = args.output == "manifest"
+    options = (
+        ("-n", None if manifest else args.namespace),  # -o manifest: a BaseModel's namespace
+        ("--kubeconfig", args.kubeconfig),
+        ("--context", args.context),
+    )
     given = [option for option, value in options if value is not None]
     if not given:
         return None
@@ -238,7 +277,7 @@ def _cluster_options_without_apply(args: argparse.Namespace) -> str | None:
 
 
 def run_model_command(args: argparse.Namespace) -> int:
-    """Run the parsed `kubectl ome model ...` command line; returns the exit status."""
+    """Run the parsed `kubectl ome-selector model ...` command line; returns the exit status."""
     if (complaint := _cluster_options_without_apply(args)) is not None:
         sys.stderr.write(f"error: {complaint}\n")
         return EXIT_ERROR
@@ -258,8 +297,20 @@ def run_model_command(args: argparse.Namespace) -> int:
         except AgainstError as error:
             sys.stderr.write(f"error: {escape_controls(str(error))}\n")
             return EXIT_ERROR
+    elif args.output == "manifest":
+        from ome_selector.cli.model_manifest import ManifestError, render_manifest  # noqa: PLC0415
+
+        try:
+            text = render_manifest(inspection.metadata, args.kind, args.name, args.namespace)
+        except ManifestError as error:
+            sys.stderr.write(f"error: {escape_controls(str(error))}\n")
+            return EXIT_ERROR
     elif args.apply is None:
-        text = render_inspection(inspection.metadata, args.output)
+        try:
+            text = render_inspection(inspection.metadata, args.output)
+        except JsonPathError as error:
+            sys.stderr.write(f"error: {error}\n")
+            return EXIT_ERROR
     else:
         # Only --apply pays for loading the Kubernetes client.
         from ome_selector.cli.model_apply import ApplyError, apply_metadata  # noqa: PLC0415

@@ -1,4 +1,4 @@
-"""Output of `kubectl ome runtime explain`: kubectl-style tables and the SPEC §6 JSON/YAML document.
+"""Output of `kubectl ome-selector runtime explain`: kubectl-style tables and the SPEC §6 JSON/YAML document.
 
 The rows, their order and every value come from the selection core's
 :class:`~ome_selector.selection.explain.Explanation`; this module only lays them out, so the table and the
@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from ome_selector.api.resources import Kind, ObjectKey
+from ome_selector.cli.output import is_generic, object_name, render_generic
 from ome_selector.selection.explain import (
     EffectiveRuntime,
     Explanation,
@@ -89,11 +90,13 @@ def _row(verdict: RuntimeVerdict, *, wide: bool) -> tuple[str, ...]:
     return (*cells, _cell(verdict.reason))
 
 
-def render_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """Left-aligned columns separated by three spaces, the last one unpadded, one line per row (kubectl)."""
+def render_table(header: Sequence[str], rows: Sequence[Sequence[str]], *, headers: bool = True) -> str:
+    """Left-aligned columns separated by three spaces, the last one unpadded, one line per row (kubectl);
+    without the header line for ``headers=False`` (``--no-headers``: the columns keep the header's widths, as
+    kubectl's)."""
     widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header) - 1)]
     lines = []
-    for row in (header, *rows):
+    for row in (header, *rows) if headers else rows:
         cells = [cell.ljust(width + PADDING) for cell, width in zip(row, widths, strict=False)]
         lines.append("".join(cells) + row[-1])
     return "\n".join(line.rstrip() for line in lines) + "\n"
@@ -123,20 +126,29 @@ def effective_lines(effective: EffectiveRuntime) -> list[str]:
     return lines
 
 
-def render(explanation: Explanation, output: str, effective: EffectiveRuntime | None = None) -> str:
+def render(
+    explanation: Explanation,
+    output: str,
+    effective: EffectiveRuntime | None = None,
+    *,
+    headers: bool = True,
+) -> str:
     """The text explain prints on stdout for ``-o <output>``; empty for a table without runtimes (and without
     ``--with-effective``, whose block follows the table after one empty line, or is the document's key
-    ``effective``)."""
-    if output in ("json", "yaml"):
+    ``effective``). ``-o name`` names each row's runtime; ``-o jsonpath=…`` reads the JSON document."""
+    if output in ("json", "yaml") or is_generic(output):
         document = explanation_document(explanation)
         if effective is not None:
             document["effective"] = effective_document(effective)
+        if is_generic(output):
+            names = (object_name(v.runtime.kind.value, v.name) for v in explanation.verdicts)
+            return render_generic(output, document, names)
         if output == "json":
             return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
         return _yaml(document)
     wide = output == "wide"
     table = (
-        render_table(WIDE_COLUMNS if wide else COLUMNS, table_rows(explanation, wide=wide))
+        render_table(WIDE_COLUMNS if wide else COLUMNS, table_rows(explanation, wide=wide), headers=headers)
         if explanation.verdicts
         else ""
     )

@@ -1,4 +1,4 @@
-"""What `kubectl ome runtime lint` and `what-if` read and which namespaces they judge (SPEC §11).
+"""What `kubectl ome-selector runtime lint` and `what-if` read and which namespaces they judge (SPEC §11).
 
 Both read objects as explain does (:mod:`.sources`, :mod:`.cluster_source`): from files, never touching the
 kubeconfig, or from the cluster through one consistent listing. The namespaces:
@@ -28,7 +28,13 @@ def object_source(paths: Sequence[str | Kustomization], args: argparse.Namespace
         return FileSource(tuple(paths), args.namespace or DEFAULT_NAMESPACE)
     from ome_selector.cli.cluster_source import ClusterSource  # noqa: PLC0415 - only live mode loads the client
 
-    return ClusterSource(args.namespace, args.kubeconfig, args.context, all_namespaces=args.all_namespaces)
+    return ClusterSource(
+        args.namespace,
+        args.kubeconfig,
+        args.context,
+        all_namespaces=args.all_namespaces,
+        request_timeout=args.request_timeout,
+    )
 
 
 def views(catalog: Catalog, source: ObjectSource, args: argparse.Namespace) -> list[str]:

@@ -1,4 +1,5 @@
-"""Where `kubectl ome runtime explain` gets its objects from, and how they become a catalog (SPEC §6).
+"""Where `kubectl ome-selector runtime explain` gets its objects from, and how they become a catalog (SPEC
+§6).
 
 An :class:`ObjectSource` yields raw object bodies, each with the place it came from; :func:`read_catalog`
 turns them into a :class:`~ome_selector.catalog.catalog.Catalog` with the same defaults and validation as the

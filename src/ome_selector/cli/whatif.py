@@ -1,5 +1,5 @@
-"""`kubectl ome runtime what-if`: which InferenceServices would change verdict if some objects were applied
-or deleted (SPEC §11) — a CI gate for catalog changes.
+"""`kubectl ome-selector runtime what-if`: which InferenceServices would change verdict if some objects were
+applied or deleted (SPEC §11) — a CI gate for catalog changes.
 
 The comparison is :func:`ome_selector.review.whatif.what_if`; this module reads the catalog (the
 ``--against`` files, else the cluster), the change (``-f``, ``--delete``), prints the changed
@@ -23,7 +23,10 @@ from ome_selector.cli.arguments import (
     add_output_argument,
     add_runtime_lookup_argument,
     add_subcommand,
+    kind_names,
+    no_headers,
 )
+from ome_selector.cli.output import JsonPathError, is_generic, object_name, render_generic
 from ome_selector.cli.render import render_table
 from ome_selector.cli.scope import object_source
 from ome_selector.cli.sources import FileSource, SourceError, read_catalog, redefinition_warnings
@@ -69,29 +72,26 @@ plural or isvc too)."""
 _EPILOG = """\
 examples:
   # What would this new runtime change in the cluster?
-  kubectl ome runtime what-if -f new-runtime.yaml -A
+  kubectl ome-selector runtime what-if -f new-runtime.yaml -A
 
   # A CI gate on a catalog pull request: exit 3 when any InferenceService would change
-  kubectl ome runtime what-if -f catalog/runtimes/ --against catalog/ --fail-on-change
+  kubectl ome-selector runtime what-if -f catalog/runtimes/ --against catalog/ --fail-on-change
 
   # The same for a kustomization (kubectl on PATH builds it)
   kubectl ome runtime what-if -k overlays/prod/ --against catalog/
 
   # Who loses their runtime if this one goes?
-  kubectl ome runtime what-if --delete clusterservingruntime/vllm-llama-3-2 -A
+  kubectl ome-selector runtime what-if --delete clusterservingruntime/vllm-llama-3-2 -A
 
 exit status: 0, or 3 with --fail-on-change when any InferenceService changes; 1 on a usage, file, cluster or
 change error."""
 
-_KIND_NAMES = {
-    **{kind.value.lower(): kind for kind in Kind},
-    **{kind.plural: kind for kind in Kind},
-    "isvc": Kind.INFERENCE_SERVICE,
-}
+_KIND_NAMES = kind_names(tuple(Kind))
 
 
 def parse_kind(text: str) -> tuple[Kind, str]:
-    """``KIND/NAME`` for ``--delete``, KIND in any case, singular, plural or ``isvc``."""
+    """``KIND/NAME`` for ``--delete``, KIND in any case, singular, plural or short (``csr``, ``sr``, ``cbm``,
+    ``bm``, ``isvc``)."""
     kind_text, slash, name = text.partition("/")
     kind = _KIND_NAMES.get(kind_text.lower())
     if not slash or not name or "/" in name:
@@ -156,14 +156,18 @@ def _cell(verdict: Verdict | None) -> str:
     return " ".join(part for part in (verdict.status, verdict.reason, verdict.runtime) if part)
 
 
-def render_what_if(result: WhatIf, output: str) -> str:
-    """What what-if prints on stdout: the table of changes (empty without any) or the JSON document."""
+def render_what_if(result: WhatIf, output: str, *, headers: bool = True) -> str:
+    """What what-if prints on stdout: the table of changes (empty without any), the JSON document, or
+    (``-o name``: the InferenceServices that change; ``-o jsonpath=…``) what kubectl makes of them."""
     if output == "json":
         return json.dumps(what_if_document(result), indent=2, ensure_ascii=False) + "\n"
+    if is_generic(output):
+        names = (object_name(Kind.INFERENCE_SERVICE.value, c.name) for c in result.changes)
+        return render_generic(output, what_if_document(result), names)
     if not result.changes:
         return ""
     rows = [(c.namespace, c.name, _cell(c.before), _cell(c.after)) for c in result.changes]
-    return render_table(COLUMNS, rows)
+    return render_table(COLUMNS, rows, headers=headers)
 
 
 def _change(args: argparse.Namespace, namespace: str, warnings: list[str]) -> CatalogChange:
@@ -178,7 +182,7 @@ def _change(args: argparse.Namespace, namespace: str, warnings: list[str]) -> Ca
 
 
 def what_if_command(args: argparse.Namespace) -> int:
-    """Run `kubectl ome runtime what-if` for the parsed ``args``; returns the exit status."""
+    """Run `kubectl ome-selector runtime what-if` for the parsed ``args``; returns the exit status."""
     if not args.changes and not args.deletions:
         sys.stderr.write("error: nothing to compare: give -f CHANGE, -k DIR or --delete KIND/NAME\n")
         return EXIT_ERROR
@@ -195,7 +199,12 @@ def what_if_command(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     for warning in warnings:
         sys.stderr.write(warning + "\n")
-    sys.stdout.write(render_what_if(result, args.output))
+    try:
+        text = render_what_if(result, args.output, headers=not no_headers(args))
+    except JsonPathError as error:
+        sys.stderr.write(f"error: {error}\n")
+        return EXIT_ERROR
+    sys.stdout.write(text)
     sys.stdout.flush()
     if args.output == "table":
         sys.stderr.write(f"InferenceServices: {len(result.changes)} changed, {result.unchanged} unchanged\n")

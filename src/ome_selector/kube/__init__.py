@@ -4,5 +4,6 @@
 - :mod:`.objects`: the ome.io objects and Events: paged consistent listing, get, status patch, event create.
 - :mod:`.scope`: the one place that picks the namespaced or the cluster-wide call for a kind.
 
-The operator, the webhook, ``ome-selector cleanup`` and ``kubectl ome`` all reach the API through here.
+The operator, the webhook, ``ome-selector cleanup`` and ``kubectl ome-selector`` all reach the API through
+here.
 """

@@ -61,6 +61,9 @@ class ClusterAccess:
     context: str | None = None
     #: Told of each request of every client made here (the operator's API metrics, SPEC §8).
     observer: RequestObserver | None = field(default=None, compare=False)
+    #: The whole of each request that names no timeout of its own, in seconds (the CLIs'
+    #: ``--request-timeout``); None: the default connect and read bounds below.
+    request_timeout: float | None = None
 
     async def configuration(self) -> client.Configuration:
         configuration = client.Configuration()
@@ -84,20 +87,25 @@ class ClusterAccess:
         # client sends its own Authorization header, and aiohttp refuses both at once). A unit test fails
         # if aiohttp renames the attribute.
         api.rest_client.pool_manager._trust_env = False
-        _bound_requests(api.rest_client)
+        _bound_requests(api.rest_client, self.request_timeout)
         if self.observer is not None:
             _observe_requests(api.rest_client, self.observer)
         return api
 
 
-def _bound_requests(rest_client: Any) -> None:
-    """Give each request of one client that names no timeout the default bounds."""
+def _bound_requests(rest_client: Any, total: float | None = None) -> None:
+    """Give each request of one client that names no timeout the default bounds, or ``total`` seconds for
+    the whole request."""
     request = rest_client.request
 
     async def bounded(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
         if not kwargs.get("_request_timeout"):
-            kwargs["_request_timeout"] = aiohttp.ClientTimeout(
-                sock_connect=REQUEST_CONNECT_SECONDS, sock_read=REQUEST_READ_SECONDS
+            kwargs["_request_timeout"] = (
+                aiohttp.ClientTimeout(total=total)
+                if total is not None
+                else aiohttp.ClientTimeout(
+                    sock_connect=REQUEST_CONNECT_SECONDS, sock_read=REQUEST_READ_SECONDS
+                )
             )
         return await request(method, url, *args, **kwargs)
 

@@ -300,7 +300,7 @@ def _name_version(value: NameVersion | None) -> dict[str, Any] | None:
 
 
 def metadata_document(metadata: ModelMetadata) -> dict[str, Any]:
-    """The `kubectl ome model inspect -o json` document of SPEC §10 (absent values are null)."""
+    """The `kubectl ome-selector model inspect -o json` document of SPEC §10 (absent values are null)."""
     return {
         "source": metadata.source,
         "parameterCount": metadata.parameter_count,

@@ -37,11 +37,12 @@ def differs(stored: Mapping[str, Any] | None, status: str, reason: str, message:
 
 # The runtime counts of the SPEC §5 no-runtime message: "(checked <n> runtime(s): <a> namespace-scoped,
 # <b> cluster-scoped)", the "; <k> runtime(s) serve(s) other formats" clause (absent when k is 0) and the
-# "… <m> more" of a cut message.
+# "… <m> more" of a cut message (pointing at `kubectl ome-selector`, or at `kubectl ome` as written before the
+# plugin's rename, so that an upgrade rewrites no condition for the hint alone).
 _COUNTS = re.compile(
     r"\(checked \d+ runtimes?: \d+ namespace-scoped, \d+ cluster-scoped\)"
     r"|; \d+ runtimes? serves? other formats$"
-    r"|… \d+ more \(kubectl ome runtime explain "
+    r"|… \d+ more \(kubectl ome(?:-selector)? runtime explain "
 )
 
 

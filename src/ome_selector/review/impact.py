@@ -634,7 +634,8 @@ class AmbiguityRun:
 ALLOW_DISRUPTION_ANNOTATION = "ome-selector.ome.io/allow-disruption"
 #: The warning of a review that did not finish within the admission budget (SPEC §12).
 NOT_COMPUTED = (
-    "the impact of this change was not computed within the admission budget; see kubectl ome runtime what-if"
+    "the impact of this change was not computed within the admission budget; "
+    "see kubectl ome-selector runtime what-if"
 )
 #: Ambiguity warnings at most per review (SPEC §12).
 MAX_AMBIGUITY_WARNINGS = 3
@@ -651,9 +652,10 @@ def _runtime_text(found: Verdict | None) -> str:
 
 def impact_warning(counted: Tally) -> str:
     """`this change moves <n> InferenceService(s): <l> lose their runtime, <k> switch runtime, <g> gain one
-    (e.g. <ns>/<name>: <before> → <after>); see kubectl ome runtime what-if`, categories with 0 left out,
-    cut to 256 characters (SPEC §12). A change that moves InferenceServices in none of the three categories
-    (a reason that changes, status and runtime kept) has no list, and its example is the first moved."""
+    (e.g. <ns>/<name>: <before> → <after>); see kubectl ome-selector runtime what-if`, categories with 0 left
+    out, cut to 256 characters (SPEC §12). A change that moves InferenceServices in none of the three
+    categories (a reason that changes, status and runtime kept) has no list, and its example is the first
+    moved."""
     parts = [
         text
         for count, text in (
@@ -670,7 +672,7 @@ def impact_warning(counted: Tally) -> str:
         example = f" (e.g. {namespace}/{name}: {_runtime_text(before)} → {_runtime_text(after)})"
     listed = f": {', '.join(parts)}" if parts else ""
     moves = f"this change moves {counted.moved} InferenceService(s)"
-    text = f"{moves}{listed}{example}; see kubectl ome runtime what-if"
+    text = f"{moves}{listed}{example}; see kubectl ome-selector runtime what-if"
     return messages.admission_warning(messages.escape_controls(text))
 
 

@@ -848,7 +848,7 @@ def _unserved(model: Model, label: str) -> Finding:
         Code.SERV001,
         [model.key],
         f"{model.key} ({about}): no runtime supports it; add or fix a runtime for it "
-        f"(kubectl ome runtime explain --model {model.name}{where} shows each runtime's reason)",
+        f"(kubectl ome-selector runtime explain --model {model.name}{where} shows each runtime's reason)",
     )
 
 

@@ -276,7 +276,7 @@ def sarif_log(
             {
                 "tool": {
                     "driver": {
-                        "name": "kubectl-ome runtime lint",
+                        "name": "kubectl-ome_selector runtime lint",
                         "semanticVersion": version,
                         "rules": rules,
                     }

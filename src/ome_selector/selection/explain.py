@@ -33,7 +33,7 @@ from ome_selector.selection.inheritance import (
 )
 from ome_selector.selection.matcher import TUPLE_NEW, FormatReasons, RuntimeCheck, Step
 from ome_selector.selection.profiles import RuntimeProfile
-from ome_selector.selection.ranking import rank
+from ome_selector.selection.ranking import Decider, decided_by, rank, selected_message
 from ome_selector.selection.scoring import entry_weight
 from ome_selector.selection.view import CatalogView
 
@@ -135,6 +135,28 @@ class Explanation:
     def ranked(self) -> tuple[RuntimeVerdict, ...]:
         """The auto-selectable runtimes in rank order."""
         return tuple(v for v in self.verdicts if v.rank is not None)
+
+    @property
+    def runner_up(self) -> RuntimeVerdict | None:
+        """Rank 2, None when fewer than two runtimes are auto-selectable."""
+        ranked = self.ranked
+        return ranked[1] if len(ranked) > 1 else None
+
+    @property
+    def decided_by(self) -> Decider | None:
+        """The SPEC §4 step that put the selected runtime before rank 2; None when nothing is selected."""
+        if self.selected is None:
+            return None
+        runner_up = self.runner_up
+        return decided_by(self.selected.check, runner_up.check if runner_up is not None else None)
+
+    @property
+    def selected_message(self) -> str | None:
+        """The ``RuntimeSelected`` message of SPEC §5 for the selected runtime; None when nothing is."""
+        if self.selected is None:
+            return None
+        runner_up = self.runner_up
+        return selected_message(self.selected.check, runner_up.check if runner_up is not None else None)
 
     @property
     def namespaced_count(self) -> int:
@@ -296,7 +318,11 @@ def explanation_document(explanation: Explanation) -> dict[str, Any]:
             "modelParameterSize": model.spec.model_parameter_size or None,
         },
         "selected": (
-            _ref(selected.runtime.kind.value, selected.name, selected.runtime.namespace)
+            {
+                **_ref(selected.runtime.kind.value, selected.name, selected.runtime.namespace),
+                "decidedBy": str(explanation.decided_by),
+                "message": explanation.selected_message,
+            }
             if selected is not None
             else None
         ),

@@ -56,6 +56,7 @@ __all__ = [
     "model_not_found",
     "model_pending",
     "model_pending_reason",
+    "name_tie",
     "no_runtime_entries_held",
     "no_runtime_message",
     "not_a_parameter_count_warning",
@@ -70,11 +71,13 @@ __all__ = [
     "runtime_specified_unresolved",
     "runtime_specified_unsupported",
     "runtime_unresolved",
+    "scope_tie",
     "score_reason",
     "selected_runtime",
     "serving_runtime_not_found",
     "shown",
     "size_outside_reason",
+    "size_range_tie",
     "truncate",
     "unknown_operator_warning",
     "unknown_version_operator_reason",
@@ -311,18 +314,43 @@ def score_reason(score: int) -> str:
 # looks at no more of a value than its cut text can hold.
 
 
-def runtime_selected(kind: str, name: str, score: int) -> str:
-    return truncate(f"selected {kind} {shown(name, MESSAGE_LIMIT)} (score {score})")
+def runtime_selected(kind: str, name: str, score: int, tie: str = "") -> str:
+    """SPEC §5: ``selected <Kind> <name> (score <n>)``, with ``tie`` (one of the ``*_tie`` texts below) before
+    the closing parenthesis when a step after the score decided between rank 1 and rank 2."""
+    return truncate(f"selected {kind} {shown(name, MESSAGE_LIMIT)} (score {score}{tie})")
 
 
-_SELECTED = re.compile(r"selected (ServingRuntime|ClusterServingRuntime) ([a-z0-9][a-z0-9.-]*) \(score \d+\)")
+_SELECTED = re.compile(
+    r"selected (ServingRuntime|ClusterServingRuntime) ([a-z0-9][a-z0-9.-]*) \(score \d+(?:; [^\n]*)?\)"
+)
 
 
 def selected_runtime(message: str) -> tuple[str, str] | None:
-    """The kind and name of the runtime a :func:`runtime_selected` message names, or None for any other text
-    (e.g. a message another writer stored, or a name that is not a runtime name)."""
+    """The kind and name of the runtime a :func:`runtime_selected` message names (with or without the step
+    that decided), or None for any other text (e.g. a message another writer stored); the SPEC §12 switch
+    event reads the product's own previous write with it."""
     found = _SELECTED.fullmatch(message)
     return (found.group(1), found.group(2)) if found else None
+
+
+def scope_tie(runner_up_kind: str, runner_up: str, runner_up_score: int) -> str:
+    """SPEC §5: ``; namespace-scoped before <Kind> <name> at score <m>`` (rank 2 is cluster-scoped and scores
+    at least as high)."""
+    runner_up = shown(runner_up, MESSAGE_LIMIT)
+    return f"; namespace-scoped before {runner_up_kind} {runner_up} at score {runner_up_score}"
+
+
+def size_range_tie(runner_up: str, score: int, own_range: str | None, runner_up_range: str | None) -> str:
+    """SPEC §5: ``; closer size range than <name> at score <n>: <range> vs <range>`` (``none`` without
+    one)."""
+    ranges = f"{own_range or 'none'} vs {runner_up_range or 'none'}"
+    return f"; closer size range than {shown(runner_up, MESSAGE_LIMIT)} at score {score}: {ranges}"
+
+
+def name_tie(runner_up: str, *, sized: bool) -> str:
+    """SPEC §5: ``; tied with <name> on score[ and size distance], first by name``."""
+    on = "score and size distance" if sized else "score"
+    return f"; tied with {shown(runner_up, MESSAGE_LIMIT)} on {on}, first by name"
 
 
 def runtime_selection_changed(old_kind: str, old_name: str, new_kind: str, new_name: str, score: int) -> str:
@@ -488,8 +516,8 @@ def no_runtime_message(
     :func:`runtime_entry` and in order (nearest misses first); it is consumed lazily, only as far as the text
     can hold, so reasons can be computed on demand. ``other_formats`` counts the other runtimes checked. When
     the text is too long, the entries that do not fit (and the other-formats clause, which comes last) are
-    replaced by ``; … <m> more (kubectl ome runtime explain --isvc <isvc> -n <ns>)``, where ``m`` counts the
-    checked runtimes the text no longer names (``checked - shown``).
+    replaced by ``; … <m> more (kubectl ome-selector runtime explain --isvc <isvc> -n <ns>)``, where ``m``
+    counts the checked runtimes the text no longer names (``checked - shown``).
     """
     total = namespaced_count + cluster_count
     head = (
@@ -518,7 +546,7 @@ def no_runtime_message(
 
     def marker(shown_entries: int) -> str:
         more = total - shown_entries
-        return f"{ELLIPSIS} {more} more (kubectl ome runtime explain --isvc {isvc} -n {namespace})"
+        return f"{ELLIPSIS} {more} more (kubectl ome-selector runtime explain --isvc {isvc} -n {namespace})"
 
     count = 0
     text = head

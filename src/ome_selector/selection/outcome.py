@@ -32,7 +32,7 @@ from ome_selector.selection.inheritance import (
 from ome_selector.selection.matcher import FormatReasons, check
 from ome_selector.selection.memo import AutoSelection
 from ome_selector.selection.profiles import ModelProfile
-from ome_selector.selection.ranking import misses_of_format, rank
+from ome_selector.selection.ranking import misses_of_format, rank, selected_message
 from ome_selector.selection.view import CatalogView
 
 __all__ = [
@@ -289,13 +289,15 @@ def _auto_select(catalog: CatalogView, isvc: InferenceService, model: Model) -> 
     # A namespace without ServingRuntimes sees what every such namespace sees (SPEC §4): one result for all.
     scope = namespace if catalog.runtime_counts(namespace)[0] else None
     selection = memo.get(scope, profile, classes, modes)
-    if selection is None:
+    # The message names the step that decided between ranks 1 and 2 (SPEC §5): a kept result that no longer
+    # knows rank 2 is ranked again.
+    if selection is None or (selection.selected is not None and not selection.runner_up_known):
         selection = auto_selection(catalog, profile, namespace, classes, modes)
         memo.put(scope, classes, selection, modes)
     selected = selection.selected
     if selected is not None:
         winner = selected.profile.runtime
-        message = messages.runtime_selected(winner.kind.value, winner.name, selected.score)
+        message = selected_message(selected, selection.runner_up)
         return Outcome.of(
             OutcomeKind.RUNTIME_SELECTED, message, model=model, runtime=winner, score=selected.score
         )

@@ -14,13 +14,25 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from fractions import Fraction
 
 from ome_selector.api.resources import NO_MODES, DeploymentModes
+from ome_selector.selection import messages
 from ome_selector.selection.matcher import RuntimeCheck, Step, check
 from ome_selector.selection.profiles import ModelProfile, RuntimeProfile
 
-__all__ = ["RankKey", "Ranking", "misses_of_format", "nearest_misses", "rank", "rank_key"]
+__all__ = [
+    "Decider",
+    "RankKey",
+    "Ranking",
+    "decided_by",
+    "misses_of_format",
+    "nearest_misses",
+    "rank",
+    "rank_key",
+    "selected_message",
+]
 
 #: (cluster-scoped?, -score, (False, distance), name): smaller ranks first. The distance keeps the pair shape
 #: of the rule before v4 (a missing bound counted as infinitely far); it is never infinite now (SPEC §4).
@@ -39,6 +51,54 @@ def rank_key(result: RuntimeCheck) -> RankKey:
     profile, size = result.profile, result.model.size
     distance = _ZERO if size is None else profile.size_distance(size)
     return (profile.is_cluster, -result.score, (False, distance), profile.name)
+
+
+class Decider(StrEnum):
+    """The SPEC §4 step that put rank 1 before rank 2 (``decidedBy`` of explain's document, SPEC §6)."""
+
+    #: Only one runtime is auto-selectable.
+    ONLY = "only"
+    #: Rank 1 is namespace-scoped, rank 2 cluster-scoped with a score at least as high (step 1).
+    SCOPE = "scope"
+    #: A higher score (step 2; also a cluster-scoped rank 2 with a lower score).
+    SCORE = "score"
+    #: The same scope and score, a closer size range (step 3).
+    SIZE_RANGE = "sizeRange"
+    #: The same scope, score and size distance: the name (step 4).
+    NAME = "name"
+
+
+def decided_by(first: RuntimeCheck, second: RuntimeCheck | None) -> Decider:
+    """Which step of the SPEC §4 ranking put ``first`` (rank 1) before ``second`` (rank 2, None: none)."""
+    if second is None:
+        return Decider.ONLY
+    own, other = rank_key(first), rank_key(second)
+    if own[0] != other[0]:
+        return Decider.SCOPE if second.score >= first.score else Decider.SCORE
+    if own[1] != other[1]:
+        return Decider.SCORE
+    if own[2] != other[2]:
+        return Decider.SIZE_RANGE
+    return Decider.NAME
+
+
+def selected_message(first: RuntimeCheck, second: RuntimeCheck | None) -> str:
+    """The SPEC §5 ``RuntimeSelected`` message of rank 1, saying which step decided when it was not the
+    score: it depends on ranks 1 and 2 alone, so a kept result that knows both can give it."""
+    winner = first.profile
+    decider = decided_by(first, second)
+    tie = ""
+    if second is not None:
+        runner_up = second.profile
+        if decider is Decider.SCOPE:
+            tie = messages.scope_tie(runner_up.runtime.kind.value, runner_up.name, second.score)
+        elif decider is Decider.SIZE_RANGE:
+            tie = messages.size_range_tie(
+                runner_up.name, first.score, winner.range_text, runner_up.range_text
+            )
+        elif decider is Decider.NAME:
+            tie = messages.name_tie(runner_up.name, sized=first.model.size is not None)
+    return messages.runtime_selected(winner.runtime.kind.value, winner.name, first.score, tie)
 
 
 @dataclass(frozen=True, slots=True)

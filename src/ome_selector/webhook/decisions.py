@@ -329,7 +329,8 @@ def _warnings(problems: Sequence[SizeProblem]) -> tuple[str, ...]:
     hidden = len(problems) - len(shown)
     if hidden:
         shown.append(
-            f"… {hidden} more size or operator problems; `kubectl ome runtime lint -f <file>` lists them all"
+            f"… {hidden} more size or operator problems; "
+            "`kubectl ome-selector runtime lint -f <file>` lists them all"
         )
     return tuple(shown)
 

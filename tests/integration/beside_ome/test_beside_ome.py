@@ -5,8 +5,8 @@ The imported tests run here a second time, with this directory's `control_plane`
 events (every §5 row the CRDs can hold), the webhook's denials, the impact of catalog changes (SPEC §12: the
 warnings and the protection's denial), explain live against offline (two cases,
 conftest.py deselects the others),
-`kubectl ome status`, cleanup beside another writer of RuntimeReady, `spec.replicaRefs` (which OME's CRDs
-prune), and the samples. A subset: OME's CRDs
+`kubectl ome-selector status`, cleanup beside another writer of RuntimeReady, `spec.replicaRefs` (which OME's
+CRDs prune), and the samples. A subset: OME's CRDs
 cost the control plane seconds to install, and the other tests read nothing the CRDs change.
 """
 
@@ -126,7 +126,7 @@ def test_helm_install_beside_omes_crds_emits_replaces_relabels_and_adopts_none(
     )
     assert installed.returncode == 0, installed.stderr
     # NOTES say what works with the CRDs installed: OME's have no RuntimeReady column.
-    assert "  kubectl ome status -A -o wide  " in installed.stdout
+    assert "  kubectl ome-selector status -A -o wide  " in installed.stdout
     assert (
         "# OME's InferenceService CRD is installed: `kubectl get inferenceservices` has no RuntimeReady"
         in (installed.stdout)

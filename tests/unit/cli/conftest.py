@@ -1,4 +1,5 @@
-"""The ``kubectl_ome`` fixture: `kubectl ome` in-process, as a user runs it from the repository root."""
+"""The ``kubectl_ome`` fixture: `kubectl ome-selector` in-process, as a user runs it from the repository
+root."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""`kubectl-ome runtime explain -f` end to end: the installed entry point, run as a user runs it (SPEC §6).
+"""`kubectl-ome_selector runtime explain -f` end to end: the installed entry point, run as a user runs it
+(SPEC §6).
 
 Every call runs with ``KUBECONFIG`` pointing at garbage and ``HOME`` empty: offline mode must never look at a
 kubeconfig. The expected documents and tables are written by hand from the SPEC and the samples' comments
@@ -19,7 +20,7 @@ import pytest
 import yaml
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-KUBECTL_OME = Path(sys.executable).parent / "kubectl-ome"
+KUBECTL_OME = Path(sys.executable).parent / "kubectl-ome_selector"
 OME_CATALOG = "tests/data/ome-catalog"
 GOLDEN = REPO_ROOT / "tests" / "data" / "cli" / "golden"
 
@@ -150,7 +151,12 @@ def test_done_when_the_3b_model_from_samples_as_json(kubectl_ome: Any) -> None:
             "namespace": None,
             "modelParameterSize": "3.21B",
         },
-        "selected": cluster_ref("ClusterServingRuntime", "sglang-llama-3-2-compact"),
+        "selected": cluster_ref("ClusterServingRuntime", "sglang-llama-3-2-compact")
+        | {
+            "decidedBy": "sizeRange",
+            "message": "selected ClusterServingRuntime sglang-llama-3-2-compact (score 4; closer size range "
+            "than vllm-llama-3-2 at score 4: [2B, 4B] vs [1B, 8B])",
+        },
         "runtimes": LLAMA_3B_RUNTIMES,
     }
 
@@ -206,7 +212,11 @@ def test_wide_table_in_a_namespace_with_its_own_runtime(kubectl_ome: Any) -> Non
         "runtime", "explain", "-f", "samples/", "--isvc", "support-assistant", "-n", "team-a", "-o", "wide"
     )
     assert result.returncode == 0, result.stderr
-    assert result.stderr == ""
+    # The scope decided (SPEC §4 step 1), not the score: explain says so, as the condition does (SPEC §5).
+    assert result.stderr == (
+        "Note: selected ServingRuntime team-vllm-llama-3-2 (score 2; namespace-scoped before "
+        "ClusterServingRuntime sglang-llama-3-2-compact at score 4)\n"
+    )
     assert result.stdout == golden("samples-isvc-support-assistant-team-a.wide.txt")
 
 
@@ -223,7 +233,10 @@ def _summary(document: dict[str, Any]) -> list[tuple[str, int | None, str]]:
 
 def test_isvc_accelerator_class_takes_part(kubectl_ome: Any) -> None:
     document = _document(kubectl_ome, "--isvc", "llama-3b-h100", "-n", "ome-demo")
-    assert document["selected"] == cluster_ref("ClusterServingRuntime", "vllm-llama-3-2-h100")
+    assert document["selected"] == cluster_ref("ClusterServingRuntime", "vllm-llama-3-2-h100") | {
+        "decidedBy": "only",
+        "message": "selected ClusterServingRuntime vllm-llama-3-2-h100 (score 2)",
+    }
     accelerator = "runtime does not support the required accelerator class"
     summary = _summary(document)
     assert summary[0] == ("vllm-llama-3-2-h100", 1, "")
@@ -234,7 +247,10 @@ def test_isvc_accelerator_class_takes_part(kubectl_ome: Any) -> None:
 def test_size_just_above_an_upper_bound(kubectl_ome: Any) -> None:
     document = _document(kubectl_ome, "--isvc", "qwen3-8b-auto", "-n", "ome-demo")
     assert document["model"]["modelParameterSize"] == "8.19B"
-    assert document["selected"] == cluster_ref("ClusterServingRuntime", "sglang-qwen3-medium")
+    assert document["selected"] == cluster_ref("ClusterServingRuntime", "sglang-qwen3-medium") | {
+        "decidedBy": "only",
+        "message": "selected ClusterServingRuntime sglang-qwen3-medium (score 2)",
+    }
     rows = {r["name"]: r for r in document["runtimes"]}
     assert rows["vllm-qwen3-small"] == rejected(
         "vllm-qwen3-small", "model size 8.19B is outside supported range (-inf, 8B]", 2, 1
@@ -271,6 +287,9 @@ def test_a_namespaced_base_model_resolves_first(kubectl_ome: Any) -> None:
         "kind": "ServingRuntime",
         "name": "team-vllm-llama-3-2",
         "namespace": "team-a",
+        "decidedBy": "scope",
+        "message": "selected ServingRuntime team-vllm-llama-3-2 (score 2; namespace-scoped before "
+        "ClusterServingRuntime sglang-llama-3-2-compact at score 4)",
     }
 
 
@@ -412,7 +431,7 @@ def test_isvc_without_spec_model(kubectl_ome: Any, tmp_path: Path) -> None:
             "argument --isvc: not allowed with argument --model",
         ),
         (
-            ["runtime", "explain", "-f", "samples/", "--model", "a", "-o", "name"],
+            ["runtime", "explain", "-f", "samples/", "--model", "a", "-o", "names"],
             "argument -o/--output: invalid choice",
         ),
         (["runtime", "explain", "--model", "a", "--bogus"], "unrecognized arguments: --bogus"),
@@ -424,7 +443,7 @@ def test_isvc_without_spec_model(kubectl_ome: Any, tmp_path: Path) -> None:
 def test_usage_errors_exit_1(kubectl_ome: Any, args: list[str], message: str) -> None:
     result = kubectl_ome(*args)
     assert (result.returncode, result.stdout) == (1, "")
-    assert result.stderr.startswith("usage: kubectl ome")
+    assert result.stderr.startswith("usage: kubectl ome-selector")
     assert f"error: {message}" in result.stderr
 
 
@@ -501,15 +520,19 @@ def test_without_f_an_unreadable_kubeconfig_is_an_error_not_a_table(kubectl_ome:
 def test_help_is_prefixed_kubectl_ome(kubectl_ome: Any) -> None:
     top = kubectl_ome("--help")
     assert (top.returncode, top.stderr) == (0, "")
-    assert top.stdout.startswith("usage: kubectl ome ")
+    assert top.stdout.startswith("usage: kubectl ome-selector ")
     explain = kubectl_ome("runtime", "explain", "--help")
     assert explain.returncode == 0
     assert explain.stdout.startswith(
-        "usage: kubectl ome runtime explain (--model NAME | --isvc NAME) [-n NAMESPACE] [-f PATH]... "
-        "[-k DIR]...\n       [-o table|wide|json|yaml] [--with-effective] [--runtime-lookup v1.3|legacy] "
-        "[--kubeconfig PATH]\n       [--context NAME] [-h]\n"
+        "usage: kubectl ome-selector runtime explain (--model NAME | --isvc NAME) [-n NAMESPACE] "
+        "[-f PATH]... [-k DIR]...\n"
+        "       [-o table|wide|json|yaml] [--with-effective] [--runtime-lookup v1.3|legacy] [--kubeconfig PATH]\n"
+        "       [--context NAME] [-h]"
     )
-    assert "kubectl ome runtime explain -f samples/ --model llama-3-2-3b-instruct-demo" in explain.stdout
+    assert (
+        "kubectl ome-selector runtime explain -f samples/ --model llama-3-2-3b-instruct-demo"
+        in explain.stdout
+    )
 
 
 def test_offline_mode_opens_no_kubeconfig_and_imports_no_client(hostile_env: dict[str, str]) -> None:
@@ -576,7 +599,8 @@ def test_ome_catalog_qwen3_32b(kubectl_ome: Any) -> None:
             "namespace": None,
             "modelParameterSize": "32B",
         },
-        "selected": cluster_ref("ClusterServingRuntime", "srt-qwen3-32b"),
+        "selected": cluster_ref("ClusterServingRuntime", "srt-qwen3-32b")
+        | {"decidedBy": "only", "message": "selected ClusterServingRuntime srt-qwen3-32b (score 2)"},
         "runtimes": [
             ranked("srt-qwen3-32b", 1, score=2, priority=1),
             rejected("srt-qwen3-0-6b", "model size 32B is outside supported range [0.5B, 1B]", 2, 1),
@@ -644,7 +668,7 @@ def test_ome_catalog_models_without_metadata(kubectl_ome: Any) -> None:
 
 
 def test_a_reader_that_leaves_early_gets_no_traceback(hostile_env: dict[str, str], tmp_path: Path) -> None:
-    """`kubectl ome runtime explain ... | head -1`: no BrokenPipeError noise on stderr."""
+    """`kubectl ome-selector runtime explain ... | head -1`: no BrokenPipeError noise on stderr."""
     entry = {"modelFormat": {"name": "safetensors"}, "autoSelect": True}
     items: list[dict[str, Any]] = [
         {
@@ -674,4 +698,8 @@ def test_a_reader_that_leaves_early_gets_no_traceback(hostile_env: dict[str, str
         process.stdout.close()
         stderr = process.stderr.read()
         assert process.wait(timeout=60) == 0
-    assert stderr == ""
+    # The 4,000 runtimes tie on score: the name decided (SPEC §6), and nothing else is said.
+    assert stderr == (
+        "Note: selected ClusterServingRuntime rt-00000 (score 1; tied with rt-00001 on score, "
+        "first by name)\n"
+    )

@@ -1,6 +1,7 @@
-"""`kubectl ome runtime explain` and OME v1.3 (SPEC §6 v4): the note for a named runtime, `--with-effective`
-(its `Effective runtime:` block and the JSON `effective`), `inheritanceChain`, `--runtime-lookup`, all from
-files alone. The expected texts are written from the SPEC and the samples' comments."""
+"""`kubectl ome-selector runtime explain` and OME v1.3 (SPEC §6 v4): the note for a named runtime,
+`--with-effective` (its `Effective runtime:` block and the JSON `effective`), `inheritanceChain`,
+`--runtime-lookup`, all from files alone. The expected texts are written from the SPEC and the samples'
+comments."""
 
 from __future__ import annotations
 
@@ -110,8 +111,13 @@ def test_the_note_for_a_named_runtime_and_the_verdict_under_it(kubectl_ome: Run)
 
 
 def test_no_note_without_a_named_runtime(kubectl_ome: Run) -> None:
+    """Only the step that decided between the two closest runtimes (SPEC §6), no note about a named one."""
     result = kubectl_ome("runtime", "explain", "--isvc", "llama-3b-auto", "-f", "samples/", "-n", "ome-demo")
-    assert (result.code, result.err) == (0, "")
+    assert (result.code, result.err) == (
+        0,
+        "Note: selected ClusterServingRuntime sglang-llama-3-2-compact (score 4; closer size range than "
+        "vllm-llama-3-2 at score 4: [2B, 4B] vs [1B, 8B])\n",
+    )
 
 
 @pytest.mark.parametrize("output", ["table", "wide", "json", "yaml"])
@@ -120,7 +126,7 @@ def test_with_effective_needs_isvc(kubectl_ome: Run, output: str) -> None:
         "runtime", "explain", "-f", "samples/", "--model", "qwen3-8b", "--with-effective", "-o", output
     )
     assert (result.code, result.out) == (1, "")
-    assert result.err.startswith("usage: kubectl ome runtime explain ")
+    assert result.err.startswith("usage: kubectl ome-selector runtime explain ")
     assert result.err.endswith("\nerror: --with-effective requires --isvc\n")
 
 
@@ -178,7 +184,11 @@ def test_inheritance_chain_per_runtime(kubectl_ome: Run) -> None:
         "no supported formats defined"
     )
     assert (rows["demo-llama-served"]["weight"], rows["demo-llama-profile"]["weight"]) == (None, 2)
-    assert document["selected"] == _ref("ClusterServingRuntime", "sglang-llama-3-2-compact", None)
+    assert document["selected"] == _ref("ClusterServingRuntime", "sglang-llama-3-2-compact", None) | {
+        "decidedBy": "sizeRange",
+        "message": "selected ClusterServingRuntime sglang-llama-3-2-compact (score 4; closer size range than "
+        "vllm-llama-3-2 at score 4: [2B, 4B] vs [1B, 8B])",
+    }
 
 
 # --- chains from files alone, broken ones -------------------------------------------------------------------

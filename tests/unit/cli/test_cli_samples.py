@@ -28,7 +28,8 @@ QWEN_VS_LLAMA = (
 EXPECTED: dict[tuple[str, str], tuple[OutcomeKind, str, str, str]] = {
     ("ome-demo", "llama-3b-auto"): (
         OutcomeKind.RUNTIME_SELECTED, "True", "RuntimeSelected",
-        "selected ClusterServingRuntime sglang-llama-3-2-compact (score 4)",
+        "selected ClusterServingRuntime sglang-llama-3-2-compact (score 4; closer size range than "
+        "vllm-llama-3-2 at score 4: [2B, 4B] vs [1B, 8B])",
     ),
     ("ome-demo", "llama-1b-auto"): (
         OutcomeKind.RUNTIME_SELECTED, "True", "RuntimeSelected",
@@ -44,7 +45,8 @@ EXPECTED: dict[tuple[str, str], tuple[OutcomeKind, str, str, str]] = {
     ),
     ("ome-demo", "qwen3-4b-auto"): (
         OutcomeKind.RUNTIME_SELECTED, "True", "RuntimeSelected",
-        "selected ClusterServingRuntime sglang-qwen3-medium (score 2)",
+        "selected ClusterServingRuntime sglang-qwen3-medium (score 2; tied with vllm-qwen3-small on score, "
+        "first by name)",
     ),
     ("ome-demo", "llama-3b-named"): (
         OutcomeKind.RUNTIME_SPECIFIED, "True", "RuntimeSpecified",
@@ -91,7 +93,7 @@ EXPECTED: dict[tuple[str, str], tuple[OutcomeKind, str, str, str]] = {
         "vllm-qwen3-small (model size 32.76B is outside supported range (-inf, 8B]); "
         f"sglang-llama-3-2-compact ({QWEN_VS_LLAMA}); "
         f"srt-llama-3-2-1b-instruct-demo ({QWEN_VS_LLAMA}); "
-        "… 5 more (kubectl ome runtime explain --isvc qwen3-32b-auto -n ome-demo)",
+        "… 5 more (kubectl ome-selector runtime explain --isvc qwen3-32b-auto -n ome-demo)",
     ),
     ("ome-demo", "mistral-7b"): (
         OutcomeKind.MODEL_NOT_FOUND, "False", "ModelNotFound",
@@ -107,7 +109,8 @@ EXPECTED: dict[tuple[str, str], tuple[OutcomeKind, str, str, str]] = {
     ),
     ("team-a", "support-assistant"): (
         OutcomeKind.RUNTIME_SELECTED, "True", "RuntimeSelected",
-        "selected ServingRuntime team-vllm-llama-3-2 (score 2)",
+        "selected ServingRuntime team-vllm-llama-3-2 (score 2; namespace-scoped before ClusterServingRuntime "
+        "sglang-llama-3-2-compact at score 4)",
     ),
     # OME v1.3 inheritance and deployment modes (SPEC §1, §3.3): named runtimes on their effective specs.
     ("demo-v13", "demo-inherited"): (

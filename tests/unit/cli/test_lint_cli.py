@@ -1,4 +1,5 @@
-"""`kubectl ome runtime lint` from files (SPEC §11): table, JSON, exit status, namespaces and bad input."""
+"""`kubectl ome-selector runtime lint` from files (SPEC §11): table, JSON, exit status, namespaces and bad
+input."""
 
 from __future__ import annotations
 
@@ -223,7 +224,7 @@ def test_installed_entry_point_and_help() -> None:
         timeout=60,
     )
     assert usage.stdout.startswith(
-        "usage: kubectl ome runtime lint [-f PATH]... [-k DIR]... [-n NAMESPACE | -A] "
+        "usage: kubectl ome-selector runtime lint [-f PATH]... [-k DIR]... [-n NAMESPACE | -A] "
         "[-o table|json|sarif|github] [--strict]\n"
     )
     assert "RANK002  warning" in usage.stdout
@@ -259,7 +260,7 @@ def test_the_usage_guide_shows_what_lint_prints_on_the_samples(kubectl_ome: Run)
     """docs/usage.md "Check a catalog change in CI": the console block is the real output, with an inheritance
     finding."""
     readme = (REPO_ROOT / "docs" / "usage.md").read_text()
-    shown = readme.split("$ kubectl ome runtime lint -f samples/\n", 1)[1].split("```", 1)[0]
+    shown = readme.split("$ kubectl ome-selector runtime lint -f samples/\n", 1)[1].split("```", 1)[0]
     result = kubectl_ome("runtime", "lint", "-f", "samples/")
     assert result.out + result.err + f"$ echo $?\n{result.code}\n" == shown
     assert "\nINHR002   error      samples/22-serving-runtimes.yaml:47 " in shown

@@ -1,6 +1,6 @@
-"""`kubectl ome model inspect`: the SPEC §10 document, the summary table, -v, exit status 1 with one line
-naming the file for every unreadable input, and no raw control character in the table, -o json, -o yaml or an
-error line (SPEC §10.4). The expected outputs are written from the SPEC by hand."""
+"""`kubectl ome-selector model inspect`: the SPEC §10 document, the summary table, -v, exit status 1 with one
+line naming the file for every unreadable input, and no raw control character in the table, -o json, -o yaml
+or an error line (SPEC §10.4). The expected outputs are written from the SPEC by hand."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from ome_selector.cli.model_inspect import render_inspection
 from ome_selector.modelfiles import ModelMetadata, NameVersion, WeightFile, metadata_document
 from ome_selector.selection.messages import escape_controls
 
-KUBECTL_OME = Path(sys.executable).parent / "kubectl-ome"
+KUBECTL_OME = Path(sys.executable).parent / "kubectl-ome_selector"
 
 
 @pytest.fixture
@@ -182,7 +182,7 @@ def test_usage_errors_exit_1(argv: list[str], capsys: pytest.CaptureFixture[str]
 
 @pytest.mark.parametrize(
     "target",
-    ["llama", "model/llama", "basemodel/", "/llama", "clusterbasemodel/a/b", "inferenceservice/x", "bm/x"],
+    ["llama", "model/llama", "basemodel/", "/llama", "clusterbasemodel/a/b", "inferenceservice/x", "sr/x"],
 )
 def test_apply_needs_a_model_kind_and_a_name(
     minilm: Path, target: str, capsys: pytest.CaptureFixture[str]
@@ -234,7 +234,8 @@ def test_apply_reads_the_model_files_before_the_cluster(
 def test_help_shows_the_synopsis(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["model", "inspect", "--help"]) == 0
     out = capsys.readouterr().out
-    assert "(DIR | hf://ORG/NAME[@REVISION]) [-o table|json|yaml] [-v]" in out
+    assert "(DIR | hf://ORG/NAME[@REVISION]) [-o table|json|yaml|name|jsonpath=TEMPLATE] [-v]" in out
+    assert "[-o manifest [--kind basemodel|clusterbasemodel] [--name NAME] [-n NAMESPACE]]" in out
     assert "[--apply KIND/NAME [-n NAMESPACE] [--kubeconfig PATH] [--context NAME]]" in out
     assert "llama, mistral, qwen2, qwen3" in out
     assert "hf_quant_config.json" in out
@@ -242,7 +243,8 @@ def test_help_shows_the_synopsis(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_the_installed_command_reads_the_hub(minilm: Path, tmp_path: Path) -> None:
-    """`kubectl-ome` as a user runs it, against the stand-in Hub named by HF_ENDPOINT, with HF_TOKEN."""
+    """`kubectl-ome_selector` as a user runs it, against the stand-in Hub named by HF_ENDPOINT, with
+    HF_TOKEN."""
     with hub_standin() as hub:
         hub.repos["sentence-transformers/all-MiniLM-L6-v2"] = Repo(minilm, token="hf_secret")
         env = {

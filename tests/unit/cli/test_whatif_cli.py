@@ -1,5 +1,6 @@
-"""`kubectl ome runtime what-if` against the samples as files (SPEC §11): a closer range switches exactly
-the expected InferenceService, deleting the only runtime leaves them without one; exit status and bad input.
+"""`kubectl ome-selector runtime what-if` against the samples as files (SPEC §11): a closer range switches
+exactly the expected InferenceService, deleting the only runtime leaves them without one; exit status and bad
+input.
 
 tests/integration/test_lint_whatif_live.py runs the same cases against a real API server.
 """
@@ -179,8 +180,8 @@ def test_bad_files_are_reported_as_explain_reports_them(kubectl_ome: Run) -> Non
     ("args", "message"),
     [
         (
-            ["--delete", "csr/x"],
-            "argument --delete: unknown kind 'csr' (one of basemodel, clusterbasemodel, servingruntime, "
+            ["--delete", "pod/x"],
+            "argument --delete: unknown kind 'pod' (one of basemodel, clusterbasemodel, servingruntime, "
             "clusterservingruntime, inferenceservice)",
         ),
         (["--delete", "isvc"], "argument --delete: 'isvc' is not KIND/NAME"),
@@ -191,7 +192,7 @@ def test_bad_files_are_reported_as_explain_reports_them(kubectl_ome: Run) -> Non
         ),
         (
             ["-f", CLOSER, "-o", "yaml"],
-            "argument -o/--output: invalid choice: 'yaml' (choose from 'table', 'json')",
+            "argument -o/--output: invalid choice: 'yaml' (choose from 'table', 'json', 'name')",
         ),
     ],
 )
@@ -199,7 +200,7 @@ def test_usage_errors(kubectl_ome: Run, args: list[str], message: str) -> None:
     result = kubectl_ome("runtime", "what-if", *args, *AGAINST)
     assert (result.code, result.out) == (1, "")
     assert result.err.startswith(
-        "usage: kubectl ome runtime what-if (-f CHANGE | -k DIR)... [--delete KIND/NAME]..."
+        "usage: kubectl ome-selector runtime what-if (-f CHANGE | -k DIR)... [--delete KIND/NAME]..."
     )
     assert result.err.endswith(f"error: {message}\n")
 

@@ -109,8 +109,8 @@ def _no_runtime(a: int, b: int, tail: str = "") -> str:
         ),
         (_no_runtime(3, 0, "; 2 runtimes serve other formats"), _no_runtime(1, 0), True),
         (
-            _no_runtime(9, 0, "; … 3 more (kubectl ome runtime explain --isvc s -n ns)"),
-            _no_runtime(12, 0, "; … 6 more (kubectl ome runtime explain --isvc s -n ns)"),
+            _no_runtime(9, 0, "; … 3 more (kubectl ome-selector runtime explain --isvc s -n ns)"),
+            _no_runtime(12, 0, "; … 6 more (kubectl ome-selector runtime explain --isvc s -n ns)"),
             True,
         ),
         (_no_runtime(1, 0), _no_runtime(1, 0).replace("70B", "80B"), False),

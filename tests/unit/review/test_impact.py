@@ -31,7 +31,7 @@ from ome_selector.selection.inheritance import RuntimeLookup
 from ome_selector.webhook.config import WebhookConfig
 from ome_selector.webhook.impact import review_catalog_change
 
-SEE = "; see kubectl ome runtime what-if"
+SEE = "; see kubectl ome-selector runtime what-if"
 
 
 def review(
@@ -274,7 +274,7 @@ def test_past_the_budget_the_review_says_not_computed_and_never_denies() -> None
     assert result == ReviewResult((NOT_COMPUTED,), None, "not_computed")
     assert NOT_COMPUTED == (
         "the impact of this change was not computed within the "
-        "admission budget; see kubectl ome runtime what-if"
+        "admission budget; see kubectl ome-selector runtime what-if"
     )
 
 

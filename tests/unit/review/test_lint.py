@@ -763,7 +763,7 @@ def test_dead001_a_cluster_runtime_that_wins_in_one_namespace_is_alive() -> None
 def unserved(subject: str, about: str, explain_args: str) -> str:
     return (
         f"{subject} ({about}): no runtime supports it; add or fix a runtime for it "
-        f"(kubectl ome runtime explain {explain_args} shows each runtime's reason)"
+        f"(kubectl ome-selector runtime explain {explain_args} shows each runtime's reason)"
     )
 
 

@@ -112,7 +112,7 @@ def test_the_no_runtime_message_is_capped_with_the_nearest_misses_first() -> Non
         "no runtime supports model m (checked 201 runtimes: 0 namespace-scoped, 201 cluster-scoped): "
         "zz-small (model size 3B is outside supported range (-inf, 1B]); rt-000 ("
     )
-    assert result.message.endswith(" more (kubectl ome runtime explain --isvc svc -n ns)")
+    assert result.message.endswith(" more (kubectl ome-selector runtime explain --isvc svc -n ns)")
 
 
 def test_model_without_format_is_metadata_pending_not_an_error() -> None:

@@ -91,7 +91,13 @@ def test_document_is_exactly_the_spec_shape() -> None:
     document = explanation_document(explain(c, m, NS))
     assert document == {
         "model": {"kind": "ClusterBaseModel", "name": "m", "namespace": None, "modelParameterSize": "3.21B"},
-        "selected": {"kind": "ClusterServingRuntime", "name": "rt", "namespace": None},
+        "selected": {
+            "kind": "ClusterServingRuntime",
+            "name": "rt",
+            "namespace": None,
+            "decidedBy": "only",
+            "message": "selected ClusterServingRuntime rt (score 1)",
+        },
         "runtimes": [
             {
                 "kind": "ClusterServingRuntime",

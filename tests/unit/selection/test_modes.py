@@ -139,7 +139,11 @@ def test_the_mode_never_counts_in_the_score_and_only_filters() -> None:
     )
     raw = evaluate(c, isvc(name="raw", deployment_mode="RawDeployment"))
     assert raw is not None
-    assert raw.message == "selected ServingRuntime c (score 3)"  # c declares no mode: it passes
+    # c declares no mode: it passes, and ranks first by its scope alone (SPEC §4 step 1, §5).
+    assert (
+        raw.message
+        == "selected ServingRuntime c (score 3; namespace-scoped before ClusterServingRuntime b at score 5)"
+    )
     c2 = catalog(
         model(),
         runtime("a", entry(), engine_mode="OMENative"),

@@ -264,7 +264,7 @@ def test_no_runtime_message_is_capped_with_a_pointer_to_explain() -> None:
     assert message.startswith(
         "no runtime supports model m (checked 43 runtimes: 0 namespace-scoped, 43 cluster-scoped): "
     )
-    tail = "(kubectl ome runtime explain --isvc my-svc -n ns)"
+    tail = "(kubectl ome-selector runtime explain --isvc my-svc -n ns)"
     assert message.endswith(tail)
     listed = message.count("rt-")
     assert listed >= 1
@@ -296,7 +296,7 @@ def test_no_runtime_message_just_under_the_cap_is_not_cut() -> None:
 def test_no_runtime_message_when_not_even_one_entry_fits() -> None:
     result = outcome_of(_many(3, reason_padding=1200))
     assert len(result.message) <= MESSAGE_LIMIT
-    assert result.message.endswith(": … 6 more (kubectl ome runtime explain --isvc svc -n ns)")
+    assert result.message.endswith(": … 6 more (kubectl ome-selector runtime explain --isvc svc -n ns)")
 
 
 # --- lookups ------------------------------------------------------------------------------------------------
@@ -370,4 +370,8 @@ def test_evaluate_selects_what_explain_ranks_first(runtimes: list[Runtime], arch
     else:
         assert result.kind is OutcomeKind.RUNTIME_SELECTED
         assert result.runtime == explanation.selected.runtime
-        assert result.message.endswith(f" {explanation.selected.name} (score {explanation.selected.score})")
+        assert result.message == explanation.selected_message
+        assert result.message.startswith(
+            f"selected {explanation.selected.runtime.kind.value} {explanation.selected.name} "
+            f"(score {explanation.selected.score}"
+        )

@@ -235,7 +235,7 @@ def test_no_runtime_denial_is_capped_at_1024_characters() -> None:
     decision = create(catalog_of(MODEL, *runtimes), isvc_doc(name="big"))
     assert not decision.allowed
     assert len(decision.message) <= 1024
-    assert decision.message.endswith("more (kubectl ome runtime explain --isvc big -n ns)")
+    assert decision.message.endswith("more (kubectl ome-selector runtime explain --isvc big -n ns)")
 
 
 # --- InferenceService: deferral -----------------------------------------------------------------------------
@@ -516,7 +516,7 @@ def test_more_than_ten_problems_are_counted_not_written_out() -> None:
     assert len(decision.warnings) == MAX_SIZE_WARNINGS + 1
     assert decision.warnings[0].startswith('spec.supportedModelFormats[0].modelFormat.operator "Op0"')
     assert decision.warnings[-1] == (
-        "… 890 more size or operator problems; `kubectl ome runtime lint -f <file>` lists them all"
+        "… 890 more size or operator problems; `kubectl ome-selector runtime lint -f <file>` lists them all"
     )
 
 
