@@ -526,7 +526,8 @@ def test_help_is_prefixed_kubectl_ome(kubectl_ome: Any) -> None:
     assert explain.stdout.startswith(
         "usage: kubectl ome-selector runtime explain (--model NAME | --isvc NAME) [-n NAMESPACE] "
         "[-f PATH]... [-k DIR]...\n"
-        "       [-o table|wide|json|yaml] [--with-effective] [--runtime-lookup v1.3|legacy] [--kubeconfig PATH]\n"
+        "       [-o table|wide|json|yaml] [--with-effective] [--runtime-lookup v1.3|legacy] "
+        "[--kubeconfig PATH]\n"
         "       [--context NAME] [-h]"
     )
     assert (
