@@ -265,3 +265,14 @@ def test_the_usage_guide_shows_what_lint_prints_on_the_samples(kubectl_ome: Run)
     assert result.out + result.err + f"$ echo $?\n{result.code}\n" == shown
     assert "\nINHR002   error      samples/22-serving-runtimes.yaml:47 " in shown
     assert "\nINHR004   warning    samples/40-demo-v13.yaml:60 " in shown
+
+
+def test_the_readme_shows_what_explain_prints_on_the_samples(kubectl_ome: Run) -> None:
+    """The README's first explain is the real output: the tie's note on stderr, then the table."""
+    readme = (REPO_ROOT / "README.md").read_text()
+    command = "$ kubectl ome-selector runtime explain -f samples/ --model llama-3-2-3b-instruct-demo\n"
+    shown = readme.split(command, 1)[1].split("```", 1)[0]
+    result = kubectl_ome("runtime", "explain", "-f", "samples/", "--model", "llama-3-2-3b-instruct-demo")
+    assert result.code == 0
+    assert result.err + result.out == shown
+    assert shown.startswith("Note: selected ClusterServingRuntime sglang-llama-3-2-compact (score 4; closer")
