@@ -14,7 +14,7 @@ from harness.controlplane import ControlPlane
 from ome_selector.cli.sources import FileSource, read_catalog
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-KUBECTL_OME = str(Path(__import__("sys").executable).parent / "kubectl-ome")
+KUBECTL_OME = str(Path(__import__("sys").executable).parent / "kubectl-ome_selector")
 KUSTOMIZE = REPO_ROOT / "tests" / "data" / "kustomize"
 OVERLAY = "tests/data/kustomize/ome-llama-3b"
 

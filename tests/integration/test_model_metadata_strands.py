@@ -120,7 +120,8 @@ def test_inspect_against_the_live_cluster(
     hub: HubStandIn,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """`kubectl ome model inspect DIR --against cluster`: the same verdicts, read from the live cluster."""
+    """`kubectl ome-selector model inspect DIR --against cluster`: the same verdicts, read from the live
+    cluster."""
     _served_today(api_client, namespace)
     folder = str(tmp_path / "oss")
     argv = ["model", "inspect", folder, "--against", "cluster", "--model", "oss", "-n", namespace]

@@ -522,6 +522,8 @@ def test_plugin_reader_role_is_enough_for_kubectl_ome_runtime_explain(env: Env) 
         "kind": "ServingRuntime",
         "name": "rt-3b",
         "namespace": namespace,
+        "decidedBy": "only",
+        "message": "selected ServingRuntime rt-3b (score 2)",
     }
 
 

@@ -174,7 +174,7 @@ def test_a_forged_review_learns_no_other_namespace_and_the_apiserver_learns_all(
         '; annotate the ClusterServingRuntime with ome-selector.ome.io/allow-disruption: "true" to apply '
         "it anyway"
     )
-    see = "; see kubectl ome runtime what-if"
+    see = "; see kubectl ome-selector runtime what-if"
 
     # The apiserver's own call (its certificate verified): every name, as SPEC §12 writes them.
     deleted = control_plane.kubectl(

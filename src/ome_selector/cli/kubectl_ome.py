@@ -114,7 +114,7 @@ examples:
   kubectl ome-selector runtime explain --isvc llama-3b-auto -n ome-demo -o jsonpath='{.selected.decidedBy}'
 
   # A kustomization, as kubectl apply -k would apply it
-  kubectl ome runtime explain -k overlays/prod/ --model qwen3-8b
+  kubectl ome-selector runtime explain -k overlays/prod/ --model qwen3-8b
 
 exit status: 0 when it could explain (also when there are no runtimes), 1 on a usage, file or lookup error."""
 

@@ -106,17 +106,17 @@ examples:
   kubectl ome-selector runtime lint -f catalog/ --strict
 
   # A kustomization, as kubectl apply -k would apply it
-  kubectl ome runtime lint -k overlays/prod/
+  kubectl ome-selector runtime lint -k overlays/prod/
 
   # The cluster, every namespace, as JSON
   kubectl ome-selector runtime lint -A -o json
 
   # For GitHub code scanning, and as annotations of a workflow run, without the overlap warnings
-  kubectl ome runtime lint -f catalog/ -o sarif > lint.sarif
-  kubectl ome runtime lint -f catalog/ -o github --disable SIZE003
+  kubectl ome-selector runtime lint -f catalog/ -o sarif > lint.sarif
+  kubectl ome-selector runtime lint -f catalog/ -o github --disable SIZE003
 
   # Every runtime that is rank 1 for no model, one finding each
-  kubectl ome runtime lint -f catalog/ --show DEAD001
+  kubectl ome-selector runtime lint -f catalog/ --show DEAD001
 
 exit status: 0 without errors, 1 when there is an error finding (with --strict: any finding) or a usage, file
 or cluster error."""

@@ -1,4 +1,4 @@
-"""`kubectl ome model inspect DIR --against (CATALOG_DIR | cluster) [--model NAME]` (SPEC §10).
+"""`kubectl ome-selector model inspect DIR --against (CATALOG_DIR | cluster) [--model NAME]` (SPEC §10).
 
 What the learned values would do before anyone writes them: for each catalog model the files are of, every
 runtime's verdict for the model today and once its missing fields are learned, with the reasons, and the

@@ -1,5 +1,5 @@
-"""The arguments of `kubectl ome model inspect --against` (SPEC §10), apart from the inspection's own: the
-command line is parsed without loading the catalog readers."""
+"""The arguments of `kubectl ome-selector model inspect --against` (SPEC §10), apart from the inspection's
+own: the command line is parsed without loading the catalog readers."""
 
 from __future__ import annotations
 

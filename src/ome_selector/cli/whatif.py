@@ -78,7 +78,7 @@ examples:
   kubectl ome-selector runtime what-if -f catalog/runtimes/ --against catalog/ --fail-on-change
 
   # The same for a kustomization (kubectl on PATH builds it)
-  kubectl ome runtime what-if -k overlays/prod/ --against catalog/
+  kubectl ome-selector runtime what-if -k overlays/prod/ --against catalog/
 
   # Who loses their runtime if this one goes?
   kubectl ome-selector runtime what-if --delete clusterservingruntime/vllm-llama-3-2 -A

@@ -136,7 +136,8 @@ def severity_of(code: Code) -> Severity:
     return Severity.ERROR if code in _ERRORS else Severity.WARNING
 
 
-#: One line per code, what it finds: the help of `kubectl ome runtime lint` and the rules of its SARIF log.
+#: One line per code, what it finds: the help of `kubectl ome-selector runtime lint` and the rules of its
+#: SARIF log.
 RULES: Mapping[Code, str] = {
     Code.SIZE001: 'a size value that is not a parameter count, so it reads as 0 ("4b", "7 B")',
     Code.SIZE002: "modelSizeRange.min above max: every model with a size is rejected",

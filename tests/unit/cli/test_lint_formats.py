@@ -1,5 +1,5 @@
-"""`kubectl ome runtime lint` as a pull-request gate (SPEC §11): ``file:line`` on every finding, ``-o sarif``
-(validated against the SARIF 2.1.0 schema) and ``-o github``, ``--disable`` and the
+"""`kubectl ome-selector runtime lint` as a pull-request gate (SPEC §11): ``file:line`` on every finding,
+``-o sarif`` (validated against the SARIF 2.1.0 schema) and ``-o github``, ``--disable`` and the
 ``ome-selector.ome.io/lint-disable`` annotation, unknown fields with a suggestion, DEAD001 summarised."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ UNKNOWN_FIELD = (
 )
 SERV001_M = (
     "ClusterBaseModel m (mt:safetensors, 4B): no runtime supports it; add or fix a runtime for it "
-    "(kubectl ome runtime explain --model m shows each runtime's reason)"
+    "(kubectl ome-selector runtime explain --model m shows each runtime's reason)"
 )
 DEAD_RT = (
     "ClusterServingRuntime rt has no supportedModelFormats entry with autoSelect: true and no "

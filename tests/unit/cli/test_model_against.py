@@ -1,6 +1,7 @@
-"""`kubectl ome model inspect DIR --against CATALOG_DIR [--model NAME]` (SPEC §10): every runtime's verdict
-for the model today and once its files' values are learned, on OME's published gpt-oss catalog entries and
-gpt-oss-20b's published layout: once learned it is `mxfp4`, which none of those runtimes declares."""
+"""`kubectl ome-selector model inspect DIR --against CATALOG_DIR [--model NAME]` (SPEC §10): every runtime's
+verdict for the model today and once its files' values are learned, on OME's published gpt-oss catalog
+entries and gpt-oss-20b's published layout: once learned it is `mxfp4`, which none of those runtimes
+declares."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`kubectl ome runtime explain` and `lint` on OME's published catalog as vendored, each snapshot
+"""`kubectl ome-selector runtime explain` and `lint` on OME's published catalog as vendored, each snapshot
 (harness.ome_data), the whole directory at once: OME's four runtime names defined in two files each are read
 as `kubectl apply -R -f` leaves them (the later file in kubectl's order), with one warning per name (SPEC §6),
 and both commands exit 0."""

@@ -14,7 +14,7 @@ from ome_selector.api.resources import InferenceService, Kind, ObjectKey, Resour
 from ome_selector.review.impact import CatalogReview, ReviewResult, Shown, run_to_end
 from ome_selector.webhook.admission import shown_namespaces
 
-SEE = "; see kubectl ome runtime what-if"
+SEE = "; see kubectl ome-selector runtime what-if"
 ALLOW = (
     "; annotate the ClusterServingRuntime with ome-selector.ome.io/allow-disruption: "
     '"true" to apply it anyway'
