@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.ci_skips import prerequisite_missing
 from ome_selector.cli.completion import SHELLS, complete, script
 from ome_selector.cli.kubectl_ome import build_parser
 from ome_selector.cli.ome_selector import _parser
@@ -87,7 +88,7 @@ def test_completion_command_prints_the_script(prog: str, shell: str) -> None:
 def test_bash_script_completes_through_the_cli(tmp_path: Path) -> None:
     bash = shutil.which("bash")
     if bash is None:
-        pytest.skip("no bash")
+        raise prerequisite_missing("no bash")
     # The script calls `kubectl-ome __complete ...`: a stand-in on PATH runs this interpreter's module.
     (tmp_path / "kubectl-ome").write_text(
         f'#!/bin/sh\nexec {sys.executable} -m ome_selector.cli.kubectl_ome "$@"\n'
