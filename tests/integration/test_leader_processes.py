@@ -99,10 +99,12 @@ def test_one_writer_fail_over_and_fencing(
     all_reasons(api_client, namespace, "RuntimeSelected")
     # The leader renews twice more (the followers, retrying at the same period, judge a renewed Lease).
     versions = {lease(api_client, namespace).metadata.resource_version}
-    eventually(
-        lambda: versions.add(lease(api_client, namespace).metadata.resource_version) or len(versions) >= 3,
-        what="two renewals of the Lease",
-    )
+
+    def renewed_twice() -> bool:
+        versions.add(lease(api_client, namespace).metadata.resource_version)
+        return len(versions) >= 3
+
+    eventually(renewed_twice, what="two renewals of the Lease")
     assert leaders(running) == [first]
     assert all(op.metric("ome_selector_leader") == 0 for n, op in running.items() if n != first)
 
