@@ -67,7 +67,7 @@ demo: venv ## start a local control plane, apply the samples and show what a use
 
 # BENCH_OUT=run.json: the selection core's figures go to run.json, the catalog impact review's to run-impact.json,
 # fan-out and memory to run-fanout.json, the admission latencies to run-admission.json.
-bench: venv ## benchmarks (never part of make test): selection core, lint, catalog impact, model files, fan-out and memory, admission latency, hostile input
+bench: venv ## benchmarks (never part of make test): selection core, lint, catalog impact, model files, fan-out and memory, admission latency, recovery, hostile input
 	$(PY) -m bench $(if $(BENCH_OUT),--out $(BENCH_OUT))
 	$(PY) -m bench.lint
 	$(PY) -m bench.impact $(if $(BENCH_OUT),--out $(basename $(BENCH_OUT))-impact.json)
@@ -76,6 +76,7 @@ bench: venv ## benchmarks (never part of make test): selection core, lint, catal
 	@bindir=$$(hack/ensure-binaries.sh) && export OME_SELECTOR_BIN_DIR="$$bindir" && \
 	  $(PY) -m bench.fanout $(if $(BENCH_OUT),--out $(basename $(BENCH_OUT))-fanout.json) && \
 	  $(PY) -m bench.admission $(if $(BENCH_OUT),--out $(basename $(BENCH_OUT))-admission.json) && \
+	  $(PY) -m bench.recovery $(if $(BENCH_OUT),--out $(basename $(BENCH_OUT))-recovery.json) && \
 	  $(PY) -m bench.hostile
 
 # SCALE_SIZES="10000 30000 100000" adds the 100k size (about 23 minutes in all); BENCH_OUT=run.json: the figures

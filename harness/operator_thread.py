@@ -71,6 +71,17 @@ class OperatorThread:
                 return
         raise TimeoutError(f"operator queue not idle after {timeout:.0f}s")
 
+    def evaluations(self) -> float:
+        """How many InferenceService evaluations the operator has made (``ome_selector_evaluations``)."""
+        registry = self.operator.metrics.registry
+        return sum(
+            sample.value
+            for metric in registry.collect()
+            if metric.name == "ome_selector_evaluations"
+            for sample in metric.samples
+            if sample.name == "ome_selector_evaluations_total"
+        )
+
     def stop(self, timeout: float = 30.0) -> None:
         if self._thread.is_alive() and self._stop_flag is not None:
             self._loop.call_soon_threadsafe(self._stop_flag.set)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,9 @@ from harness.controlplane import (
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 INTEGRATION_DIR = REPO_ROOT / "tests" / "integration"
+
+# Under CI a skipped test fails (the build machine has every prerequisite).
+pytest_plugins = ["harness.ci_skips"]
 
 
 def _binaries_available() -> bool:
@@ -47,6 +51,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         reporter.write_line(line, red=True, bold=True)
     for item in integration:
         item.add_marker(pytest.mark.skip(reason=message))
+
+
+@pytest.fixture
+def sigint_as_in_a_terminal() -> Iterator[None]:
+    """Children start with SIGINT at its default, as a terminal's foreground job has it, even when the tests
+    run with it ignored: a shell without job control starts a background job (``make test &``) so, and an
+    ignored signal stays ignored across exec (Python then installs no KeyboardInterrupt handler). A handler
+    set here is reset to the default by exec; an ignore would not be."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @pytest.fixture(scope="session")

@@ -8,13 +8,13 @@ would mean two replicas wrote.
 from __future__ import annotations
 
 import signal
-import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack
 from typing import Any
 
 import pytest
+from kubernetes import client
 
 from harness import objects
 from harness.controlplane import ControlPlane
@@ -59,6 +59,11 @@ def one_leader(running: dict[str, RunningOperator], timeout: float = 30.0) -> st
     return eventually(single, timeout=timeout, interval=0.05, what="exactly one leader")[0]
 
 
+def lease(api_client: Any, namespace: str) -> Any:
+    """The replicas' Lease (its holderIdentity and resourceVersion)."""
+    return client.CoordinationV1Api(api_client).read_namespaced_lease("ome-selector", namespace)
+
+
 def reasons(api_client: Any, namespace: str) -> dict[str, str | None]:
     found = {}
     for name in ISVCS:
@@ -92,7 +97,14 @@ def test_one_writer_fail_over_and_fencing(
     running = {name: replicas(name) for name in ("a", "b", "c")}
     first = one_leader(running)
     all_reasons(api_client, namespace, "RuntimeSelected")
-    time.sleep(1.0)
+    # The leader renews twice more (the followers, retrying at the same period, judge a renewed Lease).
+    versions = {lease(api_client, namespace).metadata.resource_version}
+
+    def renewed_twice() -> bool:
+        versions.add(lease(api_client, namespace).metadata.resource_version)
+        return len(versions) >= 3
+
+    eventually(renewed_twice, what="two renewals of the Lease")
     assert leaders(running) == [first]
     assert all(op.metric("ome_selector_leader") == 0 for n, op in running.items() if n != first)
 
@@ -108,20 +120,18 @@ def test_one_writer_fail_over_and_fencing(
     # kill -9 the leader: another takes over after the lease and applies the next change.
     running[first].process.kill()
     running[first].process.wait()
-    killed = time.monotonic()
     create(api_client, objects.runtime("rt-4b", namespace=namespace, size_range=("2B", "4B")))
-    all_reasons(api_client, namespace, "RuntimeSelected", timeout=30)
-    kill_failover = time.monotonic() - killed
+    all_reasons(api_client, namespace, "RuntimeSelected", timeout=60)
     second = one_leader(running)
     assert second != first
 
-    # SIGTERM hands over at once: the Lease is released, not left to expire.
+    # SIGTERM hands over at once: the Lease is released before the process ends, not left to expire (an
+    # unreleased Lease would still name the stopped replica for a whole lease duration).
+    holder = lease(api_client, namespace).spec.holder_identity
     running[second].process.send_signal(signal.SIGTERM)
-    terminated = time.monotonic()
     running[second].process.wait(30)
+    assert lease(api_client, namespace).spec.holder_identity != holder
     third = one_leader(running)
-    sigterm_handover = time.monotonic() - terminated
-    assert sigterm_handover < 5, f"SIGTERM hand-over took {sigterm_handover:.1f} s"
 
     # SIGSTOP the leader past its lease: a new replica takes over; after SIGCONT the old one writes nothing.
     running["d"] = replicas("d")
@@ -141,9 +151,9 @@ def test_one_writer_fail_over_and_fencing(
         )
     finally:
         stopped.process.send_signal(signal.SIGCONT)
-    time.sleep(2 * float(LEASE[0]))
+    # Awake, the old leader finds its renew deadline passed and steps down; only as leader could it write.
+    eventually(lambda: stopped.metric("ome_selector_leader") == 0, what="the woken leader stepping down")
     assert stopped.metric("ome_selector_api_writes_total") == writes_before, "a paused leader wrote on waking"
-    assert stopped.metric("ome_selector_leader") == 0
     assert leaders(running) == ["d"]
 
     # Across all of it: one event per change and InferenceService, never two — the last change moved each from
@@ -151,4 +161,3 @@ def test_one_writer_fail_over_and_fencing(
     expected.update({(name, "RuntimeSelectionChanged"): 1 for name in ISVCS})
     eventually(lambda: events(api_client, namespace) == expected, what="one switch event each")
     assert events(api_client, namespace) == expected
-    print(f"fail-over after kill -9: {kill_failover:.1f} s; SIGTERM hand-over: {sigterm_handover:.1f} s")

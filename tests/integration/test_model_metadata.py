@@ -490,7 +490,15 @@ def test_only_the_leader_learns(
         leader_election=LeaderElectionConfig(namespace=namespace, name="held", identity="follower"),
     )
     runner.wait_idle(settle=1.0)
-    time.sleep(1.0)  # several retry periods as a follower
+    # The follower's learner holds the model as a candidate (it has seen it) and has nothing queued: a
+    # follower attempts nothing, and nothing but leading would start an attempt.
+    learner = runner.operator.learner
+    assert learner is not None
+    eventually(
+        lambda: any(key.name == "led" for key in learner._candidates),
+        what="the follower's learner holding the model",
+    )
+    runner.call(learner.wait_idle())
     assert hub.requests_snapshot() == []
     assert "modelParameterSize" not in _spec(api_client, "BaseModel", "led", namespace)
 

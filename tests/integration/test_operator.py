@@ -555,7 +555,7 @@ def test_a_message_changing_only_in_its_runtime_counts_is_written_without_an_eve
     create(api_client, objects.model("m", namespace=namespace, size="70B"))
     create(api_client, objects.runtime("rt", namespace=namespace, size_range=("1B", "8B")))
     create(api_client, objects.inference_service("svc", namespace=namespace, model_name="m"))
-    running_operator(namespaces=[namespace])
+    runner = running_operator(namespaces=[namespace])
     before = _condition(api_client, namespace, "svc", "RuntimeNotFound")
     assert "1 namespace-scoped" in before["message"]
     _one_event(api_client, namespace)
@@ -574,7 +574,8 @@ def test_a_message_changing_only_in_its_runtime_counts_is_written_without_an_eve
     after = eventually(recounted, what="the message with the new counts")
     assert after["message"].endswith("; 1 runtime serves other formats")
     assert after["lastTransitionTime"] == before["lastTransitionTime"]
-    time.sleep(1.0)  # an event, if one were recorded, would be posted right after the write
+    # An event is submitted with the write it belongs to, and idle means every submitted event is recorded.
+    runner.wait_idle()
     assert _event_reasons(api_client, namespace, "svc") == Counter({"RuntimeNotFound": 1})
 
 

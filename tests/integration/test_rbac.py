@@ -21,7 +21,6 @@ import logging
 import re
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -45,6 +44,7 @@ from ome_selector.cli.ome_selector import _parser, leader_election_from_args
 from ome_selector.operator.app import OperatorConfig
 from ome_selector.operator.learning import LearningConfig
 from ome_selector.webhook.cli import webhook_config_from_args
+from ome_selector.webhook.incluster import SecretCertificates
 
 # (apiGroup, resource, verb) → the code that makes the call. The chart grants exactly these (webhook on,
 # operator-generated certificates, not report-only); the other modes grant subsets.
@@ -549,9 +549,21 @@ def test_namespaced_install_runs_the_scenario_with_its_own_token(env: Env) -> No
     )
 
 
-def test_a_deleted_webhook_secret_keeps_readiness_false_until_helm_recreates_it(env: Env) -> None:
+def test_a_deleted_webhook_secret_keeps_readiness_false_until_helm_recreates_it(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The chart grants no ``create`` on Secrets (only get and update on its own): an operator whose Secret
     was deleted says so in one line, stays unready and retries until the Secret exists again."""
+    tried: list[None] = []  # attempts to use the Secret that have ended
+    ensure = SecretCertificates.ensure
+
+    async def counted(self: SecretCertificates, **kwargs: Any) -> Any:
+        try:
+            return await ensure(self, **kwargs)
+        finally:
+            tried.append(None)
+
+    monkeypatch.setattr(SecretCertificates, "ensure", counted)
     control_plane, namespace = env.control_plane, env.namespace
     installed = env.install({"watchNamespaces": [namespace]})
     secret = installed.one("Secret")
@@ -576,7 +588,8 @@ def test_a_deleted_webhook_secret_keeps_readiness_false_until_helm_recreates_it(
         missing = f"the webhook certificate Secret {namespace}/{secret['metadata']['name']} is missing"
         eventually(lambda: any(missing in r.getMessage() for r in env.caplog.records), what="the error")
         assert readiness() == (503, "webhook not registered yet")
-        time.sleep(6)  # a retry or more: still unready, and said once, not at every retry
+        # Two retries ended (so the first retry's error was handled): still unready, and said once.
+        eventually(lambda: len(tried) >= 3, timeout=60, what="two retries of the missing Secret")
         assert readiness() == (503, "webhook not registered yet")
         said = [r for r in env.caplog.records if missing in r.getMessage()]
         assert len(said) == 1

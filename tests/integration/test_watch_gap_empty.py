@@ -11,7 +11,6 @@ This module has a control plane of its own: restarting the session's would distu
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -68,17 +67,16 @@ def test_a_gap_after_which_every_kind_lists_empty_is_reconciled_within_seconds(p
                 assert plane.etcd_delete("/registry/ome.io/clusterservingruntimes/only") == 1
                 plane.etcd_compact()
 
+            assert runner.operator.controller is not None
+            resyncs = runner.operator.resyncs
             plane.restart_apiserver(while_down=behind_its_back)
-            restarted = time.monotonic()
             denied = eventually(
                 lambda: (answer := dry_run()).returncode == 1 and answer,
                 timeout=30,
                 what="the webhook denying an InferenceService of the vanished model",
             )
             assert "denied the request: model lonely not found" in denied.stderr
-            reconciled = time.monotonic() - restarted
-            assert reconciled < 20, f"reconciled {reconciled:.1f} s after the apiserver came back"
-            assert runner.operator.controller is not None
+            assert runner.operator.resyncs > resyncs  # by a relist, not the hourly resync
             assert len(runner.operator.controller.catalog) == 0  # both forgotten by the listing
         finally:
             runner.stop()

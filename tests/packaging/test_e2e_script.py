@@ -11,7 +11,6 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from subprocess import PIPE
 from typing import Any
@@ -230,15 +229,6 @@ def _stub(path: Path, body: str) -> Path:
     path.write_text(f"#!/usr/bin/env bash\n{body}\n")
     path.chmod(0o755)
     return path
-
-
-@pytest.fixture
-def sigint_as_in_a_terminal() -> Iterator[None]:
-    """Children start with SIGINT at its default even when these tests run with it ignored (a background job
-    without job control), which bash could not trap: a handler set here is reset by exec, an ignore is not."""
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    signal.signal(signal.SIGINT, previous)
 
 
 INTERRUPTS = pytest.mark.parametrize("interrupt", [signal.SIGINT, signal.SIGTERM], ids=["INT", "TERM"])

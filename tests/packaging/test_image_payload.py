@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.ci_skips import prerequisite_missing
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = REPO_ROOT / "Dockerfile"
 LOCK = REPO_ROOT / "requirements.lock"
@@ -187,7 +189,7 @@ def _interpreter() -> Path:
             version = _run(candidate, "-c", "import sys; print(sys.version_info >= (3, 11))")
             if version.stdout.strip() == "True":
                 return candidate
-    pytest.skip("no Python 3.11+ interpreter the non-root user can run")
+    raise prerequisite_missing("no Python 3.11+ interpreter the non-root user can run")
 
 
 def _readable_by_nonroot(directory: Path) -> bool:
@@ -213,7 +215,7 @@ def _cache_root(python: Path) -> Path:
     shared = Path("/var/tmp") / f"ome-selector-cache-{os.getuid()}"
     shared.mkdir(mode=0o755, exist_ok=True)
     if shared.stat().st_uid != os.getuid() or shared.stat().st_mode & 0o022:
-        pytest.skip(f"{shared} is not ours alone; not using it as a cache")
+        raise prerequisite_missing(f"{shared} is not ours alone; not using it as a cache")
     return shared / name
 
 
@@ -249,10 +251,9 @@ def payload(wheel: Path) -> Iterator[Path]:
             )  # fmt: skip
             if installed.returncode != 0:
                 shutil.rmtree(venv, ignore_errors=True)
-                message = f"installing the wheel's dependencies failed:\n{installed.stderr[-2000:]}"
-                if os.environ.get("CI"):
-                    pytest.fail(message)
-                pytest.skip(message)
+                raise prerequisite_missing(
+                    f"installing the wheel's dependencies failed:\n{installed.stderr[-2000:]}"
+                )
             # As the Dockerfile's build stage: the unused native Xet downloader goes.
             removed = _run(
                 venv / "bin" / "python", "-m", "pip", "uninstall", "--yes", "--quiet", _BUILD_STAGE_UNINSTALLS

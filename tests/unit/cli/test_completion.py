@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.ci_skips import prerequisite_missing
 from ome_selector.cli.completion import SHELLS, complete, script
 from ome_selector.cli.kubectl_ome import build_parser
 from ome_selector.cli.ome_selector import _parser
@@ -94,7 +95,7 @@ def test_completion_command_prints_the_script(prog: str, shell: str) -> None:
 def test_bash_script_completes_through_the_cli(tmp_path: Path) -> None:
     bash = shutil.which("bash")
     if bash is None:
-        pytest.skip("no bash")
+        raise prerequisite_missing("no bash")
     # The script calls `kubectl-ome_selector __complete ...`: a stand-in on PATH runs this interpreter's
     # module.
     (tmp_path / "kubectl-ome_selector").write_text(

@@ -72,9 +72,13 @@ def test_client_go_defaults() -> None:
 
 
 class FrozenStore:
-    """A Lease that answers nothing: the API is unreachable."""
+    """A Lease that answers nothing: the API is unreachable. Counts the reads tried."""
+
+    def __init__(self) -> None:
+        self.reads = 0
 
     async def get(self) -> LeaseRecord | None:
+        self.reads += 1
         raise ConnectionError("unreachable")
 
     async def create(self, record: LeaseRecord) -> LeaseRecord | None:
@@ -98,9 +102,15 @@ def test_the_fence_closes_on_the_clock_even_when_the_loop_never_runs() -> None:
 
 def test_an_unreachable_api_never_makes_a_leader() -> None:
     async def scenario() -> bool:
-        elector = LeaderElector(FrozenStore(), "me", LeaseTimings(2, 1.5, 0.01))
+        store = FrozenStore()
+        elector = LeaderElector(store, "me", LeaseTimings(2, 1.5, 0.01))
         task = asyncio.create_task(elector.run())
-        await asyncio.sleep(0.1)
+
+        async def tried_five_times() -> None:
+            while store.reads < 5:
+                await asyncio.sleep(0.005)
+
+        await asyncio.wait_for(tried_five_times(), 30)  # five attempts, each failed: still no leader
         leading = elector.may_write()
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)

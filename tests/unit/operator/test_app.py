@@ -244,8 +244,16 @@ def test_a_listing_cuts_the_wait_after_a_failed_resync_short(monkeypatch: Any) -
 
     async def scenario() -> None:
         operator._kopf_listed("clusterbasemodels")
-        await asyncio.sleep(0.2)  # the first resync failed: a minute's wait begins
+
+        async def first_attempt() -> None:
+            while not attempts:
+                await asyncio.sleep(0.005)
+
+        # The failed attempt and the start of the minute's wait are one step of the resync task (nothing is
+        # awaited between the raise and the wait): once the attempt is recorded, the task is waiting.
+        await asyncio.wait_for(first_attempt(), 30)
         assert attempts == [False]
+        await asyncio.sleep(0.1)  # past RELIST_GAP (time passing, not a wait): the next listing is a gap's
         operator._kopf_listed("clusterbasemodels")  # Kopf lists again: the apiserver is back
         assert operator._relist is not None
         await asyncio.wait_for(operator._relist, 5)

@@ -38,7 +38,7 @@ def test_an_add_while_processing_runs_once_more_afterwards_never_concurrently() 
         running: set[str] = set()
         overlaps = 0
         calls = 0
-        release = asyncio.Event()
+        release, first = asyncio.Event(), asyncio.Event()
 
         async def process(key: str) -> None:
             nonlocal overlaps, calls
@@ -46,13 +46,14 @@ def test_an_add_while_processing_runs_once_more_afterwards_never_concurrently() 
             running.add(key)
             calls += 1
             if calls == 1:
+                first.set()
                 await release.wait()
             running.discard(key)
 
         queue: WorkQueue[str] = WorkQueue(process, workers=4)
         queue.start()
         queue.add("k")
-        await asyncio.sleep(0.01)
+        await asyncio.wait_for(first.wait(), 30)  # the first run is going
         for _ in range(10):
             queue.add("k")  # all arrive while the first run is still going
         release.set()
