@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import itertools
 from bisect import bisect_left
+from collections import deque
 from collections.abc import Collection, Hashable, Iterable, Iterator
 from typing import TypeVar
 
@@ -48,6 +49,9 @@ _W = TypeVar("_W")
 
 #: Where every catalog's runtimes stamp comes from (unique in the process).
 _STAMPS = itertools.count(1)
+#: InferenceService changes remembered (:meth:`Catalog.inference_service_changes_since`); a reader further
+#: behind is told it cannot know what changed.
+INFERENCE_SERVICE_LOG_LIMIT = 4096
 
 
 class _Shelf:
@@ -151,6 +155,11 @@ class Catalog:
         self._groups_by_runtime_name: dict[str, dict[DecisionInputs, None]] = {}
         self._models_by_match_key: dict[MatchKey, dict[ObjectKey, None]] = {}
         self._version = 0  # every store and removal: a reader that yielded can tell nothing changed
+        self._models_and_runtimes_version = 0
+        # The decision inputs of the last InferenceServices stored or removed (their groups changed), and how
+        # many such changes there were in all.
+        self._isvc_log: deque[DecisionInputs] = deque(maxlen=INFERENCE_SERVICE_LOG_LIMIT)
+        self._isvc_changes = 0
 
     # --- construction and updates ---------------------------------------------------------------------------
 
@@ -174,9 +183,15 @@ class Catalog:
         inputs = decision_inputs(resource) if isinstance(resource, InferenceService) else None
         if inputs is not None and inputs == old_inputs:
             self._version = version  # its status or labels: nothing a decision reads changed
+        elif inputs is not None:
+            if old_inputs is not None:
+                self._isvc_changed(old_inputs)
+            self._isvc_changed(inputs)
         self._objects[key] = resource
         self._counts[key.kind] += 1
         scope = key.namespace
+        if not isinstance(resource, InferenceService):
+            self._models_and_runtimes_version += 1
         if isinstance(resource, Runtime):
             profile = RuntimeProfile.of(resource)
             self._profiles[key] = profile
@@ -224,6 +239,8 @@ class Catalog:
         self._version += 1
         self._counts[key.kind] -= 1
         scope = key.namespace
+        if not isinstance(resource, InferenceService):
+            self._models_and_runtimes_version += 1
         if isinstance(resource, Runtime):
             profile = self._profiles.pop(key)
             _discard(self._runtimes, scope, key.name)
@@ -244,6 +261,7 @@ class Catalog:
         else:
             if inputs is None:
                 inputs = decision_inputs(resource)  # the stored object's: the inputs it was grouped by
+                self._isvc_changed(inputs)  # a removal (a store logs its own change)
             _discard(self._groups, inputs, key)
             if inputs not in self._groups:
                 if inputs.model_name is not None:
@@ -336,6 +354,30 @@ class Catalog:
         return self._version
 
     @property
+    def models_and_runtimes_version(self) -> int:
+        """A number that grows with every model or runtime stored or removed (InferenceServices leave it)."""
+        return self._models_and_runtimes_version
+
+    @property
+    def inference_service_changes(self) -> int:
+        """How many InferenceService changes that move a decision group there were so far: a mark for
+        :meth:`inference_service_changes_since`."""
+        return self._isvc_changes
+
+    def inference_service_changes_since(self, mark: int) -> list[DecisionInputs] | None:
+        """The decision inputs whose groups InferenceServices joined or left since ``mark`` (an earlier
+        :attr:`inference_service_changes`), both the old and the new inputs of a changed one; None when more
+        changed than the catalog remembers (:data:`INFERENCE_SERVICE_LOG_LIMIT`)."""
+        missed = self._isvc_changes - mark
+        if missed > len(self._isvc_log):
+            return None
+        return list(itertools.islice(self._isvc_log, len(self._isvc_log) - missed, None))
+
+    def _isvc_changed(self, inputs: DecisionInputs) -> None:
+        self._isvc_log.append(inputs)
+        self._isvc_changes += 1
+
+    @property
     def runtimes_stamp(self) -> int:
         """A number that changes whenever a runtime is stored or removed, unique to this catalog's state."""
         return self._runtimes_stamp
@@ -409,6 +451,11 @@ class Catalog:
         ClusterServingRuntimes) with an entry of match key ``key``, by name."""
         shelf = self._runtimes_by_match_key.get((scope, key))
         return list(shelf.by_name()) if shelf is not None else []
+
+    def has_runtimes_of_scope_for_match_key(self, scope: str | None, key: MatchKey) -> bool:
+        """Whether :meth:`runtime_profiles_of_scope_for_match_key` finds any (without listing them)."""
+        shelf = self._runtimes_by_match_key.get((scope, key))
+        return shelf is not None and len(shelf) > 0
 
     def inference_service(self, key: ObjectKey) -> InferenceService | None:
         resource = self._objects.get(key)
