@@ -34,14 +34,14 @@ import itertools
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Collection, Hashable, Iterable, Iterator
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from ome_selector.api.resources import InferenceService, Kind, Model, ObjectKey, Resource, Runtime
 from ome_selector.selection.memo import AutoSelectionMemo
 from ome_selector.selection.outcome import DecisionInputs, decision_inputs
 from ome_selector.selection.profiles import MatchKey, ModelProfile, RuntimeProfile
 
-__all__ = ["Catalog"]
+__all__ = ["Catalog", "DefinitionChange"]
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")
@@ -49,9 +49,19 @@ _W = TypeVar("_W")
 
 #: Where every catalog's runtimes stamp comes from (unique in the process).
 _STAMPS = itertools.count(1)
-#: InferenceService changes remembered (:meth:`Catalog.inference_service_changes_since`); a reader further
-#: behind is told it cannot know what changed.
-INFERENCE_SERVICE_LOG_LIMIT = 4096
+#: Changes remembered (:meth:`Catalog.inference_service_changes_since`,
+#: :meth:`Catalog.definition_changes_since`); a reader further behind is told it cannot know what changed.
+CHANGE_LOG_LIMIT = 4096
+
+
+class DefinitionChange(NamedTuple):
+    """A model or runtime stored or removed (an update is both): its key, the match keys of its entries (a
+    model's own), and the names a lookup finds it by — its name, and a runtime's ``ome.io/inherit-from``
+    parent."""
+
+    key: ObjectKey
+    match_keys: frozenset[MatchKey]
+    names: frozenset[str]
 
 
 class _Shelf:
@@ -155,10 +165,11 @@ class Catalog:
         self._groups_by_runtime_name: dict[str, dict[DecisionInputs, None]] = {}
         self._models_by_match_key: dict[MatchKey, dict[ObjectKey, None]] = {}
         self._version = 0  # every store and removal: a reader that yielded can tell nothing changed
-        self._models_and_runtimes_version = 0
-        # The decision inputs of the last InferenceServices stored or removed (their groups changed), and how
-        # many such changes there were in all.
-        self._isvc_log: deque[DecisionInputs] = deque(maxlen=INFERENCE_SERVICE_LOG_LIMIT)
+        # The last models and runtimes stored or removed, and the decision inputs of the last
+        # InferenceServices stored or removed (their groups changed), each with how many changes in all.
+        self._definition_log: deque[DefinitionChange] = deque(maxlen=CHANGE_LOG_LIMIT)
+        self._definition_changes = 0
+        self._isvc_log: deque[DecisionInputs] = deque(maxlen=CHANGE_LOG_LIMIT)
         self._isvc_changes = 0
 
     # --- construction and updates ---------------------------------------------------------------------------
@@ -190,10 +201,9 @@ class Catalog:
         self._objects[key] = resource
         self._counts[key.kind] += 1
         scope = key.namespace
-        if not isinstance(resource, InferenceService):
-            self._models_and_runtimes_version += 1
         if isinstance(resource, Runtime):
             profile = RuntimeProfile.of(resource)
+            self._definition_changed(key, profile.entries_by_key, (key.name, resource.parent_name))
             self._profiles[key] = profile
             self._runtimes.setdefault(scope, {})[key.name] = key
             _shelve(self._runtimes_by_scope, scope, profile)
@@ -207,6 +217,7 @@ class Catalog:
                 self._children.setdefault(resource.parent_name, {})[key] = None
         elif isinstance(resource, Model):
             model_profile = self._model_profiles[key] = ModelProfile.of(resource)
+            self._definition_changed(key, (model_profile.match_key,), (key.name,))
             self._models.setdefault(scope, {})[key.name] = key
             self._models_by_match_key.setdefault(model_profile.match_key, {})[key] = None
         else:
@@ -239,10 +250,9 @@ class Catalog:
         self._version += 1
         self._counts[key.kind] -= 1
         scope = key.namespace
-        if not isinstance(resource, InferenceService):
-            self._models_and_runtimes_version += 1
         if isinstance(resource, Runtime):
             profile = self._profiles.pop(key)
+            self._definition_changed(key, profile.entries_by_key, (key.name, resource.parent_name))
             _discard(self._runtimes, scope, key.name)
             _unshelve(self._runtimes_by_scope, scope, key.name)
             for format_name in profile.format_names:
@@ -255,6 +265,8 @@ class Catalog:
                 _discard(self._children, resource.parent_name, key)
         elif isinstance(resource, Model):
             model_profile = self._model_profiles.pop(key, None)
+            match_keys = (model_profile.match_key,) if model_profile is not None else ()
+            self._definition_changed(key, match_keys, (key.name,))
             _discard(self._models, scope, key.name)
             if model_profile is not None:
                 _discard(self._models_by_match_key, model_profile.match_key, key)
@@ -354,9 +366,25 @@ class Catalog:
         return self._version
 
     @property
-    def models_and_runtimes_version(self) -> int:
-        """A number that grows with every model or runtime stored or removed (InferenceServices leave it)."""
-        return self._models_and_runtimes_version
+    def definition_changes(self) -> int:
+        """How many models and runtimes were stored or removed so far (an update counts twice): a mark for
+        :meth:`definition_changes_since`."""
+        return self._definition_changes
+
+    def definition_changes_since(self, mark: int) -> list[DefinitionChange] | None:
+        """The models and runtimes stored or removed since ``mark`` (an earlier :attr:`definition_changes`);
+        None when more changed than the catalog remembers (:data:`CHANGE_LOG_LIMIT`)."""
+        missed = self._definition_changes - mark
+        if missed > len(self._definition_log):
+            return None
+        return list(itertools.islice(self._definition_log, len(self._definition_log) - missed, None))
+
+    def _definition_changed(
+        self, key: ObjectKey, match_keys: Iterable[MatchKey], names: Iterable[str | None]
+    ) -> None:
+        change = DefinitionChange(key, frozenset(match_keys), frozenset(n for n in names if n is not None))
+        self._definition_log.append(change)
+        self._definition_changes += 1
 
     @property
     def inference_service_changes(self) -> int:
@@ -367,7 +395,7 @@ class Catalog:
     def inference_service_changes_since(self, mark: int) -> list[DecisionInputs] | None:
         """The decision inputs whose groups InferenceServices joined or left since ``mark`` (an earlier
         :attr:`inference_service_changes`), both the old and the new inputs of a changed one; None when more
-        changed than the catalog remembers (:data:`INFERENCE_SERVICE_LOG_LIMIT`)."""
+        changed than the catalog remembers (:data:`CHANGE_LOG_LIMIT`)."""
         missed = self._isvc_changes - mark
         if missed > len(self._isvc_log):
             return None

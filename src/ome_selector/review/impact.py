@@ -36,7 +36,7 @@ from ome_selector.api.resources import (
     Resource,
     Runtime,
 )
-from ome_selector.catalog.catalog import Catalog
+from ome_selector.catalog.catalog import Catalog, DefinitionChange
 from ome_selector.catalog.overlay import RuntimeOverlay
 from ome_selector.review.lint import Code, Finding, object_order, overlaps_with, rank_tie
 from ome_selector.selection import messages
@@ -961,6 +961,49 @@ class CatalogReview:
         self.deny_ambiguous = deny_ambiguous
         self.impact = ImpactRun(before, {key: resource}, lookup=lookup)
         self.result = ReviewResult()
+        self._read_names: tuple[frozenset[str], frozenset[str]] | None = None
+        # The match keys of the object reviewed, before and after the change.
+        match_keys: set[MatchKey] = set()
+        if key.kind in (Kind.SERVING_RUNTIME, Kind.CLUSTER_SERVING_RUNTIME):
+            for profile in (
+                before.runtime_profile(key.kind, key.namespace, key.name),
+                self.impact.after.runtime_changes.get(key),
+            ):
+                match_keys.update(profile.entries_by_key if profile is not None else ())
+        else:
+            for model in (before.get(key), resource):
+                if isinstance(model, Model):
+                    match_keys.add(self.impact.after.model_profile(model).match_key)
+        self._match_keys = frozenset(match_keys)
+
+    def reads(self, change: DefinitionChange) -> bool:
+        """Whether the model or runtime ``change`` (stored or removed in the live catalog while the review let
+        the loop run) can move what the review computes — then it must start over: a cluster-scoped object
+        (every namespace sees it), one of the reviewed object's namespace, one with an entry of the reviewed
+        object's match keys, or one found by a name the review looks up (the models of those keys, the
+        reviewed runtime's lineage). A BaseModel or ServingRuntime of another namespace, of other formats and
+        names, moves no verdict and no finding the review reads (SPEC §4: only runtimes with an entry of a
+        model's match key are ranked for it)."""
+        key = change.key
+        if key.namespace is None or key.namespace == self.key.namespace:
+            return True
+        if change.match_keys & self._match_keys:
+            return True
+        model_names, runtime_names = self._names()
+        return bool(change.names & (model_names if key.kind is Kind.BASE_MODEL else runtime_names))
+
+    def _names(self) -> tuple[frozenset[str], frozenset[str]]:
+        """The model names and the runtime names the review looks up (computed once)."""
+        if self._read_names is None:
+            before, key = self.impact.before, self.key
+            models = {key.name} if key.kind in (Kind.BASE_MODEL, Kind.CLUSTER_BASE_MODEL) else set()
+            for match_key in self._match_keys:
+                models.update(model.name for model in before.models_with_match_key(match_key))
+            runtimes: set[str] = set()
+            if key.kind in (Kind.SERVING_RUNTIME, Kind.CLUSTER_SERVING_RUNTIME):
+                runtimes = {key.name, *(named.name for named in before.runtime_descendants(key))}
+            self._read_names = frozenset(models), frozenset(runtimes)
+        return self._read_names
 
     def touched(self, changed: Iterable[DecisionInputs]) -> None:
         """InferenceServices joined or left the groups ``changed`` since the last step: the groups the review

@@ -6,8 +6,8 @@ serves whatever waits (InferenceService reviews, watch events) — under a deadl
 (:attr:`~.config.WebhookConfig.impact_budget`). A review past its deadline answers with the "not computed"
 warning: never a guess, never a denial. Between two turns the catalog may change: InferenceServices stored or
 removed send the groups the review judges back to be judged again (the rest stands: verdicts read only models
-and runtimes); a model or runtime stored or removed starts the review over, at most :data:`MAX_RESTARTS`
-times. At most :data:`MAX_QUEUED_REVIEWS` reviews compute or wait for a turn at once, and none waits past its
+and runtimes); a model or runtime stored or removed that the review reads
+(:meth:`~ome_selector.review.impact.CatalogReview.reads`) starts it over, at most :data:`MAX_RESTARTS` times. At most :data:`MAX_QUEUED_REVIEWS` reviews compute or wait for a turn at once, and none waits past its
 deadline; each of these answers "not computed" with its reason.
 """
 
@@ -167,7 +167,7 @@ async def _run(
     review: CatalogReview | None = None
     steps: Iterator[None] = iter(())
     restarts = 0
-    version = mark = 0
+    definitions = mark = 0
     while True:
         # One review computes at a time, and it lets the loop run (the yield below) before the next one's
         # turn: a burst of reviews holds the loop for one turn at a time, not one turn each.
@@ -180,12 +180,13 @@ async def _run(
         try:
             turn = time.monotonic()
             restart = review is None
-            if review is not None and live.models_and_runtimes_version != version:
-                restart = True  # what every verdict reads changed: judged on one catalog, never two
-            elif review is not None:
+            if review is not None:
+                stored = live.definition_changes_since(definitions)
                 changed = live.inference_service_changes_since(mark)
-                if changed is None:
+                if stored is None or changed is None:
                     restart = True  # more changed than the catalog remembers
+                elif any(review.reads(change) for change in stored):
+                    restart = True  # what its verdicts read changed: judged on one catalog, never two
                 elif changed:
                     review.touched(changed)
             if restart:
@@ -195,7 +196,7 @@ async def _run(
                         return not_computed(NOT_COMPUTED_CHANGED.format(count=restarts)), review
                 review = start()
                 steps = review.steps()
-                version = live.models_and_runtimes_version
+            definitions = live.definition_changes
             assert review is not None
             mark = live.inference_service_changes
             while True:
