@@ -13,7 +13,8 @@ off, reviews of:
 
 ``--only tenants`` runs the same three changes in a tenant-heavy catalog instead: the same runtimes and
 models, and 1,000 namespaces each with a ServingRuntime of the models' format (ranked for every model, winning
-for the largest: the worst case, no namespace shares the cluster view), the 100,000 InferenceServices spread over them (10 models per namespace).
+for the largest: the worst case, no namespace shares the cluster view), the 100,000 InferenceServices spread
+over them (10 models per namespace).
 
 For each: the answer's p50 and p99 over the samples, the longest the review held the event loop (a probe
 task asks for a turn every millisecond and records how late it got it), and what was answered. Then a GitOps

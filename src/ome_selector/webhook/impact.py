@@ -7,8 +7,9 @@ serves whatever waits (InferenceService reviews, watch events) — under a deadl
 warning: never a guess, never a denial. Between two turns the catalog may change: InferenceServices stored or
 removed send the groups the review judges back to be judged again (the rest stands: verdicts read only models
 and runtimes); a model or runtime stored or removed that the review reads
-(:meth:`~ome_selector.review.impact.CatalogReview.reads`) starts it over, at most :data:`MAX_RESTARTS` times. At most :data:`MAX_QUEUED_REVIEWS` reviews compute or wait for a turn at once, and none waits past its
-deadline; each of these answers "not computed" with its reason.
+(:meth:`~ome_selector.review.impact.CatalogReview.reads`) starts it over, at most :data:`MAX_RESTARTS`
+times. At most :data:`MAX_QUEUED_REVIEWS` reviews compute or wait for a turn at once, and none waits past
+its deadline; each of these answers "not computed" with its reason.
 """
 
 from __future__ import annotations
