@@ -155,8 +155,10 @@ class LoopProbe:
         return max(self.late, default=0.0)
 
 
-def _handler(live: Catalog, *, impact: bool, kind: Kind) -> Callable[..., Awaitable[None]]:
-    config = WebhookConfig(catalog_impact=impact)
+def _handler(
+    live: Catalog, *, impact: bool, kind: Kind, config: WebhookConfig | None = None
+) -> Callable[..., Awaitable[None]]:
+    config = config if config is not None else WebhookConfig(catalog_impact=impact)
     handlers = AdmissionHandlers(config, catalog=lambda: live)
     return handlers._sizes(kind)
 
@@ -383,7 +385,38 @@ async def _main(size: int, samples: int) -> tuple[dict[str, dict[str, Any]], dic
 
 
 async def _tenants(size: int, samples: int) -> dict[str, dict[str, Any]]:
-    return await changes(build_tenants(size), samples)
+    live = build_tenants(size)
+    rows = await changes(live, samples)
+    rows["ambiguity"] = await _ambiguity_only(live, samples)
+    return rows
+
+
+async def _ambiguity_only(live: Catalog, samples: int) -> dict[str, Any]:
+    """The ``new`` change with the ambiguity review alone (``--deny-ambiguous-runtimes``, the impact warning
+    off): nothing spends the budget on InferenceServices first, so the per-namespace views are reached."""
+    body = objects.runtime("bench-new", size_range=("1B", "80B"), priority=9)
+    row: dict[str, Any] = {}
+    probe = LoopProbe()
+    for on in (False, True):
+        config = WebhookConfig(catalog_impact=False, deny_ambiguous_runtimes=on)
+        handler = _handler(live, impact=on, kind=Kind.CLUSTER_SERVING_RUNTIME, config=config)
+        times: list[float] = []
+        probe.start()
+        answer: tuple[float, list[str], str | None] = (0.0, [], None)
+        for _ in range(samples):
+            answer = await _answer(handler, body, None, "CREATE")
+            times.append(answer[0])
+            await asyncio.sleep(0.002)
+        late = await probe.stop()
+        label = "on" if on else "off"
+        row[f"p50_{label}_ms"] = 1000 * statistics.median(times)
+        row[f"p99_{label}_ms"] = 1000 * _quantile(times, 0.99)
+        row[f"loop_late_{label}_ms"] = 1000 * late
+        row[f"loop_held_{label}_ms"] = 1000 * max(probe.held, default=0.0)
+        if on:
+            row["warnings"], row["denied"] = answer[1], answer[2]
+    row["p99_over_off_ms"] = row["p99_on_ms"] - row["p99_off_ms"]
+    return row
 
 
 def main(argv: list[str] | None = None) -> int:
