@@ -11,6 +11,11 @@ off, reviews of:
 - ``edit``: the most selected runtime edited (its priority lowered: its InferenceServices switch);
 - ``delete``: the same runtime deleted.
 
+``--only tenants`` runs the same three changes in a tenant-heavy catalog instead: the same runtimes and
+models, and 1,000 namespaces each with a ServingRuntime of the models' format (ranked for every model, winning
+for the largest: the worst case, no namespace shares the cluster view), the 100,000 InferenceServices spread
+over them (10 models per namespace).
+
 For each: the answer's p50 and p99 over the samples, the longest the review held the event loop (a probe
 task asks for a turn every millisecond and records how late it got it), and what was answered. Then a GitOps
 burst: OME's 397 catalog objects (``tests/data/ome-catalog``) reviewed all at once (as `kubectl apply
@@ -19,7 +24,7 @@ would, while an InferenceService review is answered every 10 ms: the catalog rev
 InferenceService reviews' p99 against idle, the loop's lateness, the outcomes, and the longest warning (every
 warning is checked for control characters). Nothing asserts a time.
 
-    python -m bench.impact [--size 100000] [--samples 30] [--out FILE]
+    python -m bench.impact [--size 100000] [--samples 30] [--only tenants] [--out FILE]
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from typing import Any, cast
 import kopf
 import yaml
 
-from bench.scale import _catalog, _inference_services
+from bench.scale import MODELS, _catalog, _inference_services
 from harness import objects
 from ome_selector.api.loading import load_resource
 from ome_selector.api.resources import Kind, Runtime
@@ -82,6 +87,44 @@ def build(size: int) -> Catalog:
     return live
 
 
+#: The tenant-heavy case: namespaces with a ServingRuntime, and the models each one's InferenceServices use.
+TENANTS = 1_000
+TENANT_MODELS = 10
+
+
+def build_tenants(size: int) -> Catalog:
+    """The scale catalog's runtimes and models, a ServingRuntime in each of :data:`TENANTS` namespaces, and
+    ``size`` InferenceServices over them, every one evaluated once."""
+    started = time.perf_counter()
+    live = Catalog()
+    bodies = list(_catalog())
+    bodies += [
+        objects.runtime("tenant-rt", namespace=f"tenant-{k}", size_range=("60B", "70B"), priority=1 + k % 5)
+        for k in range(TENANTS)
+    ]
+    for i in range(size):
+        namespace, round_ = i % TENANTS, (i // TENANTS) % TENANT_MODELS
+        model = (namespace + round_ * (MODELS // TENANT_MODELS)) % MODELS
+        bodies.append(
+            objects.inference_service(
+                f"svc-{i}", namespace=f"tenant-{namespace}", model_name=f"scale-model-{model}"
+            )
+        )
+    for body in bodies:
+        resource = load_resource(body)
+        assert resource is not None
+        live.upsert(resource)
+    for isvc in live.inference_services():
+        evaluate(live, isvc)
+    gc.collect()
+    gc.freeze()
+    print(
+        f"  tenant-heavy catalog ({TENANTS:,} namespaces with a ServingRuntime, {size:,} InferenceServices) "
+        f"built and evaluated in {time.perf_counter() - started:.0f}s"
+    )
+    return live
+
+
 class LoopProbe:
     """Asks for a turn of the loop every millisecond; the lateness of each turn is the loop's hold. ``held``
     is the CPU the loop's thread spent meanwhile (``time.thread_time``): the part of the lateness the code
@@ -112,8 +155,10 @@ class LoopProbe:
         return max(self.late, default=0.0)
 
 
-def _handler(live: Catalog, *, impact: bool, kind: Kind) -> Callable[..., Awaitable[None]]:
-    config = WebhookConfig(catalog_impact=impact)
+def _handler(
+    live: Catalog, *, impact: bool, kind: Kind, config: WebhookConfig | None = None
+) -> Callable[..., Awaitable[None]]:
+    config = config if config is not None else WebhookConfig(catalog_impact=impact)
     handlers = AdmissionHandlers(config, catalog=lambda: live)
     return handlers._sizes(kind)
 
@@ -142,7 +187,7 @@ def _most_selected(live: Catalog) -> Runtime:
     counts: Counter[str] = Counter()
     for isvc in live.inference_services()[:20_000]:
         outcome = evaluate(live, isvc)
-        if outcome is not None and outcome.runtime is not None:
+        if outcome is not None and outcome.runtime is not None and outcome.runtime.namespace is None:
             counts[outcome.runtime.name] += 1
     name = counts.most_common(1)[0][0]
     found = live.runtime_profile(Kind.CLUSTER_SERVING_RUNTIME, None, name)
@@ -294,8 +339,8 @@ async def burst(live: Catalog) -> dict[str, Any]:
     }
 
 
-def _print(size: int, rows: dict[str, dict[str, Any]], gitops: dict[str, Any]) -> None:
-    print(f"\nSPEC §12 impact review at {size:,} InferenceServices, 1,000 runtimes, 1,000 models")
+def _print_changes(title: str, rows: dict[str, dict[str, Any]]) -> None:
+    print(f"\n{title}")
     header = ("change", "p50 off", "p99 off", "p50 on", "p99 on", "p99 +", "loop late", "loop held")
     print("  " + " ".join(f"{h:>9}" for h in header))
     rows = dict(rows)
@@ -313,6 +358,11 @@ def _print(size: int, rows: dict[str, dict[str, Any]], gitops: dict[str, Any]) -
         f"p99 within {GOALS['p99_over_off_ms']:.0f} ms of off, loop late under {GOALS['loop_late_ms']:.0f} ms"
     )
     print(f"  goals: {goals}")
+
+
+def _print(size: int, rows: dict[str, dict[str, Any]], gitops: dict[str, Any]) -> None:
+    title = f"SPEC §12 impact review at {size:,} InferenceServices, 1,000 runtimes, 1,000 models"
+    _print_changes(title, rows)
     g = gitops
     print(f"\nGitOps burst: {g['objects']} OME catalog objects, {CONNECTIONS} at a time: {g['wall_s']:.2f}s")
     print(f"  catalog reviews p50 {g['catalog_p50_ms']:.1f} ms, p99 {g['catalog_p99_ms']:.1f} ms")
@@ -334,12 +384,58 @@ async def _main(size: int, samples: int) -> tuple[dict[str, dict[str, Any]], dic
     return rows, gitops
 
 
+async def _tenants(size: int, samples: int) -> dict[str, dict[str, Any]]:
+    live = build_tenants(size)
+    rows = await changes(live, samples)
+    rows["ambiguity"] = await _ambiguity_only(live, samples)
+    return rows
+
+
+async def _ambiguity_only(live: Catalog, samples: int) -> dict[str, Any]:
+    """The ``new`` change with the ambiguity review alone (``--deny-ambiguous-runtimes``, the impact warning
+    off): nothing spends the budget on InferenceServices first, so the per-namespace views are reached."""
+    body = objects.runtime("bench-new", size_range=("1B", "80B"), priority=9)
+    row: dict[str, Any] = {}
+    probe = LoopProbe()
+    for on in (False, True):
+        config = WebhookConfig(catalog_impact=False, deny_ambiguous_runtimes=on)
+        handler = _handler(live, impact=on, kind=Kind.CLUSTER_SERVING_RUNTIME, config=config)
+        times: list[float] = []
+        probe.start()
+        answer: tuple[float, list[str], str | None] = (0.0, [], None)
+        for _ in range(samples):
+            answer = await _answer(handler, body, None, "CREATE")
+            times.append(answer[0])
+            await asyncio.sleep(0.002)
+        late = await probe.stop()
+        label = "on" if on else "off"
+        row[f"p50_{label}_ms"] = 1000 * statistics.median(times)
+        row[f"p99_{label}_ms"] = 1000 * _quantile(times, 0.99)
+        row[f"loop_late_{label}_ms"] = 1000 * late
+        row[f"loop_held_{label}_ms"] = 1000 * max(probe.held, default=0.0)
+        if on:
+            row["warnings"], row["denied"] = answer[1], answer[2]
+    row["p99_over_off_ms"] = row["p99_on_ms"] - row["p99_off_ms"]
+    return row
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.impact", description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--samples", type=int, default=30)
+    parser.add_argument("--only", choices=["tenants"], help="run only the tenant-heavy case")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
+    if args.only == "tenants":
+        tenants = asyncio.run(_tenants(args.size, args.samples))
+        title = (
+            f"SPEC §12 impact review, tenant-heavy: {TENANTS:,} namespaces with a ServingRuntime, "
+            f"{args.size:,} InferenceServices, 1,000 runtimes, 1,000 models"
+        )
+        _print_changes(title, tenants)
+        if args.out is not None:
+            args.out.write_text(json.dumps({"tenants": tenants}, indent=2, ensure_ascii=False) + "\n")
+        return 0
     rows, gitops = asyncio.run(_main(args.size, args.samples))
     _print(args.size, rows, gitops)
     if args.out is not None:

@@ -32,15 +32,16 @@ from __future__ import annotations
 
 import itertools
 from bisect import bisect_left
+from collections import deque
 from collections.abc import Collection, Hashable, Iterable, Iterator
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from ome_selector.api.resources import InferenceService, Kind, Model, ObjectKey, Resource, Runtime
 from ome_selector.selection.memo import AutoSelectionMemo
 from ome_selector.selection.outcome import DecisionInputs, decision_inputs
 from ome_selector.selection.profiles import MatchKey, ModelProfile, RuntimeProfile
 
-__all__ = ["Catalog"]
+__all__ = ["Catalog", "DefinitionChange"]
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")
@@ -48,6 +49,19 @@ _W = TypeVar("_W")
 
 #: Where every catalog's runtimes stamp comes from (unique in the process).
 _STAMPS = itertools.count(1)
+#: Changes remembered (:meth:`Catalog.inference_service_changes_since`,
+#: :meth:`Catalog.definition_changes_since`); a reader further behind is told it cannot know what changed.
+CHANGE_LOG_LIMIT = 4096
+
+
+class DefinitionChange(NamedTuple):
+    """A model or runtime stored or removed (an update is both): its key, the match keys of its entries (a
+    model's own), and the names a lookup finds it by — its name, and a runtime's ``ome.io/inherit-from``
+    parent."""
+
+    key: ObjectKey
+    match_keys: frozenset[MatchKey]
+    names: frozenset[str]
 
 
 class _Shelf:
@@ -151,6 +165,12 @@ class Catalog:
         self._groups_by_runtime_name: dict[str, dict[DecisionInputs, None]] = {}
         self._models_by_match_key: dict[MatchKey, dict[ObjectKey, None]] = {}
         self._version = 0  # every store and removal: a reader that yielded can tell nothing changed
+        # The last models and runtimes stored or removed, and the decision inputs of the last
+        # InferenceServices stored or removed (their groups changed), each with how many changes in all.
+        self._definition_log: deque[DefinitionChange] = deque(maxlen=CHANGE_LOG_LIMIT)
+        self._definition_changes = 0
+        self._isvc_log: deque[DecisionInputs] = deque(maxlen=CHANGE_LOG_LIMIT)
+        self._isvc_changes = 0
 
     # --- construction and updates ---------------------------------------------------------------------------
 
@@ -174,11 +194,16 @@ class Catalog:
         inputs = decision_inputs(resource) if isinstance(resource, InferenceService) else None
         if inputs is not None and inputs == old_inputs:
             self._version = version  # its status or labels: nothing a decision reads changed
+        elif inputs is not None:
+            if old_inputs is not None:
+                self._isvc_changed(old_inputs)
+            self._isvc_changed(inputs)
         self._objects[key] = resource
         self._counts[key.kind] += 1
         scope = key.namespace
         if isinstance(resource, Runtime):
             profile = RuntimeProfile.of(resource)
+            self._definition_changed(key, profile.entries_by_key, (key.name, resource.parent_name))
             self._profiles[key] = profile
             self._runtimes.setdefault(scope, {})[key.name] = key
             _shelve(self._runtimes_by_scope, scope, profile)
@@ -192,6 +217,7 @@ class Catalog:
                 self._children.setdefault(resource.parent_name, {})[key] = None
         elif isinstance(resource, Model):
             model_profile = self._model_profiles[key] = ModelProfile.of(resource)
+            self._definition_changed(key, (model_profile.match_key,), (key.name,))
             self._models.setdefault(scope, {})[key.name] = key
             self._models_by_match_key.setdefault(model_profile.match_key, {})[key] = None
         else:
@@ -226,6 +252,7 @@ class Catalog:
         scope = key.namespace
         if isinstance(resource, Runtime):
             profile = self._profiles.pop(key)
+            self._definition_changed(key, profile.entries_by_key, (key.name, resource.parent_name))
             _discard(self._runtimes, scope, key.name)
             _unshelve(self._runtimes_by_scope, scope, key.name)
             for format_name in profile.format_names:
@@ -238,12 +265,15 @@ class Catalog:
                 _discard(self._children, resource.parent_name, key)
         elif isinstance(resource, Model):
             model_profile = self._model_profiles.pop(key, None)
+            match_keys = (model_profile.match_key,) if model_profile is not None else ()
+            self._definition_changed(key, match_keys, (key.name,))
             _discard(self._models, scope, key.name)
             if model_profile is not None:
                 _discard(self._models_by_match_key, model_profile.match_key, key)
         else:
             if inputs is None:
                 inputs = decision_inputs(resource)  # the stored object's: the inputs it was grouped by
+                self._isvc_changed(inputs)  # a removal (a store logs its own change)
             _discard(self._groups, inputs, key)
             if inputs not in self._groups:
                 if inputs.model_name is not None:
@@ -336,6 +366,46 @@ class Catalog:
         return self._version
 
     @property
+    def definition_changes(self) -> int:
+        """How many models and runtimes were stored or removed so far (an update counts twice): a mark for
+        :meth:`definition_changes_since`."""
+        return self._definition_changes
+
+    def definition_changes_since(self, mark: int) -> list[DefinitionChange] | None:
+        """The models and runtimes stored or removed since ``mark`` (an earlier :attr:`definition_changes`);
+        None when more changed than the catalog remembers (:data:`CHANGE_LOG_LIMIT`)."""
+        missed = self._definition_changes - mark
+        if missed > len(self._definition_log):
+            return None
+        return list(itertools.islice(self._definition_log, len(self._definition_log) - missed, None))
+
+    def _definition_changed(
+        self, key: ObjectKey, match_keys: Iterable[MatchKey], names: Iterable[str | None]
+    ) -> None:
+        change = DefinitionChange(key, frozenset(match_keys), frozenset(n for n in names if n is not None))
+        self._definition_log.append(change)
+        self._definition_changes += 1
+
+    @property
+    def inference_service_changes(self) -> int:
+        """How many InferenceService changes that move a decision group there were so far: a mark for
+        :meth:`inference_service_changes_since`."""
+        return self._isvc_changes
+
+    def inference_service_changes_since(self, mark: int) -> list[DecisionInputs] | None:
+        """The decision inputs whose groups InferenceServices joined or left since ``mark`` (an earlier
+        :attr:`inference_service_changes`), both the old and the new inputs of a changed one; None when more
+        changed than the catalog remembers (:data:`CHANGE_LOG_LIMIT`)."""
+        missed = self._isvc_changes - mark
+        if missed > len(self._isvc_log):
+            return None
+        return list(itertools.islice(self._isvc_log, len(self._isvc_log) - missed, None))
+
+    def _isvc_changed(self, inputs: DecisionInputs) -> None:
+        self._isvc_log.append(inputs)
+        self._isvc_changes += 1
+
+    @property
     def runtimes_stamp(self) -> int:
         """A number that changes whenever a runtime is stored or removed, unique to this catalog's state."""
         return self._runtimes_stamp
@@ -409,6 +479,11 @@ class Catalog:
         ClusterServingRuntimes) with an entry of match key ``key``, by name."""
         shelf = self._runtimes_by_match_key.get((scope, key))
         return list(shelf.by_name()) if shelf is not None else []
+
+    def has_runtimes_of_scope_for_match_key(self, scope: str | None, key: MatchKey) -> bool:
+        """Whether :meth:`runtime_profiles_of_scope_for_match_key` finds any (without listing them)."""
+        shelf = self._runtimes_by_match_key.get((scope, key))
+        return shelf is not None and len(shelf) > 0
 
     def inference_service(self, key: ObjectKey) -> InferenceService | None:
         resource = self._objects.get(key)

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import functools
 import heapq
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +36,7 @@ from ome_selector.api.resources import (
     Resource,
     Runtime,
 )
-from ome_selector.catalog.catalog import Catalog
+from ome_selector.catalog.catalog import Catalog, DefinitionChange
 from ome_selector.catalog.overlay import RuntimeOverlay
 from ome_selector.review.lint import Code, Finding, object_order, overlaps_with, rank_tie
 from ome_selector.selection import messages
@@ -50,6 +51,7 @@ from ome_selector.selection.view import CatalogView
 __all__ = [
     "AmbiguityRun",
     "CatalogAfter",
+    "CatalogBefore",
     "Changes",
     "ImpactRun",
     "Moved",
@@ -103,11 +105,100 @@ def _runtime_profile(resource: Resource | None) -> RuntimeProfile | None:
     return RuntimeProfile.of(resource) if isinstance(resource, Runtime) else None
 
 
-class CatalogAfter(RuntimeOverlay):
-    """The catalog ``before`` with ``changes`` laid over it, as a :class:`CatalogView` (nothing is copied)."""
+class _ReviewMemo(AutoSelectionMemo):
+    """A review's own auto-selection results for the live catalog: those it computed, else the live memo's
+    (read with :meth:`~AutoSelectionMemo.peek`: never written, never evicted — SPEC §12, the memo the
+    controller and the webhook share stays as warm as the review found it)."""
 
-    def __init__(self, before: Catalog, changes: Changes) -> None:
+    def __init__(self, live: AutoSelectionMemo) -> None:
+        super().__init__()
+        self._live = live
+
+    def get(
+        self,
+        scope: str | None,
+        model: ModelProfile,
+        accelerator_classes: tuple[str, ...],
+        modes: DeploymentModes = NO_MODES,
+    ) -> AutoSelection | None:
+        kept = super().get(scope, model, accelerator_classes, modes)
+        if kept is None:
+            kept = self._live.peek(scope, model, accelerator_classes, modes)
+            if kept is not None:
+                self.put(scope, accelerator_classes, kept, modes)
+        return kept
+
+
+def _has_namespaced_for_key(
+    live: Catalog,
+    changed: Mapping[ObjectKey, RuntimeProfile | None],
+    namespace: str,
+    match_key: MatchKey,
+) -> bool:
+    """Whether ``namespace`` has a ServingRuntime with an entry of ``match_key`` once ``changed`` is laid over
+    ``live``: without one, the namespace ranks the ClusterServingRuntimes alone, as the namespaces without
+    ServingRuntimes do (SPEC §4), so it shares their view."""
+    for key, profile in changed.items():
+        if key.namespace == namespace and profile is not None and match_key in profile.entries_by_key:
+            return True
+    if not live.has_runtimes_of_scope_for_match_key(namespace, match_key):
+        return False
+    if not changed:
+        return True
+    return any(
+        profile.runtime.key not in changed
+        for profile in live.runtime_profiles_of_scope_for_match_key(namespace, match_key)
+    )
+
+
+class CatalogBefore:
+    """The live catalog as a :class:`CatalogView` whose auto-selection memo is the review's own
+    (:class:`_ReviewMemo`): a review reads what the live memo knows and keeps what it computes to itself."""
+
+    def __init__(self, live: Catalog) -> None:
+        self.live = live
+        self._memo = _ReviewMemo(live.auto_selections)
+
+    def runtime_profile(self, kind: Kind, namespace: str | None, name: str) -> RuntimeProfile | None:
+        return self.live.runtime_profile(kind, namespace, name)
+
+    def resolve_model(self, namespace: str, name: str) -> Model | None:
+        return self.live.resolve_model(namespace, name)
+
+    def resolve_runtime_profile(self, namespace: str, name: str) -> RuntimeProfile | None:
+        return self.live.resolve_runtime_profile(namespace, name)
+
+    def model_profile(self, model: Model) -> ModelProfile:
+        return self.live.model_profile(model)
+
+    def runtime_profiles_visible_from(self, namespace: str) -> list[RuntimeProfile]:
+        return self.live.runtime_profiles_visible_from(namespace)
+
+    def runtime_profiles_for_format(self, namespace: str, format_name: str) -> list[RuntimeProfile]:
+        return self.live.runtime_profiles_for_format(namespace, format_name)
+
+    def runtime_profiles_for_match_key(self, namespace: str, key: MatchKey) -> list[RuntimeProfile]:
+        return self.live.runtime_profiles_for_match_key(namespace, key)
+
+    def runtime_counts(self, namespace: str) -> tuple[int, int]:
+        return self.live.runtime_counts(namespace)
+
+    def has_namespaced_for_key(self, namespace: str, match_key: MatchKey) -> bool:
+        """Whether ``namespace`` has a ServingRuntime with an entry of ``match_key``."""
+        return _has_namespaced_for_key(self.live, {}, namespace, match_key)
+
+    @property
+    def auto_selections(self) -> AutoSelectionMemo:
+        return self._memo
+
+
+class CatalogAfter(RuntimeOverlay):
+    """The catalog ``before`` with ``changes`` laid over it, as a :class:`CatalogView` (nothing is copied).
+    ``before_view`` is the live catalog as the review reads it (its own memo; a new one when not given)."""
+
+    def __init__(self, before: Catalog, changes: Changes, before_view: CatalogBefore | None = None) -> None:
         self.before = before
+        self.before_view = before_view if before_view is not None else CatalogBefore(before)
         self.changes = changes
         self._runtimes: dict[ObjectKey, RuntimeProfile | None] = {}
         super().__init__(before, self._runtimes)
@@ -165,6 +256,10 @@ class CatalogAfter(RuntimeOverlay):
             Kind.CLUSTER_SERVING_RUNTIME, None, name
         )
 
+    def has_namespaced_for_key(self, namespace: str, match_key: MatchKey) -> bool:
+        """Whether ``namespace`` has a ServingRuntime with an entry of ``match_key`` after the change."""
+        return _has_namespaced_for_key(self.before, self._runtimes, namespace, match_key)
+
     @property
     def auto_selections(self) -> AutoSelectionMemo:
         return self._memo
@@ -197,7 +292,7 @@ class _MemoAfter(AutoSelectionMemo):
         # The namespace's view before the change: its own when it had ServingRuntimes, else the shared one
         # (a namespace that loses its last ServingRuntime sees the cluster's runtimes, like every such one).
         before_scope = scope if scope is not None and before.runtime_counts(scope)[0] else None
-        found = before_selection(before, before_scope, model, accelerator_classes, modes)
+        found = before_selection(self._after.before_view, before_scope, model, accelerator_classes, modes)
         replayed = replay(scope, found, accelerator_classes, modes, self._changes)
         if replayed is not None:
             self.put(scope, accelerator_classes, replayed, modes)
@@ -205,21 +300,28 @@ class _MemoAfter(AutoSelectionMemo):
 
 
 def before_selection(
-    catalog: Catalog,
+    view: CatalogBefore,
     scope: str | None,
     model: ModelProfile,
     accelerator_classes: tuple[str, ...] = (),
     modes: DeploymentModes = NO_MODES,
 ) -> AutoSelection:
     """The live catalog's auto-selection for ``model`` in ``scope`` (None: every namespace without
-    ServingRuntimes), from its memo, else computed and kept there."""
-    memo = catalog.auto_selections
+    ServingRuntimes), from the review's memo (or the live one's), else computed and kept in the review's."""
+    memo = view.auto_selections
     found = memo.get(scope, model, accelerator_classes, modes)
     if found is None:
         # "" is no namespace: it has no ServingRuntimes, so it sees what every such namespace sees.
-        found = auto_selection(catalog, model, scope or "", accelerator_classes, modes)
+        found = auto_selection(view.live, model, scope or "", accelerator_classes, modes)
         memo.put(scope, accelerator_classes, found, modes)
     return found
+
+
+def has_before_selection(
+    view: CatalogBefore, scope: str | None, model: ModelProfile, accelerator_classes: tuple[str, ...] = ()
+) -> bool:
+    """Whether :func:`before_selection` would find its answer without ranking."""
+    return view.auto_selections.get(scope, model, accelerator_classes, NO_MODES) is not None
 
 
 def _in_scope(inputs: DecisionInputs, namespace: str | None) -> bool:
@@ -250,7 +352,10 @@ class ImpactRun:
     """The verdicts a change moves (:attr:`moved`), found by :meth:`steps`.
 
     ``namespaces`` limits the InferenceServices judged (None: all). InferenceServices among the changed
-    objects (what-if's ``-f``) are judged one by one; the others by group.
+    objects (what-if's ``-f``) are judged one by one; the others by group. A step computes at most one
+    ranking (one verdict, before or after). InferenceServices stored or removed while the run lets its
+    caller go (:meth:`touched`) send their groups back to be judged again (:meth:`pending`): the verdicts
+    read only models and runtimes, so the rest of the work stands.
     """
 
     def __init__(
@@ -262,38 +367,48 @@ class ImpactRun:
         lookup: RuntimeLookup = RuntimeLookup.V1_3,
     ) -> None:
         self.before = before
-        self.after = CatalogAfter(before, changes)
+        self.before_view = CatalogBefore(before)
+        self.after = CatalogAfter(before, changes, self.before_view)
         self.changes = changes
         self.namespaces = namespaces
         self.lookup = lookup
-        self.moved: list[Moved] = []
-        #: How many InferenceServices were judged (each group counts its members).
-        self.judged = 0
+        self._moved: dict[DecisionInputs | ObjectKey, Moved] = {}
+        self._judged: dict[DecisionInputs | ObjectKey, int] = {}
         self._groups: dict[DecisionInputs, None] = {}
+        self._queue: deque[DecisionInputs] = deque()
+        self._queued: set[DecisionInputs] = set()
+        # What the run collects groups by (SPEC §5 "who to re-evaluate"): model name → (namespace, auto
+        # only); runtime name → namespace. A group created later that matches is judged too.
+        self._by_model_name: dict[str, list[tuple[str | None, bool]]] = {}
+        self._by_runtime_name: dict[str, list[str | None]] = {}
         self._verdicts: dict[tuple[object, ...], Verdict | None] = {}
         self._spec_token = _SpecTokens()
+        self._changed_isvcs = {key for key in changes if key.kind is Kind.INFERENCE_SERVICE}
+
+    @property
+    def moved(self) -> list[Moved]:
+        """The InferenceServices the change moves, group by group."""
+        return list(self._moved.values())
+
+    @property
+    def judged(self) -> int:
+        """How many InferenceServices were judged (each group counts its members)."""
+        return sum(self._judged.values())
+
+    @property
+    def has_pending(self) -> bool:
+        """Whether groups wait to be judged (again)."""
+        return bool(self._queue)
 
     def _wanted(self, inputs: DecisionInputs) -> bool:
         return self.namespaces is None or inputs.namespace in self.namespaces
 
     def steps(self) -> Iterator[None]:
-        """Do the work, one model or one group per step (the caller may stop between two)."""
+        """Do the work, a model, a group's verdict before or after, or an InferenceService per step (the
+        caller may stop between two)."""
         yield from self._collect()
-        changed_isvcs = {key for key in self.changes if key.kind is Kind.INFERENCE_SERVICE}
-        for inputs in self._groups:
-            members = self.before.decision_group(inputs)
-            keys = [key for key in members if key not in changed_isvcs] if changed_isvcs else list(members)
-            if not keys:
-                continue
-            isvc = self.before.inference_service(keys[0])
-            old, new = self._verdict(self.before, inputs, isvc), self._verdict(self.after, inputs, isvc)
-            if old is None and new is None:
-                continue
-            self.judged += len(keys)
-            if old != new:
-                self.moved.append(Moved(old, new, tuple(keys)))
-            yield
-        for key in sorted(changed_isvcs, key=object_order):
+        yield from self.pending()
+        for key in sorted(self._changed_isvcs, key=object_order):
             if self.namespaces is not None and key.namespace not in self.namespaces:
                 continue
             old_isvc = self.before.inference_service(key)
@@ -301,27 +416,71 @@ class ImpactRun:
             new_verdict = verdict(
                 self.after, new_isvc if isinstance(new_isvc, InferenceService) else None, self.lookup
             )
-            old_verdict = verdict(self.before, old_isvc, self.lookup)
+            old_verdict = verdict(self.before_view, old_isvc, self.lookup)
             if old_verdict is None and new_verdict is None:
                 continue
-            self.judged += 1
+            self._judged[key] = 1
             if old_verdict != new_verdict:
-                self.moved.append(Moved(old_verdict, new_verdict, (key,)))
+                self._moved[key] = Moved(old_verdict, new_verdict, (key,))
             yield
 
+    def pending(self) -> Iterator[None]:
+        """Judge the groups collected or touched and not judged since."""
+        while self._queue:
+            inputs = self._queue.popleft()
+            self._queued.discard(inputs)
+            yield from self._judge(inputs)
+
+    def touched(self, changed: Iterable[DecisionInputs]) -> None:
+        """InferenceServices joined or left the groups ``changed``: those the run judges (or would have
+        collected) are judged again by :meth:`pending`."""
+        for inputs in changed:
+            if inputs in self._groups or self._collects(inputs):
+                self._groups[inputs] = None
+                self._moved.pop(inputs, None)
+                self._judged.pop(inputs, None)
+                if inputs not in self._queued:
+                    self._queued.add(inputs)
+                    self._queue.append(inputs)
+
+    def _judge(self, inputs: DecisionInputs) -> Iterator[None]:
+        self._moved.pop(inputs, None)
+        self._judged.pop(inputs, None)
+        changed_isvcs = self._changed_isvcs
+        members = self.before.decision_group(inputs)
+        keys = [key for key in members if key not in changed_isvcs] if changed_isvcs else list(members)
+        if not keys:
+            return
+        isvc = self.before.inference_service(keys[0])
+        old = self._verdict(self.before_view, inputs, isvc)
+        yield
+        new = self._verdict(self.after, inputs, isvc)
+        if old is None and new is None:
+            return
+        self._judged[inputs] = len(keys)
+        if old != new:
+            self._moved[inputs] = Moved(old, new, tuple(keys))
+        yield
+
     def _verdict(
-        self, catalog: CatalogView, inputs: DecisionInputs, isvc: InferenceService | None
+        self, catalog: CatalogBefore | CatalogAfter, inputs: DecisionInputs, isvc: InferenceService | None
     ) -> Verdict | None:
         """The verdict of the group ``inputs`` (``isvc`` one of it) in ``catalog``. Auto-selection reads only
-        the model's spec, the scope of its memo, the accelerator classes and the modes (SPEC §4; the name only
-        goes into the no-runtime message): groups alike in those, in many namespaces or of many models of one
-        spec, share one evaluation."""
+        the model's spec, the runtimes ranked (the namespace's own of the model's match key, if any, and the
+        ClusterServingRuntimes), the accelerator classes and the modes (SPEC §4; the name only goes into the
+        no-runtime message): groups alike in those, in many namespaces or of many models of one spec, share
+        one evaluation."""
         if inputs.has_replica_refs:
             return None  # left alone (SPEC §5): never moved
         if inputs.runtime_name is not None or inputs.model_name is None:
             return verdict(catalog, isvc, self.lookup)
         model = catalog.resolve_model(inputs.namespace, inputs.model_name)
-        scope = inputs.namespace if catalog.runtime_counts(inputs.namespace)[0] else None
+        scope: str | None = None
+        if catalog.runtime_counts(inputs.namespace)[0] and (
+            model is None
+            or catalog.has_namespaced_for_key(inputs.namespace, catalog.model_profile(model).match_key)
+        ):
+            scope = inputs.namespace
         alike = (
             catalog is self.after,
             self._spec_token(model),
@@ -334,25 +493,49 @@ class ImpactRun:
         found = self._verdicts[alike] = verdict(catalog, isvc, self.lookup)
         return found
 
+    def _collects(self, inputs: DecisionInputs) -> bool:
+        """Whether :meth:`_collect` collects the group ``inputs`` (when it exists)."""
+        if not self._wanted(inputs):
+            return False
+        if inputs.model_name is not None:
+            for namespace, auto_only in self._by_model_name.get(inputs.model_name, ()):
+                if (not auto_only or inputs.runtime_name is None) and _in_scope(inputs, namespace):
+                    return True
+        if inputs.runtime_name is not None:
+            for namespace in self._by_runtime_name.get(inputs.runtime_name, ()):
+                if _in_scope(inputs, namespace):
+                    return True
+        return False
+
     def _add(self, groups: Collection[DecisionInputs], namespace: str | None, auto_only: bool) -> None:
         for inputs in groups:
             if auto_only and inputs.runtime_name is not None:
                 continue
-            if _in_scope(inputs, namespace) and self._wanted(inputs):
+            if _in_scope(inputs, namespace) and self._wanted(inputs) and inputs not in self._groups:
                 self._groups[inputs] = None
+                self._queued.add(inputs)
+                self._queue.append(inputs)
+
+    def _by_model(self, name: str, namespace: str | None, auto_only: bool) -> None:
+        self._by_model_name.setdefault(name, []).append((namespace, auto_only))
+        self._add(self.before.decision_groups_for_model_name(name), namespace, auto_only)
+
+    def _by_runtime(self, name: str, namespace: str | None) -> None:
+        self._by_runtime_name.setdefault(name, []).append(namespace)
+        self._add(self.before.decision_groups_naming(name), namespace, auto_only=False)
 
     def _collect(self) -> Iterator[None]:
         """The groups the change can move (SPEC §5 "who to re-evaluate", per group)."""
         before = self.before
         for key, resource in self.changes.items():
             if key.kind in (Kind.BASE_MODEL, Kind.CLUSTER_BASE_MODEL):
-                self._add(before.decision_groups_for_model_name(key.name), key.namespace, auto_only=False)
+                self._by_model(key.name, key.namespace, auto_only=False)
                 continue
             if key.kind is Kind.INFERENCE_SERVICE:
                 continue
             # A runtime: those that name it or a descendant (by name, as their lookup may find them)...
             for named in (key, *before.runtime_descendants(key)):
-                self._add(before.decision_groups_naming(named.name), named.namespace, auto_only=False)
+                self._by_runtime(named.name, named.namespace)
             # ... and those that auto-select among the runtimes of its match keys, before or after.
             old, new = before.runtime_profile(key.kind, key.namespace, key.name), _runtime_profile(resource)
             match_keys = {*(old.entries_by_key if old else ()), *(new.entries_by_key if new else ())}
@@ -362,7 +545,7 @@ class ImpactRun:
                     where = model.namespace if model.namespace is not None else key.namespace
                     if key.namespace is not None and where not in (None, key.namespace):
                         continue
-                    self._add(before.decision_groups_for_model_name(model.name), where, auto_only=True)
+                    self._by_model(model.name, where, auto_only=True)
                     yield
         yield
 
@@ -484,16 +667,19 @@ class AmbiguityRun:
     change has and the catalog before it does not (a finding of the same code and objects before counts as
     had): :attr:`new`, the first :attr:`limit` of them as lint sorts findings, found by :meth:`steps`. Lint's
     own rules decide (:func:`~.lint.overlaps_with`, :func:`~.lint.rank_tie`); only the findings shown are
-    written out."""
+    written out. A step ranks at most once (one view of one model, before or after the change), so the
+    caller can stop between any two rankings (SPEC §12: the loop is never held long)."""
 
     def __init__(self, after: CatalogAfter, key: ObjectKey, limit: int = 3) -> None:
         self.after = after
         self.before = after.before
+        self.before_view = after.before_view
         self.key = key
         self.limit = limit
         self.new: list[Finding] = []
         self._ties: dict[tuple[object, ...], tuple[ObjectKey, ObjectKey] | None] = {}
         self._spec_token = _SpecTokens()
+        self._keyed_namespaces: dict[MatchKey, list[str]] = {}
 
     def steps(self) -> Iterator[None]:
         key, before = self.key, self.before
@@ -513,14 +699,23 @@ class AmbiguityRun:
                     key.namespace is None or model.namespace in (None, key.namespace)
                 ):
                     models[model.key] = model
+        yield
         for model in models.values():
             for view in self._views(model):
+                profile = self.before_view.model_profile(model)
+                scope = self._before_scope(view)
+                if not has_before_selection(self.before_view, scope, profile):
+                    before_selection(self.before_view, scope, profile)
+                    yield  # the view's ranking before the change: a step of its own
                 pair = self._tie(self.after, model, view)
-                if pair is not None and self._tie(before, model, view) != pair:
-                    objects = tuple(sorted((model.key, *pair), key=object_order))
-                    order = (Code.RANK001.value, tuple(object_order(k) for k in objects))
-                    candidates.append((order, functools.partial(self._rank_finding, model, view)))
-            yield
+                yield
+                if pair is not None:
+                    had_pair = self._tie(self.before_view, model, view)
+                    yield
+                    if had_pair != pair:
+                        objects = tuple(sorted((model.key, *pair), key=object_order))
+                        order = (Code.RANK001.value, tuple(object_order(k) for k in objects))
+                        candidates.append((order, functools.partial(self._rank_finding, model, view)))
         # SIZE003: the runtime against the others of its scope that share a match key with it, in the order
         # the findings sort (the pair's objects), until enough new ones are found: only the first are shown.
         ranked = len({order for order, _ in candidates})
@@ -536,6 +731,7 @@ class AmbiguityRun:
 
         ordered = sorted(others.values(), key=lambda other: pair_order(other.runtime.key))
         wanted = self.limit - ranked if ranked < self.limit else 0
+        yield
         for start in range(0, len(ordered), _CHUNK):  # a step at most _CHUNK runtimes long
             if wanted <= 0:
                 break
@@ -555,9 +751,14 @@ class AmbiguityRun:
         # A finding several views share (a ClusterBaseModel seen from many namespaces) is one, as in lint.
         unique = dict(sorted(candidates, key=lambda candidate: candidate[0], reverse=True))
         for _, write in sorted(unique.items())[: self.limit]:
-            finding = write()
+            finding = write()  # a RANK001 finding's text ranks its view once more: a step each
             if finding is not None:
                 self.new.append(finding)
+            yield
+
+    def _before_scope(self, view: str | None) -> str | None:
+        """The memo scope of ``view`` before the change (a namespace without ServingRuntimes: None)."""
+        return view if view is not None and self.before.runtime_counts(view)[0] else None
 
     def _rank_finding(self, model: Model, view: str | None) -> Finding | None:
         found = self._selection(self.after, model, view)
@@ -567,25 +768,38 @@ class AmbiguityRun:
     def _views(self, model: Model) -> list[str | None]:
         """The scopes whose InferenceServices see both the model and the runtime: the runtime's namespace, or
         for a ClusterServingRuntime the namespaces without ServingRuntimes (None) — a BaseModel's own
-        namespace, or for a ClusterBaseModel also each namespace with ServingRuntimes that no BaseModel of
-        the name shadows."""
+        namespace, or for a ClusterBaseModel also each namespace with a ServingRuntime of the model's match
+        key that no BaseModel of the name shadows. A namespace whose ServingRuntimes have no entry of that
+        key ranks the ClusterServingRuntimes alone, as None does: it shares that view."""
         if self.key.namespace is not None:
             return [self.key.namespace]
         if model.namespace is not None:
             return [model.namespace]
         views: list[str | None] = [None]
-        for namespace in self.before.namespaces_with_runtimes():
+        match_key = self.before_view.model_profile(model).match_key
+        keyed = self._keyed_namespaces.get(match_key)
+        if keyed is None:
+            keyed = self._keyed_namespaces[match_key] = [
+                namespace
+                for namespace in self.before.namespaces_with_runtimes()
+                if self.after.has_namespaced_for_key(namespace, match_key)
+                or self.before_view.has_namespaced_for_key(namespace, match_key)
+            ]
+        for namespace in keyed:
             if self.before.resolve_model(namespace, model.name) is model:
                 views.append(namespace)
         return views
 
-    def _selection(self, catalog: CatalogView, model: Model, view: str | None) -> AutoSelection | None:
+    def _selection(
+        self, catalog: CatalogBefore | CatalogAfter, model: Model, view: str | None
+    ) -> AutoSelection | None:
         """Auto-selection for ``model`` in ``view`` of ``catalog`` (before or after the change), with rank 2
         known (ranked again only when the memo does not know it)."""
         profile = catalog.model_profile(model)
-        if catalog is self.before:
-            scope = view if view is not None and self.before.runtime_counts(view)[0] else None
-            found: AutoSelection | None = before_selection(self.before, scope, profile)
+        if catalog is self.before_view:
+            found: AutoSelection | None = before_selection(
+                self.before_view, self._before_scope(view), profile
+            )
         else:
             found = catalog.auto_selections.get(view, profile, (), NO_MODES)
         if found is not None and (found.selected is None or found.top_two is not None):
@@ -595,7 +809,7 @@ class AmbiguityRun:
             # scope and distance: otherwise there is nothing to rank.
             selected = found.selected
             mine = self.after.runtime_changes.get(self.key) if catalog is self.after else None
-            if catalog is self.before:
+            if catalog is self.before_view:
                 mine = self.before.runtime_profile(self.key.kind, self.key.namespace, self.key.name)
             if selected.profile.runtime.key != self.key:
                 if mine is None:
@@ -606,7 +820,7 @@ class AmbiguityRun:
         return auto_selection(catalog, profile, view or "")
 
     def _tie(
-        self, catalog: CatalogView, model: Model, view: str | None
+        self, catalog: CatalogBefore | CatalogAfter, model: Model, view: str | None
     ) -> tuple[ObjectKey, ObjectKey] | None:
         """The two runtimes of a RANK001 tie involving the runtime for ``model`` in ``view`` of ``catalog``,
         None when there is none. Whether rank 1 and 2 tie depends on the model's spec only: judged once per
@@ -739,6 +953,20 @@ REVIEW_OUTCOMES = (
     "allowed_disruption",
 )
 NOT_COMPUTED_RESULT = ReviewResult(warnings=(NOT_COMPUTED,), outcome="not_computed")
+#: Why a review was not computed, the warning after :data:`NOT_COMPUTED` when the budget alone does not say it
+#: (SPEC §12): the catalog reviews already waiting for the loop, the wait for a turn, the restarts.
+NOT_COMPUTED_QUEUED = "not computed because {count} other catalog reviews were already waiting for their turn"
+NOT_COMPUTED_WAITED = (
+    "not computed because the review waited its whole budget for a turn behind other catalog reviews"
+)
+NOT_COMPUTED_CHANGED = (
+    "not computed because the models and runtimes it reads changed {count} times while it ran"
+)
+
+
+def not_computed(reason: str) -> ReviewResult:
+    """The "not computed" answer with its reason (:data:`NOT_COMPUTED_QUEUED`, …)."""
+    return ReviewResult(warnings=(NOT_COMPUTED, reason), outcome="not_computed")
 
 
 class CatalogReview:
@@ -767,6 +995,54 @@ class CatalogReview:
         self.deny_ambiguous = deny_ambiguous
         self.impact = ImpactRun(before, {key: resource}, lookup=lookup)
         self.result = ReviewResult()
+        self._read_names: tuple[frozenset[str], frozenset[str]] | None = None
+        # The match keys of the object reviewed, before and after the change.
+        match_keys: set[MatchKey] = set()
+        if key.kind in (Kind.SERVING_RUNTIME, Kind.CLUSTER_SERVING_RUNTIME):
+            for profile in (
+                before.runtime_profile(key.kind, key.namespace, key.name),
+                self.impact.after.runtime_changes.get(key),
+            ):
+                match_keys.update(profile.entries_by_key if profile is not None else ())
+        else:
+            for model in (before.get(key), resource):
+                if isinstance(model, Model):
+                    match_keys.add(self.impact.after.model_profile(model).match_key)
+        self._match_keys = frozenset(match_keys)
+
+    def reads(self, change: DefinitionChange) -> bool:
+        """Whether the model or runtime ``change`` (stored or removed in the live catalog while the review let
+        the loop run) can move what the review computes — then it must start over: a cluster-scoped object
+        (every namespace sees it), one of the reviewed object's namespace, one with an entry of the reviewed
+        object's match keys, or one found by a name the review looks up (the models of those keys, the
+        reviewed runtime's lineage). A BaseModel or ServingRuntime of another namespace, of other formats and
+        names, moves no verdict and no finding the review reads (SPEC §4: only runtimes with an entry of a
+        model's match key are ranked for it)."""
+        key = change.key
+        if key.namespace is None or key.namespace == self.key.namespace:
+            return True
+        if change.match_keys & self._match_keys:
+            return True
+        model_names, runtime_names = self._names()
+        return bool(change.names & (model_names if key.kind is Kind.BASE_MODEL else runtime_names))
+
+    def _names(self) -> tuple[frozenset[str], frozenset[str]]:
+        """The model names and the runtime names the review looks up (computed once)."""
+        if self._read_names is None:
+            before, key = self.impact.before, self.key
+            models = {key.name} if key.kind in (Kind.BASE_MODEL, Kind.CLUSTER_BASE_MODEL) else set()
+            for match_key in self._match_keys:
+                models.update(model.name for model in before.models_with_match_key(match_key))
+            runtimes: set[str] = set()
+            if key.kind in (Kind.SERVING_RUNTIME, Kind.CLUSTER_SERVING_RUNTIME):
+                runtimes = {key.name, *(named.name for named in before.runtime_descendants(key))}
+            self._read_names = frozenset(models), frozenset(runtimes)
+        return self._read_names
+
+    def touched(self, changed: Iterable[DecisionInputs]) -> None:
+        """InferenceServices joined or left the groups ``changed`` since the last step: the groups the review
+        judges among them are judged again before it answers (:meth:`ImpactRun.touched`)."""
+        self.impact.touched(changed)
 
     def steps(self) -> Iterator[None]:
         """The work, a little per step; :attr:`result` is set after the last."""
@@ -774,32 +1050,40 @@ class CatalogReview:
         changed, stored = self.impact.changes.get(key), self.impact.before.get(key)
         if changed is not None and stored is not None and _reads_alike(stored, changed):
             return  # labels, other annotations, status: nothing selection reads changed (SPEC §5)
-        warnings: list[str] = []
-        denial: str | None = None
-        outcome = "unchanged"
-        if self.warn or self.protect:
+        impact = self.warn or self.protect
+        if impact:
             yield from self.impact.steps()
-            counted = Tally()
+        found: list[str] = []
+        runtime = key.kind in (Kind.SERVING_RUNTIME, Kind.CLUSTER_SERVING_RUNTIME)
+        if runtime and (self.warn or self.deny_ambiguous) and changed is not None:
+            ambiguity = AmbiguityRun(self.impact.after, key, MAX_AMBIGUITY_WARNINGS)
+            yield from ambiguity.steps()
+            found = [ambiguity_warning(finding, self.shown) for finding in ambiguity.new]
+        # The InferenceServices last: groups they joined or left meanwhile are judged again, and counted as
+        # they are when the review answers.
+        counted = Tally()
+        while impact:
+            yield from self.impact.pending()
             for step in tally(self.impact.moved, stranded=self.protect, shown=self.shown):
                 if step is not None:
                     counted = step
                 yield
-            if counted.moved:
-                outcome = "moved"
-                if self.warn:
-                    warnings.append(impact_warning(counted))
-                if self.protect and counted.lose:
-                    if self.allow_disruption:
-                        outcome = "allowed_disruption"
-                    else:
-                        denial, outcome = protection_denial(counted, key.kind), "denied_protection"
-        runtime = key.kind in (Kind.SERVING_RUNTIME, Kind.CLUSTER_SERVING_RUNTIME)
-        if runtime and (self.warn or self.deny_ambiguous) and self.impact.changes.get(key) is not None:
-            ambiguity = AmbiguityRun(self.impact.after, key, MAX_AMBIGUITY_WARNINGS)
-            yield from ambiguity.steps()
-            found = [ambiguity_warning(finding, self.shown) for finding in ambiguity.new]
-            if found:
-                warnings.extend(found)
-                if self.deny_ambiguous and denial is None:
-                    denial, outcome = messages.truncate("; ".join(found)), "denied_ambiguity"
+            if not self.impact.has_pending:
+                break
+        warnings: list[str] = []
+        denial: str | None = None
+        outcome = "unchanged"
+        if counted.moved:
+            outcome = "moved"
+            if self.warn:
+                warnings.append(impact_warning(counted))
+            if self.protect and counted.lose:
+                if self.allow_disruption:
+                    outcome = "allowed_disruption"
+                else:
+                    denial, outcome = protection_denial(counted, key.kind), "denied_protection"
+        if found:
+            warnings.extend(found)
+            if self.deny_ambiguous and denial is None:
+                denial, outcome = messages.truncate("; ".join(found)), "denied_ambiguity"
         self.result = ReviewResult(tuple(warnings), denial, outcome)

@@ -126,6 +126,25 @@ class AutoSelectionMemo:
             return replayed
         return found
 
+    def peek(
+        self,
+        scope: str | None,
+        model: ModelProfile,
+        accelerator_classes: tuple[str, ...],
+        modes: DeploymentModes = NO_MODES,
+    ) -> AutoSelection | None:
+        """What :meth:`get` answers, without writing anything: a reader that keeps its own results (the
+        SPEC §12 review) reads the memo the controller and the webhook share without evicting or rewriting
+        any of it."""
+        bucket = self._by_namespace.get(scope)
+        kept = bucket.get((model.spec, accelerator_classes, modes)) if bucket is not None else None
+        if kept is None:
+            return None
+        found, seen = kept
+        if seen < len(self._log):
+            return replay(scope, found, accelerator_classes, modes, self._log[seen:])
+        return found
+
     def put(
         self,
         scope: str | None,
