@@ -119,7 +119,12 @@ def test_another_writer_is_reported_once_counted_once_and_left_alone_until_it_ag
     resyncs = restarted.operator.resyncs
     eventually(lambda: restarted.operator.resyncs >= resyncs + 2, what="two resyncs after it agreed")
     create(api_client, objects.runtime("better", namespace=namespace, priority=5))
-    better = _ours(api_client, namespace, "svc", "selected ServingRuntime better (score 6)")
+
+    def moved() -> dict[str, Any] | None:
+        condition = runtime_ready(api_client, "svc", namespace)
+        return condition if condition and "better" in condition["message"] else None
+
+    better = eventually(moved, what="RuntimeReady naming the better runtime")
     assert better["reason"] == "RuntimeSelected"
     assert _condition_managers(api_client, namespace, "svc") == {"ome-selector"}
 
@@ -127,7 +132,7 @@ def test_another_writer_is_reported_once_counted_once_and_left_alone_until_it_ag
     _write_as(api_client, namespace, "svc", OTHER, [OME_RESOLVED])
     eventually(lambda: _total(restarted, "ome_selector_condition_conflicts_total") == 2, what="a new finding")
     _write_as(api_client, namespace, "svc", OTHER, [])
-    restored = _ours(api_client, namespace, "svc", "selected ServingRuntime better (score 6)")
+    restored = _ours(api_client, namespace, "svc", better["message"])
     assert restored["status"] == "True"
 
 
