@@ -440,9 +440,10 @@ class Operator:
     def waiting_for(self) -> str | None:
         """What keeps this replica from being ready (/readyz), or None when it is ready.
 
-        Ready means: the first full listing is indexed and, with a webhook, the server listens and the
-        configuration carries the CA it serves with. A stopping replica is not ready (SPEC §8), so its
-        endpoint leaves the Service before anything stops serving.
+        Ready means: the first full listing is indexed, with a webhook the server listens and the
+        configuration carries the CA it serves with, and no kind's watch has been ended for
+        WATCH_RESTART_SECONDS without being listed again (SPEC §5 "Watch streams that end"). A stopping
+        replica is not ready (SPEC §8), so its endpoint leaves the Service before anything stops serving.
         """
         if self.stopping:
             return "stopping"
