@@ -144,8 +144,8 @@ def test_the_operator_account_may_change_only_runtime_ready(
         (None, {"url": None}),  # another status field removed
         (None, {"observedGeneration": 7}),  # another status field added
     ]
-    for conditions, status in attempts:
-        assert denied(patch(conditions, **status)), (conditions, status)
+    for changed, status in attempts:
+        assert denied(patch(changed, **status)), (changed, status)
     stored = get(api_client, "InferenceService", "svc", namespace)["status"]
     assert stored == {"conditions": [READY, RUNTIME_READY], "url": "http://svc"}
 
