@@ -12,6 +12,7 @@ This module has a control plane of its own: deleting a CRD of the session's woul
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -113,12 +114,17 @@ def test_a_recreated_crd_is_watched_again_and_the_memory_equals_the_cluster(
         _delete_crd(plane)
         eventually(lambda: _restarts(runner, "ClusterBaseModel") >= 1, what="the ended watch noticed")
         _recreate_crd(plane)
+        established = time.monotonic()
         create(admin, objects.model("m"))  # the same name, a new object
         create(admin, objects.model("another"))
+        created = time.monotonic()
         # Waited on as a condition with a bound (SPEC §5: within seconds), the hourly resync far away.
         eventually(
             lambda: _equal(admin, runner), timeout=CONVERGE_SECONDS, what="the memory to equal the cluster"
         )
+        print(f"the memory equalled the cluster {time.monotonic() - created:.1f} s after the objects' return")
+        eventually(lambda: not runner.operator.ended_streams, timeout=CONVERGE_SECONDS, what="listed again")
+        print(f"listed again at most {time.monotonic() - established:.1f} s after the CRD was Established")
         assert runner.operator.resyncs > resyncs  # the relist reconciled it, not the hourly resync
         assert runner.operator.ended_streams == {}
         assert runner.operator.waiting_for() is None

@@ -119,7 +119,7 @@ class _RestartingStreamApi:
             async for raw in self._api.stream(url=url, **arguments):
                 error = raw.get("object") if isinstance(raw, dict) and raw.get("type") == "ERROR" else None
                 if error is not None and not (isinstance(error, dict) and error.get("code") == GONE):
-                    logger.warning("the watch of %s sent an error (%s): listing it again", plural, error)
+                    logger.info("the watch of %s sent an error (%s): listing it again", plural, error)
                     _ended(plural, WATCH_ERROR)
                     yield _gone(f"watch error: {error}")
                     return
@@ -128,7 +128,7 @@ class _RestartingStreamApi:
             reason = end_reason(failure)
             if reason is None:
                 raise
-            logger.warning("the watch of %s failed (HTTP %s): listing it again", plural, failure.status)
+            logger.info("the watch of %s failed (HTTP %s): listing it again", plural, failure.status)
             _ended(plural, reason)
             yield _gone(f"watch failed with HTTP {failure.status}")
 
