@@ -8,6 +8,7 @@ operator's writer sends: a merge patch of the whole ``status.conditions`` list c
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import Iterator
@@ -21,6 +22,11 @@ from harness import objects
 from harness.chart import render
 from harness.controlplane import ControlPlane
 from harness.kube import create, eventually, get
+from ome_selector.api.resources import Kind
+from ome_selector.kube.connection import ClusterAccess
+from ome_selector.kube.objects import Objects
+from ome_selector.operator.conditions import with_condition
+from ome_selector.operator.writer import COMPONENT
 
 VAP_API = "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy"
 APPLIED = {
@@ -76,7 +82,10 @@ def installed(control_plane: ControlPlane, namespace: str) -> Iterator[tuple[str
 
 def test_the_policy_renders_only_when_enabled_and_served(namespace: str) -> None:
     served = ["--api-versions", VAP_API]
-    assert _policies(render(_values(namespace), extra=served)) == ["ome-selector-runtime-ready-only"]
+    assert _policies(render(_values(namespace), extra=served)) == [
+        "ome-selector-runtime-ready-only",
+        "ome-selector-own-events",
+    ]
     assert _policies(render(_values(namespace, enabled=False), extra=served)) == []
     assert _policies(render(_values(namespace))) == []  # the cluster does not serve the API
     assert "ome-selector-runtime-ready-only" not in _policies(render({}, extra=served))  # off by default
@@ -122,12 +131,16 @@ def test_the_operator_account_may_change_only_runtime_ready(
         expected = f"ValidatingAdmissionPolicy '{policy}' with binding '{policy}' denied request: {ONLY}"
         return result is not None and result.startswith("403 ") and expected in result
 
-    # A new binding reaches admission a moment after it is created: until then the attempt goes through.
+    def flip_ready() -> str | None:
+        """A change of the other condition: its status flipped from what is stored."""
+        stored = get(api_client, "InferenceService", "svc", namespace)["status"]["conditions"]
+        flipped = "True" if stored[0]["status"] == "False" else "False"
+        return patch([READY | {"status": flipped}, RUNTIME_READY])
+
+    # A new binding reaches admission a moment after it is created: until then an attempt goes through (and
+    # the next one changes it again).
     eventually(
-        lambda: denied(patch([READY | {"status": "True"}, RUNTIME_READY])),
-        timeout=30,
-        interval=0.2,
-        what="the status policy to be enforced",
+        lambda: denied(flip_ready()), timeout=30, interval=0.2, what="the status policy to be enforced"
     )
     _write_status(api_client, namespace, {"conditions": [READY, RUNTIME_READY], "url": "http://svc"})
 
@@ -156,3 +169,91 @@ def test_the_operator_account_may_change_only_runtime_ready(
     )  # fmt: skip
     assert can.stdout.strip() == "yes"
     _write_status(api_client, namespace, {"conditions": [READY | {"status": "True"}], "url": "http://other"})
+
+
+EVENTS_ONLY = "the ome-selector operator may record only its own events about ome.io objects"
+
+
+def test_the_operator_account_may_record_only_its_own_events_and_the_products_writes_pass(
+    control_plane: ControlPlane, api_client: Any, namespace: str, installed: tuple[str, str]
+) -> None:
+    """The product's own calls (kube.objects, as the writer makes them) under the operator's account pass
+    both policies; an event about anything else, or reported as another component, is denied."""
+    operator, policy = installed
+    events_policy = policy.replace("-runtime-ready-only", "-own-events")
+    isvc = create(api_client, objects.inference_service("svc", namespace=namespace, model_name="m"))
+    _write_status(api_client, namespace, {"conditions": [READY], "url": "http://svc"})
+
+    def event(kind: str, api_version: str, component: str) -> dict[str, Any]:
+        return {
+            "metadata": {"generateName": "probe.", "namespace": namespace},
+            "involvedObject": {
+                "apiVersion": api_version,
+                "kind": kind,
+                "name": "svc",
+                "namespace": namespace,
+            },
+            "type": "Warning",
+            "reason": "Forged",
+            "message": "forged",
+            "source": {"component": component},
+            "reportingComponent": component,
+            "reportingInstance": "x",
+        }
+
+    impersonating: Any = config.new_client_from_config(config_file=str(control_plane.kubeconfig))  # type: ignore[no-untyped-call]
+    impersonating.set_default_header("Impersonate-User", operator)
+    core: Any = client.CoreV1Api(impersonating)  # dict bodies: the typed models would only re-encode them
+
+    def refused(body: dict[str, Any]) -> str | None:
+        try:
+            core.create_namespaced_event(namespace, body)
+        except ApiException as error:
+            return f"{error.status} {error.body}"
+        return None
+
+    expected = f"ValidatingAdmissionPolicy '{events_policy}' with binding '{events_policy}' denied request: "
+    expected += EVENTS_ONLY
+    forged = event("Pod", "v1", "ome-selector")
+    # Until the new binding reaches admission an attempt may go through: counted, not the later ones.
+    eventually(lambda: expected in (refused(forged) or ""), timeout=30, interval=0.2, what="events policy")
+    before = _reasons(api_client, namespace)
+    for body in (
+        event("Node", "v1", "ome-selector"),
+        event("InferenceService", "ome.io/v1beta1", "kubelet"),  # another component's name
+        {**event("InferenceService", "ome.io/v1beta1", "ome-selector"), "source": {}},
+    ):
+        assert expected in (refused(body) or ""), body
+
+    async def product_writes() -> None:
+        access = ClusterAccess(control_plane.kubeconfig)
+        async_client = await access.api_client()
+        async_client.set_default_header("Impersonate-User", operator)
+        try:
+            calls = Objects(async_client)
+            body = get(api_client, "InferenceService", "svc", namespace)
+            written = with_condition(body["status"]["conditions"], SELECTED)
+            patch = {"metadata": {"resourceVersion": body["metadata"]["resourceVersion"]}}
+            patch["status"] = {"conditions": written}
+            await calls.patch_status(Kind.INFERENCE_SERVICE, namespace, "svc", patch, field_manager=COMPONENT)
+            await calls.create_event(
+                Kind.INFERENCE_SERVICE,
+                isvc,
+                type_="Normal",
+                reason="RuntimeSelected",
+                message=SELECTED["message"],
+                component=COMPONENT,
+                instance="policy-test",
+            )
+        finally:
+            await async_client.close()
+
+    asyncio.run(product_writes())
+    assert get(api_client, "InferenceService", "svc", namespace)["status"]["conditions"] == [READY, SELECTED]
+    assert _reasons(api_client, namespace) == [*before, "RuntimeSelected"]
+
+
+def _reasons(api_client: Any, namespace: str) -> list[str]:
+    """The reasons of the events in ``namespace``, in the order they were created."""
+    events: list[Any] = client.CoreV1Api(api_client).list_namespaced_event(namespace).items
+    return [str(e.reason) for e in sorted(events, key=lambda e: int(e.metadata.resource_version))]
