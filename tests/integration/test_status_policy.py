@@ -15,11 +15,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from harness import objects
-from harness.chart import render
+from harness.chart import CHART_DIR, helm_against, render
 from harness.controlplane import ControlPlane
 from harness.kube import create, eventually, get
 from ome_selector.api.resources import Kind
@@ -89,6 +90,17 @@ def test_the_policy_renders_only_when_enabled_and_served(namespace: str) -> None
     assert _policies(render(_values(namespace, enabled=False), extra=served)) == []
     assert _policies(render(_values(namespace))) == []  # the cluster does not serve the API
     assert "ome-selector-runtime-ready-only" not in _policies(render({}, extra=served))  # off by default
+
+
+def test_helm_sees_the_api_on_a_cluster_that_serves_it(control_plane: ControlPlane, namespace: str) -> None:
+    """Against the cluster (its discovery: Kubernetes 1.36 serves the API), helm renders the policies."""
+    values = ["--set", "statusPolicy.enabled=true", "--set", "crds.install=false", "--namespace", namespace]
+    rendered = helm_against(
+        control_plane.kubeconfig, "template", "live", str(CHART_DIR), "--validate", *values
+    )
+    assert rendered.returncode == 0, rendered.stderr
+    docs = [doc for doc in yaml.safe_load_all(rendered.stdout) if doc]
+    assert {"live-ome-selector-runtime-ready-only", "live-ome-selector-own-events"} <= set(_policies(docs))
 
 
 def _write_status(api_client: Any, namespace: str, status: dict[str, Any]) -> None:
