@@ -14,6 +14,12 @@ faults:
 - ``saturate``: both cores kept busy by other processes for the next steps;
 - ``cut-connections`` and ``slow-connections``: the replicas reach the apiserver through a loopback TCP proxy
   (:mod:`harness.tcpproxy`) that closes every connection at once, or delays every chunk for a while.
+- ``crd-recreate``: the CRD of one kind the schedule uses (ClusterBaseModel, ClusterServingRuntime or
+  InferenceService) is deleted — with every object of it — long enough for the replicas' watches of it to end,
+  then created again, and the objects the schedule had of that kind are created again under the same names
+  (new objects: new uids), as an upgrade that replaces a CRD does (SPEC §5 "Watch streams that end"); so every
+  later step acts on what exists, and every invariant checks the recreated objects, of which a replica whose
+  watch stayed ended would know nothing.
 
 After every ``--check-every`` steps (and at the end) it waits for the cluster to settle and checks the
 invariants against a fresh listing evaluated offline by the product's own pure core (as ``kubectl ome-selector
@@ -59,6 +65,7 @@ from kubernetes.client.exceptions import ApiException
 
 from harness import objects
 from harness.controlplane import ControlPlane, free_port, running_control_plane
+from harness.crds import crd_documents, install_crds
 from harness.hostile import WebhookClient, path_of, review, webhook_address
 from harness.kube import api_client_for, create, delete, list_objects, patch
 from harness.tcpproxy import TcpProxy
@@ -92,6 +99,8 @@ RETRY = ("--leader-election-retry-period", "0.5")
 CONVERGE_SECONDS = 10.0
 #: A settled cluster writes nothing for this long.
 QUIET_SECONDS = 3.0
+#: How long ``crd-recreate`` leaves a CRD deleted: the replicas' watches reconnect (and meet 404) within it.
+CRD_ABSENT_SECONDS = 2.0
 
 OPERATIONS = (
     "create-model",
@@ -114,7 +123,10 @@ FAULTS = (
     "saturate",
     "cut-connections",
     "slow-connections",
+    "crd-recreate",
 )
+#: The kinds whose CRD ``crd-recreate`` deletes and creates again (those the schedule makes objects of).
+RECREATED_KINDS = (Kind.CLUSTER_BASE_MODEL, Kind.CLUSTER_SERVING_RUNTIME, Kind.INFERENCE_SERVICE)
 
 
 @dataclass(frozen=True)
@@ -222,7 +234,31 @@ def _fault(rng: random.Random, world: _World) -> Step:
         return Step(action, {"seconds": rng.choice([10, 20, 30])})
     if action == "slow-connections":
         return Step(action, {"delay": rng.choice([0.1, 0.5, 1.0]), "seconds": rng.choice([5, 10, 20])})
+    if action == "crd-recreate":
+        return _crd_recreate(rng, world)
     return Step(action)
+
+
+def _crd_recreate(rng: random.Random, world: _World) -> Step:
+    """Deleting a CRD deletes every object of its kind; the step creates the same names again, as new objects
+    (models with their sizes, runtimes and InferenceServices with their models; ranges, priorities and named
+    runtimes drawn afresh, inheritance gone), so the world holds the same names after it."""
+    kind = rng.choice(RECREATED_KINDS)
+    recreated: list[Step] = []
+    if kind is Kind.CLUSTER_BASE_MODEL:
+        recreated = [
+            Step("create-model", {"name": n, "size": size}) for n, size in sorted(world.models.items())
+        ]
+    elif kind is Kind.CLUSTER_SERVING_RUNTIME:
+        for name in sorted(world.runtimes):
+            low, high = rng.choice(RANGES)
+            args = {"name": name, "min": low, "max": high, "priority": rng.randint(1, 3)}
+            recreated.append(Step("create-runtime", args))
+    else:
+        for name, model in sorted(world.services.items()):
+            args = {"name": name, "model": model, "runtime": rng.choice([None, None, *RUNTIMES])}
+            recreated.append(Step("create-isvc", args))
+    return Step("crd-recreate", {"kind": kind.value, "recreate": [asdict(step) for step in recreated]})
 
 
 # --- running a schedule ------------------------------------------------------------------------------------
@@ -513,8 +549,21 @@ class Chaos:
         elif step.action == "slow-connections":
             self.proxy.slow(a["delay"], a["seconds"])
             self._faults_end = max(self._faults_end, time.monotonic() + a["seconds"])
+        elif step.action == "crd-recreate":
+            self._recreate_crd(Kind(a["kind"]))
+            for created in a["recreate"]:
+                self._operation(Step(created["action"], created["args"]))
         else:
             raise ValueError(f"unknown fault {step.action}")
+
+    def _recreate_crd(self, kind: Kind) -> None:
+        """Delete the CRD of ``kind`` (and so every object of it), leave it away for CRD_ABSENT_SECONDS (every
+        watch of it reconnects and meets 404 meanwhile), and create it again."""
+        name = f"{kind.plural}.ome.io"
+        (document,) = [doc for doc in crd_documents() if doc["metadata"]["name"] == name]
+        self.plane.kubectl("delete", "crd", name, "--wait=true", "--timeout=120s")
+        time.sleep(CRD_ABSENT_SECONDS)
+        install_crds(self.plane.kubeconfig, [document])
 
     # --- invariants -------------------------------------------------------------------------------------
 

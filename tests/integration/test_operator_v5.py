@@ -64,45 +64,75 @@ def _ours(api_client: Any, namespace: str, name: str, message: str) -> dict[str,
     return eventually(probe, what=f"RuntimeReady {message!r}")
 
 
-def test_another_writer_is_reported_once_counted_and_written_over_by_the_resync(
+def _condition_managers(api_client: Any, namespace: str, name: str) -> set[str]:
+    return {
+        entry["manager"]
+        for entry in get(api_client, "InferenceService", name, namespace)["metadata"]["managedFields"]
+        if "f:conditions" in entry.get("fieldsV1", {}).get("f:status", {})
+    }
+
+
+def test_another_writer_is_reported_once_counted_once_and_left_alone_until_it_agrees_or_is_gone(
     api_client: Any, namespace: str, running_operator: Any
 ) -> None:
+    """SPEC §5 "Another writer": from the finding on, the product writes nothing to that RuntimeReady (the
+    resyncs of every second would otherwise write it back each time), until the other writer's condition is
+    gone or equals the verdict; a restart finds the other writer from the managed fields."""
     create(api_client, objects.model("m", namespace=namespace, size="7B"))
     create(api_client, objects.runtime("rt", namespace=namespace))
     create(api_client, objects.inference_service("svc", namespace=namespace, model_name="m"))
     runner: OperatorThread = running_operator(namespaces=[namespace], resync_seconds=1.0)
     selected = "selected ServingRuntime rt (score 2)"
-    _ours(api_client, namespace, "svc", selected)
+    ours = _ours(api_client, namespace, "svc", selected)
     assert _total(runner, "ome_selector_condition_conflicts_total") == 0
 
-    for overwrite in (1, 2):
-        # OME v1.3 beside a standalone ome-selector: its controller writes RuntimeReady too.
-        _write_as(api_client, namespace, "svc", OTHER, [OME_RESOLVED])
-        restored = _ours(api_client, namespace, "svc", selected)  # level-triggered: the resync writes it
-        assert (restored["status"], restored["reason"]) == ("True", "RuntimeSelected")
-        # The status did not flip (True both times): the stored transition time stays.
-        assert restored["lastTransitionTime"] == OME_RESOLVED["lastTransitionTime"]
-        eventually(
-            lambda: _total(runner, "ome_selector_condition_conflicts_total") == overwrite,  # noqa: B023
-            what=f"{overwrite} conflict(s) counted",
-        )
-        runner.wait_idle()
-        assert _events(api_client, namespace, "svc") == [("Warning", "RuntimeReadyConflict", CONFLICT, 1)]
-    # The managed fields say who wrote last: the product again.
-    managers = {
-        entry["manager"]
-        for entry in get(api_client, "InferenceService", "svc", namespace)["metadata"]["managedFields"]
-        if "f:conditions" in entry.get("fieldsV1", {}).get("f:status", {})
-    }
-    assert managers == {"ome-selector"}
-    # Resyncs with nothing changed: no write, no event, no count.
+    # OME v1.3 beside a standalone ome-selector: its controller writes RuntimeReady too.
+    _write_as(api_client, namespace, "svc", OTHER, [OME_RESOLVED])
+    eventually(lambda: _total(runner, "ome_selector_condition_conflicts_total") == 1, what="one conflict")
+    eventually(lambda: len(_events(api_client, namespace, "svc")) == 1, what="the conflict event")
+    assert _events(api_client, namespace, "svc") == [("Warning", "RuntimeReadyConflict", CONFLICT, 1)]
+    # Resyncs go on evaluating it: nothing is written, counted or reported again.
     writes = _total(runner, "ome_selector_api_writes_total", operation="patch_status")
     resyncs = runner.operator.resyncs
     eventually(lambda: runner.operator.resyncs >= resyncs + 2, what="two more resyncs")
     runner.wait_idle()
+    assert runtime_ready(api_client, "svc", namespace) == OME_RESOLVED
+    assert _condition_managers(api_client, namespace, "svc") == {OTHER}
     assert _total(runner, "ome_selector_api_writes_total", operation="patch_status") == writes
-    assert _total(runner, "ome_selector_condition_conflicts_total") == 2
-    assert len(_events(api_client, namespace, "svc")) == 1
+    assert _total(runner, "ome_selector_condition_conflicts_total") == 1
+    assert _total(runner, "ome_selector_inferenceservices", status="True", reason="RuntimeSelected") == 1
+
+    # A restart finds the other writer from the managed fields: still left alone, reported once again.
+    runner.stop()
+    restarted: OperatorThread = running_operator(namespaces=[namespace], resync_seconds=1.0)
+    eventually(lambda: _total(restarted, "ome_selector_condition_conflicts_total") == 1, what="found again")
+    resyncs = restarted.operator.resyncs
+    eventually(lambda: restarted.operator.resyncs >= resyncs + 2, what="two resyncs after the restart")
+    restarted.wait_idle()
+    assert runtime_ready(api_client, "svc", namespace) == OME_RESOLVED
+    assert _total(restarted, "ome_selector_api_writes_total", operation="patch_status") == 0
+
+    # The other writer agrees with the verdict: the condition is the product's again, and a change of the
+    # verdict is written (over a condition the other writer wrote last).
+    _write_as(api_client, namespace, "svc", OTHER, [{**ours, "lastTransitionTime": "2026-01-02T00:00:00Z"}])
+    resyncs = restarted.operator.resyncs
+    eventually(lambda: restarted.operator.resyncs >= resyncs + 2, what="two resyncs after it agreed")
+    create(api_client, objects.runtime("better", namespace=namespace, priority=5))
+
+    def moved() -> dict[str, Any] | None:
+        condition = runtime_ready(api_client, "svc", namespace)
+        return condition if condition and "better" in condition["message"] else None
+
+    better = eventually(moved, what="RuntimeReady naming the better runtime")
+    assert better["reason"] == "RuntimeSelected"
+    assert _condition_managers(api_client, namespace, "svc") == {"ome-selector"}
+
+    # Yielding again, then the other writer's condition is removed: restored as usual.
+    _write_as(api_client, namespace, "svc", OTHER, [OME_RESOLVED])
+    eventually(lambda: _total(restarted, "ome_selector_condition_conflicts_total") == 2, what="a new finding")
+    _write_as(api_client, namespace, "svc", OTHER, [])
+    restored = _ours(api_client, namespace, "svc", better["message"])
+    assert restored["status"] == "True"
 
 
 def test_a_switch_of_the_selected_runtime_records_one_normal_event(

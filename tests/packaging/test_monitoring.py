@@ -47,6 +47,7 @@ ALL_ALERTS = {
     "OmeSelectorEventsDropped",
     "OmeSelectorConditionConflicts",
     "OmeSelectorEventLoopLag",
+    "OmeSelectorWatchEnded",
     "OmeSelectorWebhookCertificateExpiring",
     "OmeSelectorModelMetadataFailing",
 }

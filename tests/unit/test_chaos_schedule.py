@@ -15,6 +15,7 @@ from harness.chaos import (
     FAULTS,
     MODELS,
     OPERATIONS,
+    RECREATED_KINDS,
     RUNTIMES,
     SERVICES,
     Chaos,
@@ -36,12 +37,16 @@ def test_a_long_schedule_has_every_fault_and_every_operation() -> None:
 
 
 def _operations(plan: list[Step]) -> list[Step]:
-    """The operations in the order they are applied, those played during a pause included."""
+    """The operations in the order they are applied, those played during a pause included; a CRD recreated is
+    the deletion of every object of its kind (``delete-all``), then the creations the step holds."""
     played: list[Step] = []
     for step in plan:
         if step.action == "pause-across-compaction":
             during = step.args["during"]
             played.append(Step(during["action"], during["args"]))
+        elif step.action == "crd-recreate":
+            played.append(Step("delete-all", {"kind": step.args["kind"]}))
+            played.extend(Step(created["action"], created["args"]) for created in step.args["recreate"])
         elif step.action in OPERATIONS:
             played.append(step)
     return played
@@ -59,7 +64,11 @@ def test_every_operation_acts_on_what_the_schedule_has_made(seed: int, steps: in
     services: set[str] = set()
     for step in _operations(plan):
         name = step.args.get("name")
-        if step.action == "create-model":
+        if step.action == "delete-all":
+            {"ClusterBaseModel": models, "ClusterServingRuntime": runtimes}.get(
+                step.args["kind"], services
+            ).clear()
+        elif step.action == "create-model":
             assert name in MODELS
             assert name not in models
             models.add(name)
@@ -162,3 +171,50 @@ def test_an_event_recorded_in_the_quiet_is_written_in_it_unless_its_subject_chan
     keys = ["event/a.1", "event/b.1", "event/unknown.1", "isvc/s1"]
     assert Chaos._written_in_quiet(chaos, keys) == ["event/b.1", "event/unknown.1", "isvc/s1"]
     assert said == ["  event/a.1: recorded in the quiet, for a change before it"]
+
+
+@settings(max_examples=50, deadline=None)
+@given(seed=st.integers(min_value=0, max_value=2**32), steps=st.integers(min_value=1, max_value=120))
+def test_a_recreated_crd_brings_back_every_object_the_schedule_had_of_its_kind(seed: int, steps: int) -> None:
+    """Deleting a CRD deletes its objects: the step creates every one of them again (the models with their
+    sizes, the InferenceServices with their models), so the invariants check the objects the schedule
+    expects, recreated, and nothing the schedule made vanishes unseen."""
+    plan = schedule(seed, steps)
+    models: dict[str, Any] = {}
+    runtimes: set[str] = set()
+    services: dict[str, str] = {}
+    for step in plan:
+        for played in _operations([step]):
+            a = played.args
+            if played.action in ("create-model", "size-model"):
+                models[a["name"]] = a["size"]
+            elif played.action == "delete-model":
+                del models[a["name"]]
+            elif played.action == "create-runtime":
+                runtimes.add(a["name"])
+            elif played.action == "delete-runtime":
+                runtimes.discard(a["name"])
+            elif played.action == "create-isvc":
+                services[a["name"]] = a["model"]
+            elif played.action == "delete-isvc":
+                del services[a["name"]]
+        if step.action != "crd-recreate":
+            continue
+        kind = step.args["kind"]
+        assert kind in {k.value for k in RECREATED_KINDS}
+        created = [(c["action"], c["args"]) for c in step.args["recreate"]]
+        if kind == "ClusterBaseModel":
+            assert created == [("create-model", {"name": n, "size": models[n]}) for n in sorted(models)]
+        elif kind == "ClusterServingRuntime":
+            assert [(action, args["name"]) for action, args in created] == [
+                ("create-runtime", n) for n in sorted(runtimes)
+            ]
+        else:
+            assert [(action, args["name"], args["model"]) for action, args in created] == [
+                ("create-isvc", n, services[n]) for n in sorted(services)
+            ]
+
+
+def test_the_crd_recreate_fault_deletes_each_kind_the_schedule_uses() -> None:
+    kinds = {step.args["kind"] for step in schedule(3, 400) if step.action == "crd-recreate"}
+    assert kinds == {kind.value for kind in RECREATED_KINDS}

@@ -21,6 +21,7 @@ import os
 import re
 import socket
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,7 @@ from ome_selector.kube.leaderelection import ApiLeaseStore, LeaderElector, Lease
 from ome_selector.kube.objects import ALL_KINDS, PAGE_SIZE, Objects, Page
 from ome_selector.operator.controller import Controller
 from ome_selector.operator.kopflisting import observe_listings, resume_expired_listings
+from ome_selector.operator.kopfwatch import observe_ended_streams, restart_ended_streams
 from ome_selector.operator.learning import LearningConfig, ModelMetadataLearner
 from ome_selector.operator.looplag import watch_loop_lag
 from ome_selector.operator.metrics import Metrics
@@ -71,6 +73,9 @@ KOPF_IDLE_WORKER_SECONDS = 0.1
 #: maximum, then that again for as long as the apiserver is away.
 KOPF_RETRY_SECONDS = (0.25, 0.5, 1.0)
 KOPF_RETRY_MAX_SECONDS = 2.0
+#: A kind whose watch stream ended and was not listed again within this long makes the replica not ready
+#: (SPEC §5 "Watch streams that end"): its memory of that kind may be stale.
+WATCH_RESTART_SECONDS = 5.0
 
 
 class ApiRetries:
@@ -163,6 +168,8 @@ class Operator:
         self._listing_events: dict[str, float] = {}  # kind → when Kopf last listed an object of it
         self._relisted = False  # a kind was listed again since the last resync: a watch gap
         self._resync_wanted = False  # a listing started since the last resync after a listing began
+        #: Kinds (plural) whose Kopf watch stream ended and has not listed them again: since when, and why.
+        self.ended_streams: dict[str, tuple[float, str]] = {}
         #: How many resyncs ran since start (tests wait for one).
         self.resyncs = 0
         self._register()
@@ -222,7 +229,22 @@ class Operator:
         empty, whose listing hands no event to :meth:`_on_event` (SPEC §5)."""
         kind = _KINDS_BY_PLURAL.get(plural)
         if kind is not None:
+            ended = self.ended_streams.pop(plural, None)
+            if ended is not None:
+                self.metrics.watch_ended.labels(kind).set(0)
+                logger.info("the watch of %s is back: it listed them again", plural)
             self._listing_seen(kind)
+
+    def _stream_ended(self, plural: str, reason: str) -> None:
+        """One of Kopf's watch streams ended where Kopf would have given it up; it is being listed again
+        (SPEC §5 "Watch streams that end"). Counted once per end, until a listing of the kind is read."""
+        kind = _KINDS_BY_PLURAL.get(plural, "other")
+        if plural in self.ended_streams:
+            return
+        self.ended_streams[plural] = (time.monotonic(), reason)
+        self.metrics.watch_restarts.labels(kind, reason).inc()
+        self.metrics.watch_ended.labels(kind).set(1)
+        logger.warning("the watch of %s ended (%s): starting it again with a listing", plural, reason)
 
     def _listing_seen(self, kind: str) -> None:
         """One resync for each listing Kopf starts, not one per few seconds of it: Kopf hands a listing of
@@ -274,6 +296,7 @@ class Operator:
     async def _startup(self, settings: kopf.OperatorSettings, **_: Any) -> None:
         configure_settings(settings, self.config)
         observe_listings(self._kopf_listed)
+        observe_ended_streams(self._stream_ended)
         self._api_client = await self.access.api_client()
         objects = self._objects = Objects(self._api_client)
         election = self.config.leader_election
@@ -419,9 +442,10 @@ class Operator:
     def waiting_for(self) -> str | None:
         """What keeps this replica from being ready (/readyz), or None when it is ready.
 
-        Ready means: the first full listing is indexed and, with a webhook, the server listens and the
-        configuration carries the CA it serves with. A stopping replica is not ready (SPEC §8), so its
-        endpoint leaves the Service before anything stops serving.
+        Ready means: the first full listing is indexed, with a webhook the server listens and the
+        configuration carries the CA it serves with, and no kind's watch has been ended for
+        WATCH_RESTART_SECONDS without being listed again (SPEC §5 "Watch streams that end"). A stopping
+        replica is not ready (SPEC §8), so its endpoint leaves the Service before anything stops serving.
         """
         if self.stopping:
             return "stopping"
@@ -429,6 +453,10 @@ class Operator:
             return "starting"
         if self.webhook is not None and not self.webhook.registered.is_set():
             return "webhook not registered yet"
+        now = time.monotonic()
+        for plural, (since, reason) in sorted(self.ended_streams.items()):
+            if now - since >= WATCH_RESTART_SECONDS:
+                return f"the watch of {plural} ended ({reason}) and could not be started again"
         return None
 
     async def _serve_health(self, host: str, port: int) -> None:
@@ -474,6 +502,7 @@ class Operator:
 
     async def run(self, stop_flag: asyncio.Event | None = None) -> None:
         resume_expired_listings()
+        restart_ended_streams()
         settings = kopf.OperatorSettings()
         configure_settings(settings, self.config)
         if self.webhook is not None:

@@ -5,12 +5,13 @@ InferenceService, fed by the startup listing, Kopf's watch events and the resync
 re-read after a write conflict; the only writes are the RuntimeReady condition and its events.
 
 Another writer (SPEC §5): the controller remembers, per InferenceService (uid) and while it leads, the
-condition it last wrote (:attr:`_Stored.ours`: a reference to the stored entry, carried from body to body, so
-the memory costs no copy). A stored condition that differs from that write and from the verdict was written by
-someone else: it is counted, reported once per InferenceService and writer with a Warning
-``RuntimeReadyConflict`` event, and the verdict is written over it as any differing condition is. Only the
-writes of this process are remembered, so after a restart (or a change of leader) the first foreign write to
-a condition that had not needed writing is restored without a report.
+condition it last wrote or found equal to its verdict (:attr:`_Stored.ours`: a reference to the stored entry,
+carried from body to body, so the memory costs no copy). A stored condition that differs from that and from
+the verdict was written by someone else — and so is one, when nothing is remembered (after a restart or a
+change of leader), whose conditions the managed fields give to another field manager and not to the product.
+From that finding on the controller yields (:attr:`_Stored.yielding`): it counts the finding once, reports it
+once per InferenceService and writer with a Warning ``RuntimeReadyConflict`` event, and writes nothing to that
+condition until it is gone (then restored as usual) or equals the verdict (then it is the product's again).
 
 Bounded work per event (SPEC §8): a model or runtime whose ``metadata.generation`` (and uid, and for a runtime
 the two annotations it reads, SPEC §5) is the one already read is not parsed again — a label change or a
@@ -139,7 +140,7 @@ class _Stored:
     InferenceServices), not the body's dictionaries. :attr:`conditions` gives the list as it was read.
     """
 
-    __slots__ = ("_conditions", "ours", "reported", "resource_version", "uid", "writers")
+    __slots__ = ("_conditions", "ours", "reported", "resource_version", "uid", "writers", "yielding")
 
     def __init__(
         self,
@@ -163,6 +164,8 @@ class _Stored:
         same = previous is not None and previous.uid == uid
         self.ours: Any = previous.ours if same and previous is not None else None
         self.reported: tuple[str, ...] = previous.reported if same and previous is not None else ()
+        #: Another writer's condition is left alone (SPEC §5 "Another writer": from the finding on).
+        self.yielding: bool = previous.yielding if same and previous is not None else False
 
     def runtime_ready(self) -> Any:
         """The stored RuntimeReady entry as held (packed), None when there is none."""
@@ -390,7 +393,7 @@ class Controller:
         """This replica stopped leading: what it wrote may be overwritten by the next leader, which is no
         other writer (SPEC §5, §8)."""
         for stored in self._stored.values():
-            stored.ours = None
+            stored.ours, stored.yielding = None, False  # the next leader finds other writers anew
 
     def evaluate_all(self) -> None:
         """Queue every InferenceService once, e.g. on becoming the leader: the stored conditions are the
@@ -541,10 +544,21 @@ class Controller:
         if stored is None:
             return
         condition_now = current_condition({"conditions": stored.conditions})
+        same_object = stored.uid == uid  # else an earlier object of the same name
         if not differs(condition_now, outcome.status, outcome.reason, outcome.message):
+            if same_object and condition_now is not None:
+                # The verdict is stored: the condition is the product's (again), whoever wrote it (SPEC §5).
+                if stored.yielding:
+                    logger.info(
+                        "%s: RuntimeReady equals the verdict again: written as usual from now on", key
+                    )
+                stored.ours, stored.yielding = stored.runtime_ready(), False
             return
-        ours = stored.ours if stored.uid == uid else None  # else an earlier object of the same name
-        other = _other_writer(condition_now, ours, stored.writers)
+        other = _other_writer(condition_now, stored.ours if same_object else None, stored.writers)
+        if other is not None:
+            self._yield_to(key, stored, other)
+            return
+        stored.yielding = False  # gone: restored as usual
         switched = selection_change(condition_now, outcome)
         condition = build_condition(condition_now, outcome.status, outcome.reason, outcome.message)
         conditions = with_condition(stored.conditions, condition)
@@ -556,17 +570,9 @@ class Controller:
         self.observe_written(body)
         involved = involved_reference(body)
         after = self._stored.get(key)
-        if after is not None and after.uid == uid:
-            if after.resource_version == str((body.get("metadata") or {}).get("resourceVersion", "")):
-                after.ours = after.runtime_ready()  # what this write stored: the memory
-            if other is not None:
-                self.metrics.condition_conflicts.inc()
-                conflict = messages.condition_conflict(other)  # the name shown escaped, also in the log
-                logger.warning("%s: %s", key, conflict, extra=log_fields(key, reason=CONFLICT_EVENT_REASON))
-                if other not in after.reported and len(after.reported) < MAX_REPORTED_WRITERS:
-                    after.reported = (*after.reported, other)
-                    report = PendingEvent(involved, "Warning", CONFLICT_EVENT_REASON, conflict)
-                    self.events.submit(key, report)
+        written_version = str((body.get("metadata") or {}).get("resourceVersion", ""))
+        if after is not None and after.uid == uid and after.resource_version == written_version:
+            after.ours = after.runtime_ready()  # what this write stored: the memory
         logger.info(
             "%s: RuntimeReady=%s %s: %s",
             key,
@@ -583,6 +589,27 @@ class Controller:
         if switched is not None:
             # With the write that changed the runtime, at most once (SPEC §12 "Switch events").
             self.events.submit(key, PendingEvent(involved, switched.type, switched.reason, switched.message))
+
+    def _yield_to(self, key: ObjectKey, stored: _Stored, other: str) -> None:
+        """Another writer's RuntimeReady is stored (SPEC §5 "Another writer"): leave it alone. The finding is
+        counted and logged once, when the yielding starts, and reported with an event once per writer."""
+        if stored.yielding:
+            logger.debug("%s: RuntimeReady is left to %s", key, other)
+            return
+        stored.yielding = True
+        self.metrics.condition_conflicts.inc()
+        conflict = messages.condition_conflict(other)  # the name shown escaped, also in the log
+        logger.warning(
+            "%s: %s; RuntimeReady is not written until that condition is gone or equals the verdict",
+            key,
+            conflict,
+            extra=log_fields(key, reason=CONFLICT_EVENT_REASON),
+        )
+        if other not in stored.reported and len(stored.reported) < MAX_REPORTED_WRITERS:
+            stored.reported = (*stored.reported, other)
+            metadata = {"name": key.name, "namespace": key.namespace, "uid": stored.uid}
+            involved = {"metadata": metadata | {"resourceVersion": stored.resource_version}}
+            self.events.submit(key, PendingEvent(involved, "Warning", CONFLICT_EVENT_REASON, conflict))
 
     async def _record_event(self, event: PendingEvent) -> None:
         assert self._writer is not None
@@ -689,18 +716,22 @@ def _fields(condition: Mapping[str, Any]) -> tuple[Any, Any, Any]:
 
 def _other_writer(stored: Mapping[str, Any] | None, ours: Any, writers: Sequence[str]) -> str | None:
     """Who else wrote the stored RuntimeReady, which differs from the verdict (SPEC §5 "Another writer"):
-    None when there is none to compare with, when it is what this process last wrote (``ours``, as held), or
-    when the managed fields say the product itself last wrote the conditions (a write whose answer was lost);
-    else the first other field manager that owns the conditions, or ``another writer`` when none does."""
+    None when nothing is stored (a removal is restored as before), when it is what this process last wrote or
+    found equal to its verdict (``ours``, as held), or when the managed fields say the product itself last
+    wrote the conditions (a write whose answer was lost); else the first other field manager that owns the
+    conditions — or, when this process remembers a condition of its own there, ``another writer`` when none
+    does. With nothing remembered (a restart, a new leader) only the managed fields can tell."""
+    if stored is None:
+        return None
     written = _unpack(ours)
-    if stored is None or not isinstance(written, Mapping):
-        return None  # nothing stored (a removal is restored as before), or nothing written by this process
-    if _fields(stored) == _fields(written):
+    if isinstance(written, Mapping) and _fields(stored) == _fields(written):
+        return None
+    if COMPONENT in writers:
         return None
     others = [writer for writer in writers if writer != COMPONENT]
     if others:
         return others[0]
-    return None if COMPONENT in writers else messages.ANOTHER_WRITER
+    return messages.ANOTHER_WRITER if isinstance(written, Mapping) else None
 
 
 def _same_inputs(previous: Resource, current: Resource) -> bool:

@@ -199,10 +199,27 @@ class Metrics:
         )
         self.condition_conflicts = Counter(
             "ome_selector_condition_conflicts",
-            "RuntimeReady conditions found changed by another writer and written again (SPEC §5: beside OME "
+            "RuntimeReady conditions found written by another writer, then left to it (SPEC §5: beside OME "
             "v1.3 or later, run with --report-only)",
             registry=self.registry,
         )
+        # SPEC §5 "Watch streams that end": ``kind`` the five kinds (``other`` for none of them), ``reason``
+        # one of kopfwatch.END_REASONS.
+        self.watch_restarts = Counter(
+            "ome_selector_watch_restarts",
+            "Watch streams of a kind that ended where Kopf would have given them up, and were started again "
+            "with a listing",
+            ["kind", "reason"],
+            registry=self.registry,
+        )
+        self.watch_ended = Gauge(
+            "ome_selector_watch_ended",
+            "1 while the watch stream of a kind has ended and no listing of the kind has been read since",
+            ["kind"],
+            registry=self.registry,
+        )
+        for kind in Kind:
+            self.watch_ended.labels(kind.value)
         self._verdicts: dict[Hashable, tuple[str, str]] = {}
         self._tally: Tally[tuple[str, str]] = Tally()
 

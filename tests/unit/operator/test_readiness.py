@@ -10,7 +10,7 @@ from typing import Any
 
 import aiohttp
 
-from ome_selector.operator.app import Operator, OperatorConfig
+from ome_selector.operator.app import WATCH_RESTART_SECONDS, Operator, OperatorConfig
 from ome_selector.webhook.config import WebhookConfig
 
 
@@ -87,3 +87,41 @@ def test_a_stopping_replica_turns_not_ready_but_stays_alive() -> None:
         ((200, "ok"), (200, "ok")),
         ((200, "ok"), (503, "stopping")),
     ]
+
+
+def test_a_watch_that_ended_and_is_not_listed_again_makes_it_not_ready() -> None:
+    """SPEC §5 "Watch streams that end": not ready once a kind's watch has been ended for a few seconds
+    without a listing; counted once per end; ready again at the kind's next listing."""
+    operator = Operator(OperatorConfig(health_address=None))
+    controller = _Controller()
+    controller.ready.set()
+    operator.controller = controller  # type: ignore[assignment]
+    operator._listing_seen = lambda kind: None  # type: ignore[method-assign]  # no resync here
+    not_ready = "the watch of clusterbasemodels ended (not_found) and could not be started again"
+
+    def later(seconds: float) -> Any:
+        def step() -> None:  # the end happened that much earlier
+            for plural, (since, reason) in operator.ended_streams.items():
+                operator.ended_streams[plural] = (since - seconds, reason)
+
+        return step
+
+    steps = [
+        lambda: operator._stream_ended("clusterbasemodels", "not_found"),
+        later(WATCH_RESTART_SECONDS - 1),
+        later(1),
+        lambda: operator._stream_ended("clusterbasemodels", "listing_failed"),  # its restart failing
+        lambda: operator._kopf_listed("clusterbasemodels"),
+    ]
+    assert [ready for _, ready in _probe(operator, steps)] == [
+        (200, "ok"),
+        (200, "ok"),
+        (503, not_ready),
+        (503, not_ready),
+        (200, "ok"),
+    ]
+    sample = operator.metrics.registry.get_sample_value
+    restarts = {"kind": "ClusterBaseModel", "reason": "not_found"}
+    assert sample("ome_selector_watch_restarts_total", restarts) == 1.0
+    assert sample("ome_selector_watch_restarts_total", restarts | {"reason": "listing_failed"}) is None
+    assert sample("ome_selector_watch_ended", {"kind": "ClusterBaseModel"}) == 0.0

@@ -146,34 +146,87 @@ def _conflicts(api: _Api) -> list[str]:
     return [message for _, reason, message in api.events if reason == "RuntimeReadyConflict"]
 
 
-def test_another_writer_is_reported_once_counted_each_time_and_written_over() -> None:
+def test_another_writer_is_reported_once_counted_once_and_left_alone() -> None:
+    """SPEC §5 "Another writer": from the finding on, the product writes nothing to that condition."""
     api = _Api(_isvc())
 
     async def scenario() -> None:
         async with _Run(api, MODEL, A, _isvc()) as run:
             assert (api.condition(), api.writes, api.events, run.conflicts) == (SELECTED_A, 1, [], 0.0)
             await run.foreign(OME, OME_RESOLVED)
-            assert api.condition() == SELECTED_A  # level-triggered: restored
+            assert api.condition() == _fields(OME_RESOLVED)  # yielded: not written over
             assert api.events == [("Warning", "RuntimeReadyConflict", CONFLICT.format(OME))]
-            assert run.conflicts == 1.0
-            # The same writer again: counted and restored, not reported again.
-            await run.foreign(OME, OME_RESOLVED)
-            assert (api.condition(), len(api.events), run.conflicts, api.writes) == (SELECTED_A, 1, 2.0, 3)
-            # Another writer: reported once too; one that no managed field names is "another writer".
-            await run.foreign("kubectl-edit", {**OME_RESOLVED, "message": "by hand"})
-            await run.foreign(None, OME_RESOLVED)
-            await run.foreign(None, OME_RESOLVED)
-            assert _conflicts(api) == [
-                CONFLICT.format(OME),
-                CONFLICT.format("kubectl-edit"),
-                CONFLICT.format("another writer"),
-            ]
-            assert (run.conflicts, api.condition()) == (5.0, SELECTED_A)
+            assert (run.conflicts, api.writes) == (1.0, 1)
+            # Evaluations go on (the verdict feeds the metrics), writing nothing, counting nothing more.
+            await run.resync()
+            await run.foreign(OME, {**OME_RESOLVED, "message": "again"})
+            assert (len(api.events), run.conflicts, api.writes) == (1, 1.0, 1)
+            assert (
+                run.sample("ome_selector_inferenceservices", {"status": "True", "reason": "RuntimeSelected"})
+                == 1.0
+            )
+            # A catalog change that moves the verdict: still left alone.
+            run.controller.on_watch_event(B, deleted=False)
+            await run.settle()
+            assert (api.condition(), api.writes) == (_fields({**OME_RESOLVED, "message": "again"}), 1)
 
     asyncio.run(scenario())
 
 
-def test_the_conflict_event_comes_before_the_event_of_the_restored_state() -> None:
+def _fields(condition: Mapping[str, Any]) -> tuple[str, str, str]:
+    return condition["status"], condition["reason"], condition["message"]
+
+
+def _selected(verdict: tuple[str, str, str]) -> dict[str, Any]:
+    return {"type": "RuntimeReady", "status": verdict[0], "reason": verdict[1], "message": verdict[2]}
+
+
+def test_a_removed_condition_of_the_other_writer_is_written_as_usual() -> None:
+    api = _Api(_isvc())
+
+    async def scenario() -> None:
+        async with _Run(api, MODEL, A, _isvc()) as run:
+            await run.foreign(OME, OME_RESOLVED)
+            assert (api.condition(), api.writes) == (_fields(OME_RESOLVED), 1)
+            await run.foreign(OME)  # the other writer's condition is gone: restored, with its event
+            assert (api.condition(), api.writes, run.conflicts) == (SELECTED_A, 2, 1.0)
+            # A new finding after that starts the yielding again: counted, not reported twice.
+            await run.foreign(OME, OME_RESOLVED)
+            assert (api.condition(), api.writes, run.conflicts) == (_fields(OME_RESOLVED), 2, 2.0)
+            assert _conflicts(api) == [CONFLICT.format(OME)]
+
+    asyncio.run(scenario())
+
+
+def test_a_condition_equal_to_the_verdict_is_the_products_again() -> None:
+    api = _Api(_isvc())
+
+    async def scenario() -> None:
+        async with _Run(api, MODEL, A, _isvc()) as run:
+            await run.foreign(OME, OME_RESOLVED)
+            await run.foreign(OME, _selected(SELECTED_A))  # the other writer wrote the verdict
+            assert (api.condition(), api.writes) == (SELECTED_A, 1)
+            # The product's again: a change of the verdict is written (over a condition OME wrote last).
+            run.controller.on_watch_event(B, deleted=False)
+            await run.settle()
+            assert (api.condition(), api.writes, run.conflicts) == (SELECTED_B, 2, 1.0)
+
+    asyncio.run(scenario())
+
+
+def test_a_restart_finds_the_other_writer_from_the_managed_fields() -> None:
+    api = _Api(_isvc())
+    api.write_as(OME, "svc", OME_RESOLVED)
+
+    async def scenario() -> None:
+        async with _Run(api, MODEL, A, api.bodies["svc"]) as run:
+            assert (api.condition(), api.writes, run.conflicts) == (_fields(OME_RESOLVED), 0, 1.0)
+            assert _conflicts(api) == [CONFLICT.format(OME)]
+
+    asyncio.run(scenario())
+
+
+def test_the_conflict_event_is_recorded_and_nothing_is_restored() -> None:
     api = _Api(_isvc())  # no runtime: RuntimeNotFound, with its Warning event
     not_found = "no runtime supports model m (checked 0 runtimes: 0 namespace-scoped, 0 cluster-scoped): "
     not_found += "no runtimes are installed"
@@ -184,7 +237,6 @@ def test_the_conflict_event_comes_before_the_event_of_the_restored_state() -> No
             assert api.events == [
                 ("Warning", "RuntimeNotFound", not_found),
                 ("Warning", "RuntimeReadyConflict", CONFLICT.format(OME)),
-                ("Warning", "RuntimeNotFound", not_found),
             ]
 
     asyncio.run(scenario())
@@ -209,8 +261,25 @@ def test_other_writers_reported_per_inference_service_are_bounded() -> None:
         async with _Run(api, MODEL, A, _isvc()) as run:
             for number in range(bound + 2):
                 await run.foreign(f"writer-{number}", OME_RESOLVED)
+                await run.foreign(
+                    f"writer-{number}"
+                )  # removed again: restored, the next one is a new finding
             assert _conflicts(api) == [CONFLICT.format(f"writer-{n}") for n in range(bound)]
             assert run.conflicts == bound + 2
+
+    asyncio.run(scenario())
+
+
+def test_a_writer_that_no_managed_field_names_is_another_writer() -> None:
+    api = _Api(_isvc())
+
+    async def scenario() -> None:
+        async with _Run(api, MODEL, A, _isvc()) as run:
+            await run.foreign(None, OME_RESOLVED)
+            assert (api.condition(), _conflicts(api)) == (
+                _fields(OME_RESOLVED),
+                [CONFLICT.format("another writer")],
+            )
 
     asyncio.run(scenario())
 
@@ -221,15 +290,13 @@ def test_other_writers_reported_per_inference_service_are_bounded() -> None:
         "removed",  # a removal is restored (its own rule), no other writer is named
         "same as the verdict",  # nothing to write
         "managed fields name only ome-selector",  # the product's own write whose answer was lost
-        "never written by this process",  # e.g. after a restart: nothing to compare with
-        "after losing the lead",  # the next leader's writes are no other writer's
-        "re-created under the same name",  # another uid: the earlier object's write is not its own
+        "never written by this process, no managed fields",  # nothing to compare with, nobody named
+        "after losing the lead",  # the next leader's writes are the product's own
     ],
 )
 def test_what_is_not_another_writer(case: str) -> None:
     api = _Api(_isvc())
-    selected = {"type": "RuntimeReady", "status": SELECTED_A[0], "reason": SELECTED_A[1]}
-    selected["message"] = SELECTED_A[2]
+    selected = _selected(SELECTED_A)
 
     async def scenario() -> None:
         async with _Run(api, MODEL, A, _isvc()) as run:
@@ -240,20 +307,13 @@ def test_what_is_not_another_writer(case: str) -> None:
                 await run.foreign(OME, selected)
             elif case == "managed fields name only ome-selector":
                 await run.foreign("ome-selector", OME_RESOLVED)
-            elif case == "never written by this process":
+            elif case == "never written by this process, no managed fields":
+                api.write_as(None, "svc", OME_RESOLVED)  # e.g. while the product was down
                 async with _Run(api, MODEL, A, api.bodies["svc"]) as restarted:
-                    assert api.writes == 1
-                    await restarted.foreign(OME, OME_RESOLVED)
                     assert (restarted.conflicts, api.writes) == (0.0, 2)
-            elif case == "after losing the lead":
-                run.controller.forget_writes()
-                await run.foreign(OME, OME_RESOLVED)
             else:
-                # The deletion was missed; the new object's first condition is another writer's.
-                recreated = _isvc(uid="uid-2")
-                recreated["metadata"]["resourceVersion"] = "100"
-                api.bodies["svc"] = recreated
-                await run.foreign(OME, OME_RESOLVED)
+                run.controller.forget_writes()
+                await run.foreign("ome-selector", OME_RESOLVED)
             assert api.condition() == SELECTED_A
             assert (_conflicts(api), run.conflicts) == ([], 0.0)
 
@@ -349,7 +409,8 @@ def test_what_is_not_a_switch(change: str) -> None:
                 run.controller.on_watch_event(B, deleted=False)
             await run.settle()
             assert _switch_events(api) == []
-            assert api.writes == (0 if report_only else 2)
+            # Another writer's text is left to it (SPEC §5 "Another writer"): no write, so no switch either.
+            assert api.writes == (0 if report_only else 1 if change == "from another writer's text" else 2)
 
     asyncio.run(scenario())
 
