@@ -179,7 +179,8 @@ def test_inference_service_without_model_is_left_alone(
             f"metadata: {{name: modelless, namespace: {namespace}}}\nspec: {{predictor: {{x: 1}}}}\n"
         ),
     )
-    runner = running_operator()
+    # Its own namespace only: objects other test files left on this control plane are not this test's.
+    runner = running_operator(namespaces=[namespace])
     runner.wait_idle(settle=1.0)
     body = get(api_client, "InferenceService", "modelless", namespace)
     assert "status" not in body or not body["status"].get("conditions")
@@ -337,7 +338,7 @@ def test_no_footprint_and_restart_is_idempotent(
     for body in _outcome_objects(namespace):
         create(api_client, body)
     before = _metadata_of_everything(api_client, namespace)
-    first = running_operator()
+    first = running_operator(namespaces=[namespace])
     for name, (_, reason, _, _) in _outcome_rows(namespace).items():
         _condition(api_client, namespace, name, reason)
     first.wait_idle()
@@ -367,7 +368,7 @@ def test_no_footprint_and_restart_is_idempotent(
     assert len(client.CoreV1Api(api_client).list_namespaced_event(namespace).items) == events
     first.stop()
 
-    second = running_operator()
+    second = running_operator(namespaces=[namespace])
     second.wait_idle(settle=1.0)
     assert _total(second, "ome_selector_evaluations_total") >= len(_outcome_rows(namespace))
     assert _total(second, "ome_selector_api_writes_total") == 0
