@@ -410,19 +410,18 @@ def test_hub_failures_back_off_and_recover(
         body = objects.model(name, namespace=namespace, with_format=False)
         body["spec"]["storage"]["storageUri"] = f"hf://{repo}"
         create(api_client, body)
-    started = time.monotonic()
     learning = LearningConfig(endpoint=hub.url, retry_delays=FAST, token_namespaces=frozenset({namespace}))
     runner: OperatorThread = running_operator(namespaces=[namespace], model_metadata=learning)
 
     warnings = _wait_event(api_client, namespace, "absent", "ModelMetadataUnavailable", count=3)
-    assert time.monotonic() - started >= FAST[0] + FAST[1]  # at once, after 1 s, after 2 s more
     # No HF_TOKEN yet: the read has no token, so its error does not tell private from missing (SPEC §10.6).
     reason = "hf://meta/absent: not found or not public (read without the Hub token)"
     assert {event.message for event in warnings} == {
         f"Cannot read the model's files: {reason}; next attempt in {delay}" for delay in ("1s", "2s", "3s")
     }
     assert {(event.type, event.source.component) for event in warnings} == {("Warning", "ome-selector")}
-    # The attempts (one model-info request each) are spaced by at least the retry delays.
+    # The attempts (one model-info request each) are spaced by at least the retry delays: the backoff the
+    # product promises (SPEC §10), a lower bound that a slow machine only makes larger.
     attempts = [r.at for r in hub.requests_snapshot() if r.path.startswith("/api/models/meta/absent/")]
     gaps = [later - earlier for earlier, later in itertools.pairwise(attempts)]
     assert len(gaps) >= 2
