@@ -54,3 +54,31 @@ SNAPSHOTS = (OME_CFA05C6, OME_5E4857E)
 V13_CRD_PROFILES = frozenset({"ours", OME_5E4857E.profile})
 """The CRD profiles whose InferenceService schema holds OME v1.3's fields (``spec.runtime.autoSync``,
 ``spec.deploymentMode``): ours, and OME's since they were added; OME's at cfa05c6 predate them."""
+
+
+#: The four runtime names both snapshots define in two files each: (name, earlier file, later file) under
+#: ``runtimes/srt/``, in kubectl's walk order.
+DUPLICATES = (
+    ("srt-qwen2-5-32b-instruct", "Qwen/Qwen2.5-32B-Instruct-rt.yaml", "Qwen/qwen2-5-32b-instruct-rt.yaml"),
+    ("srt-qwen3-embedding-0-6b", "Qwen/Qwen3-Embedding-0.6B-rt.yaml", "Qwen/qwen3-embedding-0-6b-rt.yaml"),
+    (
+        "srt-llama-3-2-11b-vision-instruct",
+        "meta/llama-3-2-11b-vision-instruct-rt.yaml",
+        "unsloth/llama-3-2-11b-vision-instruct-rt.yaml",
+    ),
+    (
+        "srt-mixtral-8x7b-instruct",
+        "mistralai/mixtral-8x7b-instruct-v0-1-rt.yaml",
+        "mixtral-8x7b-instruct-rt.yaml",
+    ),
+)
+
+
+def duplicate_warnings(directory: str) -> list[str]:
+    """The warnings explain and lint print for the four runtimes defined twice, the catalog named
+    ``directory`` (SPEC §6)."""
+    return [
+        f"Warning: ClusterServingRuntime {name} is defined twice: in {directory}/runtimes/srt/{first} and in "
+        f"{directory}/runtimes/srt/{last}; the last one is used, as kubectl apply leaves it"
+        for name, first, last in DUPLICATES
+    ]

@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
+from harness.ome_data import duplicate_warnings
+
 REPO_ROOT = Path(__file__).resolve().parents[3]
 KUBECTL_OME = Path(sys.executable).parent / "kubectl-ome_selector"
 OME_CATALOG = "tests/data/ome-catalog"
@@ -624,32 +626,7 @@ def test_ome_catalog_as_published_reads_duplicate_runtime_names_as_kubectl_apply
     result = kubectl_ome("runtime", "explain", "-f", OME_CATALOG, "--model", "qwen3-32b", "-o", "json")
     assert result.returncode == 0, result.stderr
     assert len(json.loads(result.stdout)["runtimes"]) == 201
-    assert result.stderr.splitlines() == [
-        f"Warning: ClusterServingRuntime {name} is defined twice: in {OME_CATALOG}/runtimes/srt/{first} and "
-        f"in {OME_CATALOG}/runtimes/srt/{last}; the last one is used, as kubectl apply leaves it"
-        for name, first, last in (
-            (
-                "srt-qwen2-5-32b-instruct",
-                "Qwen/Qwen2.5-32B-Instruct-rt.yaml",
-                "Qwen/qwen2-5-32b-instruct-rt.yaml",
-            ),
-            (
-                "srt-qwen3-embedding-0-6b",
-                "Qwen/Qwen3-Embedding-0.6B-rt.yaml",
-                "Qwen/qwen3-embedding-0-6b-rt.yaml",
-            ),
-            (
-                "srt-llama-3-2-11b-vision-instruct",
-                "meta/llama-3-2-11b-vision-instruct-rt.yaml",
-                "unsloth/llama-3-2-11b-vision-instruct-rt.yaml",
-            ),
-            (
-                "srt-mixtral-8x7b-instruct",
-                "mistralai/mixtral-8x7b-instruct-v0-1-rt.yaml",
-                "mixtral-8x7b-instruct-rt.yaml",
-            ),
-        )
-    ]
+    assert result.stderr.splitlines() == duplicate_warnings(OME_CATALOG)
 
 
 def test_ome_catalog_models_without_metadata(kubectl_ome: Any) -> None:

@@ -13,6 +13,8 @@ import jsonschema
 import pytest
 from cli_runner import REPO_ROOT, Run
 
+from harness.ome_data import duplicate_warnings
+
 SARIF_SCHEMA = REPO_ROOT / "tests" / "data" / "sarif" / "sarif-schema-2.1.0.json"
 OME_CATALOG = REPO_ROOT / "tests" / "data" / "ome-catalog"
 GOLDEN = REPO_ROOT / "tests" / "data" / "cli" / "golden"
@@ -287,33 +289,7 @@ def test_stdin_has_no_artifact_in_sarif(kubectl_ome: Run) -> None:
 
 
 #: The four runtimes OME's published catalog defines in two files each, read as kubectl apply reads them.
-_SRT = "tests/data/ome-catalog/runtimes/srt/"
-REDEFINED = "".join(
-    f"Warning: ClusterServingRuntime {name} is defined twice: in {_SRT}{first} and in {_SRT}{last}; "
-    "the last one is used, as kubectl apply leaves it\n"
-    for name, first, last in (
-        (
-            "srt-qwen2-5-32b-instruct",
-            "Qwen/Qwen2.5-32B-Instruct-rt.yaml",
-            "Qwen/qwen2-5-32b-instruct-rt.yaml",
-        ),
-        (
-            "srt-qwen3-embedding-0-6b",
-            "Qwen/Qwen3-Embedding-0.6B-rt.yaml",
-            "Qwen/qwen3-embedding-0-6b-rt.yaml",
-        ),
-        (
-            "srt-llama-3-2-11b-vision-instruct",
-            "meta/llama-3-2-11b-vision-instruct-rt.yaml",
-            "unsloth/llama-3-2-11b-vision-instruct-rt.yaml",
-        ),
-        (
-            "srt-mixtral-8x7b-instruct",
-            "mistralai/mixtral-8x7b-instruct-v0-1-rt.yaml",
-            "mixtral-8x7b-instruct-rt.yaml",
-        ),
-    )
-)
+REDEFINED = "".join(line + "\n" for line in duplicate_warnings("tests/data/ome-catalog"))
 
 
 @pytest.fixture

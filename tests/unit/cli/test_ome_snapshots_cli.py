@@ -11,23 +11,9 @@ from collections import Counter
 import pytest
 from cli_runner import REPO_ROOT, Run
 
-from harness.ome_data import OME_5E4857E, OME_CFA05C6, SNAPSHOTS, OmeSnapshot
+from harness.ome_data import OME_5E4857E, OME_CFA05C6, SNAPSHOTS, OmeSnapshot, duplicate_warnings
 
 #: (name, the earlier file, the later file) under runtimes/srt/, in the order of their first definitions.
-DUPLICATES = (
-    ("srt-qwen2-5-32b-instruct", "Qwen/Qwen2.5-32B-Instruct-rt.yaml", "Qwen/qwen2-5-32b-instruct-rt.yaml"),
-    ("srt-qwen3-embedding-0-6b", "Qwen/Qwen3-Embedding-0.6B-rt.yaml", "Qwen/qwen3-embedding-0-6b-rt.yaml"),
-    (
-        "srt-llama-3-2-11b-vision-instruct",
-        "meta/llama-3-2-11b-vision-instruct-rt.yaml",
-        "unsloth/llama-3-2-11b-vision-instruct-rt.yaml",
-    ),
-    (
-        "srt-mixtral-8x7b-instruct",
-        "mistralai/mixtral-8x7b-instruct-v0-1-rt.yaml",
-        "mixtral-8x7b-instruct-rt.yaml",
-    ),
-)
 
 #: Per snapshot: the runtimes once the duplicates are resolved, and lint's findings per code.
 RUNTIMES = {OME_CFA05C6.id: 201, OME_5E4857E.id: 206}
@@ -53,14 +39,6 @@ def snapshot(request: pytest.FixtureRequest) -> OmeSnapshot:
 def catalog_dir(snapshot: OmeSnapshot) -> str:
     """The catalog as a user names it from the repository root."""
     return str(snapshot.catalog.relative_to(REPO_ROOT))
-
-
-def duplicate_warnings(directory: str) -> list[str]:
-    return [
-        f"Warning: ClusterServingRuntime {name} is defined twice: in {directory}/runtimes/srt/{first} and in "
-        f"{directory}/runtimes/srt/{last}; the last one is used, as kubectl apply leaves it"
-        for name, first, last in DUPLICATES
-    ]
 
 
 def test_explain_on_the_whole_catalog(kubectl_ome: Run, snapshot: OmeSnapshot) -> None:
