@@ -158,8 +158,9 @@ ca_bundle_set() {
   [[ -n $stored ]] || { echo "Secret $RELEASE-webhook-tls has no ca.crt"; return 1; }
   bundle=$(ca_bundle)
   for b in $bundle; do [[ $b == "$stored" ]] || { echo "a caBundle differs from the Secret's CA"; return 1; }; done
-  (($(wc -w <<<"$bundle") == 5)) || { echo "caBundle set on $(wc -w <<<"$bundle") of 5 webhooks"; return 1; }
-  note "caBundle of all 5 webhooks = ca.crt of Secret $RELEASE-webhook-tls"
+  local count; count=$(k get validatingwebhookconfiguration "$RELEASE" -o jsonpath='{range .webhooks[*]}{.name}{"\n"}{end}' | grep -c .)
+  (($(wc -w <<<"$bundle") == count)) || { echo "caBundle set on $(wc -w <<<"$bundle") of $count webhooks"; return 1; }
+  note "caBundle of all $count webhooks = ca.crt of Secret $RELEASE-webhook-tls"
 }
 
 # --- samples ----------------------------------------------------------------------------------------------------
