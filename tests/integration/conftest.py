@@ -8,10 +8,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from kubernetes import client
+from kubernetes import client, config
 
 from harness.admission import wait_until_serving
-from harness.controlplane import ControlPlane
+from harness.controlplane import ControlPlane, running_control_plane
 from harness.kube import delete
 from harness.operator_thread import OperatorThread
 from ome_selector.operator.app import OperatorConfig
@@ -63,3 +63,19 @@ def running_operator(control_plane: ControlPlane, api_client: Any) -> Iterator[S
     yield start
     for runner in reversed(started):
         runner.stop()
+
+
+# A control plane of one test file's own, for tests that restart, pause or reshape it (watch gaps, CRDs
+# deleted and recreated): the shared one would carry their faults into other files.
+@pytest.fixture(scope="module")
+def plane() -> Iterator[ControlPlane]:
+    with running_control_plane() as started:
+        yield started
+
+
+@pytest.fixture(scope="module")
+def admin(plane: ControlPlane) -> Iterator[Any]:
+    """An admin client of :func:`plane`."""
+    new_client: Any = config.new_client_from_config  # the official client is untyped
+    with new_client(config_file=str(plane.kubeconfig)) as api_client:
+        yield api_client

@@ -13,14 +13,12 @@ This module has a control plane of its own: deleting a CRD of the session's woul
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-from kubernetes import client, config
+from kubernetes import client
 
 from harness import objects
-from harness.controlplane import ControlPlane, running_control_plane
+from harness.controlplane import ControlPlane
 from harness.crds import crd_documents, install_crds
 from harness.kube import create, eventually, list_objects, runtime_ready
 from harness.operator_thread import OperatorThread
@@ -31,19 +29,6 @@ NAMESPACE = "recreate"
 CRD = "clusterbasemodels.ome.io"
 #: The memory equals the cluster within this long of the CRD's return (the SPEC: within seconds).
 CONVERGE_SECONDS = 10.0
-
-
-@pytest.fixture(scope="module")
-def plane() -> Iterator[ControlPlane]:
-    with running_control_plane() as started:
-        yield started
-
-
-@pytest.fixture(scope="module")
-def admin(plane: ControlPlane) -> Iterator[Any]:
-    new_client: Any = config.new_client_from_config  # the official client is untyped
-    with new_client(config_file=str(plane.kubeconfig)) as api_client:
-        yield api_client
 
 
 def _cluster(admin: Any) -> dict[tuple[str, str | None, str], str]:

@@ -11,16 +11,14 @@ This module has a control plane of its own: restarting the session's would distu
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 import yaml
-from kubernetes import client, config
+from kubernetes import client
 
 from harness import objects
 from harness.admission import wait_until_serving
-from harness.controlplane import ControlPlane, running_control_plane
+from harness.controlplane import ControlPlane
 from harness.kube import create, eventually, runtime_ready
 from harness.operator_thread import OperatorThread
 from ome_selector.operator.app import OperatorConfig
@@ -28,19 +26,6 @@ from ome_selector.webhook.config import WebhookConfig
 
 NAMESPACE = "gap"
 ENGINE = {"minReplicas": 1}
-
-
-@pytest.fixture(scope="module")
-def plane() -> Iterator[ControlPlane]:
-    with running_control_plane() as started:
-        yield started
-
-
-@pytest.fixture(scope="module")
-def admin(plane: ControlPlane) -> Iterator[Any]:
-    new_client: Any = config.new_client_from_config  # the official client is untyped
-    with new_client(config_file=str(plane.kubeconfig)) as api_client:
-        yield api_client
 
 
 def _gauge(runner: OperatorThread) -> float:

@@ -11,28 +11,20 @@ This module has a control plane of its own: restarting the session's would distu
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 import yaml
 from kubernetes import client, config
 
 from harness import objects
 from harness.admission import wait_until_serving
-from harness.controlplane import ControlPlane, running_control_plane
+from harness.controlplane import ControlPlane
 from harness.kube import create, eventually
 from harness.operator_thread import OperatorThread
 from ome_selector.operator.app import OperatorConfig
 from ome_selector.webhook.config import WebhookConfig
 
 NAMESPACE = "empty-gap"
-
-
-@pytest.fixture(scope="module")
-def plane() -> Iterator[ControlPlane]:
-    with running_control_plane() as started:
-        yield started
 
 
 def test_a_gap_after_which_every_kind_lists_empty_is_reconciled_within_seconds(plane: ControlPlane) -> None:
