@@ -8,13 +8,14 @@ harness: the local control plane installs ours, the integration suite's second C
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from pathlib import Path
 from typing import Any
 
 import yaml
-from kubernetes import client, config
+from kubernetes import config
 from kubernetes.client.exceptions import ApiException
 
 __all__ = ["CRD_DIR", "CRD_NAMES", "OME_CRD_DIR", "crd_documents", "install_crds", "ome_crd_documents"]
@@ -32,19 +33,30 @@ CRD_NAMES: tuple[str, ...] = (
 """The names of the shipped CRDs, in file-name order."""
 
 ESTABLISH_TIMEOUT_S = 60.0
+CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 # libyaml when present: OME's CRDs are 5 MB of YAML, 25 s for the pure-Python loader on a busy machine.
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def crd_documents(directory: Path = CRD_DIR) -> list[dict[str, Any]]:
     """Every CRD of ``directory`` (default: the shipped ones) as a dict, ready for
-    ``create_custom_resource_definition``; sorted by file name.
+    ``create_custom_resource_definition``; sorted by file name. Each call returns fresh dicts.
 
     Raises ``RuntimeError`` when the files do not hold exactly the expected CRDs, so a broken checkout fails
     loudly instead of installing a partial set.
     """
+    files = tuple(sorted(directory.glob("*.yaml")))
+    return [
+        json.loads(text) for text in _documents_as_json(files, tuple(f.stat().st_mtime_ns for f in files))
+    ]
+
+
+@functools.lru_cache(maxsize=8)
+def _documents_as_json(files: tuple[Path, ...], _mtimes: tuple[int, ...]) -> tuple[str, ...]:
+    """The CRDs of ``files``, each as JSON text, parsed once per process and content: OME's 1.7 MB schemas
+    take seconds to construct from YAML, and a test worker reads them for every control plane it starts."""
     documents: list[dict[str, Any]] = []
-    for file in sorted(directory.glob("*.yaml")):
+    for file in files:
         for document in yaml.load_all(file.read_text(encoding="utf-8"), Loader=_LOADER):
             if document is None:
                 continue
@@ -54,7 +66,7 @@ def crd_documents(directory: Path = CRD_DIR) -> list[dict[str, Any]]:
     names = tuple(sorted(str(document["metadata"]["name"]) for document in documents))
     if names != CRD_NAMES:
         raise RuntimeError(f"expected the CRDs {list(CRD_NAMES)}, found {list(names)}")
-    return documents
+    return tuple(json.dumps(document) for document in documents)
 
 
 def ome_crd_documents(directory: Path = OME_CRD_DIR) -> list[dict[str, Any]]:
@@ -67,39 +79,74 @@ def install_crds(kubeconfig: Path, documents: list[dict[str, Any]] | None = None
     """Create (or replace) every CRD of ``documents`` (default: ours); wait until they are served."""
     api_client = config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
     with api_client:
-        # Plain dict bodies, and answers read as JSON (_preload_content=False): the typed client models would
-        # only re-encode the same YAML, and decoding OME's 1.7 MB schemas into them takes seconds each.
-        extensions: Any = client.ApiextensionsV1Api(api_client)
-
-        def read(name: str) -> dict[str, Any]:
-            response = extensions.read_custom_resource_definition(name, _preload_content=False)
-            body: dict[str, Any] = json.loads(response.data)
-            return body
+        # Plain JSON bodies both ways: the typed client would validate OME's 1.7 MB schemas into its models
+        # before sending them, and decode them again from every answer, seconds of CPU per CRD.
+        def call(method: str, path: str, body: dict[str, Any] | None = None, **query: str) -> dict[str, Any]:
+            _, url, headers, _, _ = api_client.param_serialize(
+                method,
+                path,
+                query_params=list(query.items()),
+                header_params={"Accept": "application/json", "Content-Type": "application/json"},
+                auth_settings=["BearerToken"],
+            )
+            response = api_client.call_api(method, url, header_params=headers, body=body)
+            response.read()
+            if not 200 <= response.status < 300:
+                raise ApiException(http_resp=response)
+            answer: dict[str, Any] = json.loads(response.data)
+            return answer
 
         names = []
         for document in crd_documents() if documents is None else documents:
             name = document["metadata"]["name"]
             names.append(name)
             try:
-                extensions.create_custom_resource_definition(document, _preload_content=False)
+                call("POST", CRD_PATH, document)
             except ApiException as error:
                 if error.status != 409:
                     raise
-                version = read(name)["metadata"]["resourceVersion"]
+                version = call("GET", f"{CRD_PATH}/{name}")["metadata"]["resourceVersion"]
                 metadata = {**document["metadata"], "resourceVersion": version}
-                extensions.replace_custom_resource_definition(
-                    name, {**document, "metadata": metadata}, _preload_content=False
-                )
-        deadline = time.monotonic() + ESTABLISH_TIMEOUT_S
-        pending = set(names)
-        while pending:
-            for name in sorted(pending):
-                conditions = (read(name).get("status") or {}).get("conditions") or []
-                if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
-                    pending.discard(name)
-            if pending:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(
-                        f"CRDs not Established after {ESTABLISH_TIMEOUT_S:.0f}s: {sorted(pending)}"
-                    )
-                time.sleep(0.1)
+                call("PUT", f"{CRD_PATH}/{name}", {**document, "metadata": metadata})
+        _wait_established(api_client, set(names))
+
+
+def _established(crd: dict[str, Any]) -> bool:
+    conditions = (crd.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
+
+def _wait_established(api_client: Any, names: set[str]) -> None:
+    """Wait on a watch of the CRDs (its first events are their current states) until each of ``names`` is
+    Established: one answer per change, where a poll would re-read every 1.7 MB schema ten times a second."""
+    pending = set(names)
+    deadline = time.monotonic() + ESTABLISH_TIMEOUT_S
+    while pending:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"CRDs not Established after {ESTABLISH_TIMEOUT_S:.0f}s: {sorted(pending)}")
+        _, url, headers, _, _ = api_client.param_serialize(
+            "GET",
+            CRD_PATH,
+            query_params=[("watch", "true"), ("timeoutSeconds", str(max(1, int(left))))],
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+        )
+        response = api_client.call_api("GET", url, header_params=headers, _request_timeout=left + 5)
+        try:
+            if response.status != 200:
+                response.read()
+                raise ApiException(http_resp=response)
+            buffered = b""
+            for chunk in response.response.stream(2**16, decode_content=True):
+                buffered += chunk
+                *lines, buffered = buffered.split(b"\n")
+                for line in lines:
+                    event = json.loads(line) if line.strip() else {}
+                    crd = event.get("object") or {}
+                    if _established(crd):
+                        pending.discard((crd.get("metadata") or {}).get("name"))
+                if not pending:
+                    break
+        finally:
+            response.response.release_conn()
