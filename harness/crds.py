@@ -32,7 +32,7 @@ CRD_NAMES: tuple[str, ...] = (
 )
 """The names of the shipped CRDs, in file-name order."""
 
-ESTABLISH_TIMEOUT_S = 60.0
+ESTABLISH_TIMEOUT_S = 120.0  # OME's schemas on a saturated 2-core machine took over 60 s
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 # libyaml when present: OME's CRDs are 5 MB of YAML, 25 s for the pure-Python loader on a busy machine.
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
