@@ -267,6 +267,8 @@ def observe_listings(callback: Callable[[str], None]) -> None:
 
 def listed_plural(url: str) -> str | None:
     """The plural of the kind whose listing ``url`` starts, None for a later page or anything else."""
+    # Kopf private: the URLs ``fetch_objs`` builds, the first page's without ``continue`` and each later
+    # page's with it, the path ending in the plural (``Resource.get_url``).
     parts = urlsplit(url)
     query = dict(parse_qsl(parts.query, keep_blank_values=True))
     if query.get("continue") or query.get("watch") not in (None, "false", "0"):
@@ -366,6 +368,7 @@ def _ended(plural: str, reason: str) -> None:
 
 def url_plural(url: str) -> str:
     """The plural of the kind a watch or listing URL is about (the last segment of its path)."""
+    # Kopf private: the URLs ``watch_objs`` builds (``Resource.get_url``), the path ending in the plural.
     return urlsplit(url).path.rstrip("/").rpartition("/")[2]
 
 

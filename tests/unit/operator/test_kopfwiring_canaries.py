@@ -12,9 +12,10 @@ from __future__ import annotations
 import asyncio
 import dis
 import inspect
+import logging
 import re
 import tomllib
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from kopf._cogs.clients import api as kopf_api
 from kopf._cogs.clients import errors as kopf_errors
 from kopf._cogs.clients import fetching as kopf_fetching
 from kopf._cogs.clients import watching as kopf_watching
+from kopf._cogs.structs import references
 from kopf._core.actions import execution
 from kopf._core.intents import handlers
 from kopf._core.reactor import inventory, observation
@@ -35,6 +37,7 @@ from ome_selector.operator import kopfwiring
 REPO_ROOT = Path(__file__).resolve().parents[3]
 PRODUCT = REPO_ROOT / "src" / "ome_selector"
 FENCE = PRODUCT / "operator" / "kopfwiring.py"
+LOGGER = logging.getLogger(__name__)
 
 
 def _globals_read(function: Callable[..., Any]) -> set[str]:
@@ -96,7 +99,10 @@ def test_kopf_s_listing_reads_its_pages_through_its_module_s_api_global() -> Non
     )
     assert "url=" in _source(kopf_fetching.fetch_objs), "fetch_objs no longer passes url= to api.get"
     assert {"url", "settings", "logger"} <= _keywords(kopf_api.get), "kopf_api.get changed its signature"
-    assert isinstance(kopf_fetching.api, kopfwiring._ResumingApi) or kopf_fetching.api is kopf_api  # type: ignore[attr-defined]
+    installed = kopf_fetching.api  # type: ignore[attr-defined]
+    assert isinstance(installed, kopfwiring._ResumingApi) or installed is kopf_api, (
+        f"kopf._cogs.clients.fetching.api is {installed!r}: Kopf's API module, or ours in its place, expected"
+    )
 
 
 def test_kopf_s_watch_streams_through_its_module_s_api_and_fetching_globals() -> None:
@@ -112,10 +118,12 @@ def test_kopf_s_watch_streams_through_its_module_s_api_and_fetching_globals() ->
         "a failed listing would not be started again"
     )
     assert "url=" in _source(kopf_watching.watch_objs), "watch_objs no longer passes url= to api.stream"
-    assert {"url", "settings", "logger", "stopper"} <= _keywords(kopf_api.stream)
+    assert {"url", "settings", "logger", "stopper"} <= _keywords(kopf_api.stream), (
+        "kopf_api.stream changed its signature"
+    )
     parameters = inspect.signature(kopf_fetching.fetch_objs).parameters
+    assert "resource" in parameters, "fetch_objs takes resource= no more: _RelistingFetching reads it"
     assert parameters["resource"].kind is inspect.Parameter.KEYWORD_ONLY, "fetch_objs takes resource= no more"
-    assert hasattr(kopf_watching.Bookmark, "LISTED"), "Kopf's watch marks the end of a listing otherwise"
 
 
 def test_kopf_lists_a_kind_again_after_a_410_gone_event() -> None:
@@ -124,6 +132,54 @@ def test_kopf_lists_a_kind_again_after_a_410_gone_event() -> None:
     source = _source(kopf_watching.continuous_watch)
     assert "== 410" in source, "continuous_watch no longer restarts on an ERROR event with code 410"
     assert "WatchingError" in source, "continuous_watch no longer raises WatchingError on another ERROR event"
+
+
+def test_kopf_s_listing_and_watch_urls_tell_what_the_adaptations_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``listed_plural`` takes a URL without ``continue`` for the first page of a listing (so that every
+    listing is told once, also an empty one) and ``url_plural`` the path's last segment for the kind: run
+    Kopf's own listing and watch, and read the URLs they ask for."""
+    resource = references.Resource(group="ome.io", version="v1beta1", plural="basemodels", namespaced=True)
+    settings = kopf.OperatorSettings()
+    settings.watching.chunk_size = 1
+    namespace = references.NamespaceName("a")
+    urls: list[str] = []
+
+    class Recorder:
+        async def get(self, url: str, **_: Any) -> Any:
+            urls.append(url)
+            return {"items": [{}], "metadata": {"continue": "" if len(urls) > 1 else "next"}}
+
+        async def stream(self, url: str, **_: Any) -> AsyncIterator[Any]:
+            urls.append(url)
+            empty: tuple[Any, ...] = ()
+            for raw in empty:
+                yield raw
+
+    monkeypatch.setattr(kopf_fetching, "api", Recorder())
+    monkeypatch.setattr(kopf_watching, "api", Recorder())
+
+    async def run() -> None:
+        chunks = kopf_fetching.fetch_objs(
+            settings=settings, resource=resource, namespace=namespace, logger=LOGGER
+        )
+        assert len([chunk async for chunk in chunks]) == 2, "Kopf's listing did not read both pages"
+        stopper: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        watch = kopf_watching.watch_objs(
+            settings=settings, resource=resource, namespace=namespace, operator_pause_waiter=stopper
+        )
+        assert [raw async for raw in watch] == [], "Kopf's watch made up events of its own"
+
+    asyncio.run(run())
+    assert len(urls) == 3, f"Kopf asked for {urls}: two pages and a watch expected"
+    assert [kopfwiring.listed_plural(url) for url in urls] == ["basemodels", None, None], (
+        f"Kopf's listing and watch URLs are {urls}: listed_plural would tell a listing's first page wrongly "
+        "(observe_listings would miss a listing, or tell one more than once)"
+    )
+    assert {kopfwiring.url_plural(url) for url in urls} == {"basemodels"}, (
+        f"Kopf's URLs {urls} do not end in the plural: the kind of an ended stream would be wrong"
+    )
 
 
 class _Answer:
@@ -154,12 +210,22 @@ def test_kopf_s_api_errors_carry_what_the_adaptations_read() -> None:
     expired = {"kind": "Status", "code": 410, "reason": "Expired", "metadata": {"continue": "t"}}
     error = _raised(410, expired)
     assert type(error) is kopf_errors.APIClientError, f"a 410 answer raises {type(error).__name__}"
-    assert error.status == 410
-    assert error.args[1] == expired, "an API error no longer carries the Status body as its second argument"
+    assert getattr(error, "status", None) == 410, (
+        "Kopf's API errors no longer carry the HTTP status as .status"
+    )
+    assert error.args[1:2] == (expired,), (
+        f"an API error no longer carries the Status body as its second argument (args {error.args!r}): "
+        "expired_continue_token would find no continue token, and an expired page would stop the operator"
+    )
     assert kopfwiring.expired_continue_token(error) == "t"
-    assert isinstance(_raised(404, {"kind": "Status"}), kopf_errors.APINotFoundError)
+    not_found = _raised(404, {"kind": "Status"})
+    assert isinstance(not_found, kopf_errors.APINotFoundError), (
+        f"a 404 answer raises {type(not_found).__name__}"
+    )
     too_many = _raised(429, {"kind": "Status"})
-    assert isinstance(too_many, kopf_errors.APITooManyRequestsError)
+    assert isinstance(too_many, kopf_errors.APITooManyRequestsError), (
+        f"a 429 answer raises {type(too_many).__name__}: end_reason would end a stream Kopf retries itself"
+    )
     assert isinstance(too_many, kopf_errors.APIClientError), "429 is no longer a client error: see end_reason"
     assert kopfwiring.end_reason(too_many) is None
 
@@ -173,7 +239,7 @@ def test_kopf_s_requests_take_an_unsized_retry_schedule_as_endless() -> None:
     source = _source(kopf_api.request)
     assert "settings.networking.error_backoffs" in source, "Kopf's requests no longer read error_backoffs"
     assert "Sized" in source, "Kopf's requests no longer tell a sized schedule from an endless one"
-    assert not hasattr(kopfwiring.ApiRetries(), "__len__")
+    assert not hasattr(kopfwiring.ApiRetries(), "__len__"), "ApiRetries is sized: Kopf would stop at its end"
 
 
 def test_kopf_still_logs_the_retry_line_that_is_thinned() -> None:
@@ -185,7 +251,7 @@ def test_kopf_still_logs_the_retry_line_that_is_thinned() -> None:
     assert 'f"#{retry}"' in source, "Kopf numbers an endless schedule's attempts otherwise"
     for idx in ("#7", "#7/9"):
         line = f"Request attempt {idx} failed; will retry: GET /x -> error"
-        assert kopfwiring._RETRY_LINE.match(line) is not None
+        assert kopfwiring._RETRY_LINE.match(line) is not None, f"FewerRetryLines does not match {line!r}"
 
 
 @pytest.mark.parametrize(
@@ -198,7 +264,7 @@ def test_kopf_still_logs_the_retry_line_that_is_thinned() -> None:
 def test_the_retrying_loggers_are_still_kopf_s_module_loggers(name: str, module: Any, user: str) -> None:
     """``FewerRetryLines`` is added to these loggers by name: each must still be its module's logger, handed
     by its functions (``user`` one of them) to the requests they make."""
-    assert name in kopfwiring.KOPF_RETRYING_LOGGERS
+    assert name in kopfwiring.KOPF_RETRYING_LOGGERS, f"{name} is no longer thinned: update this canary"
     assert module.logger.name == name, f"{module.__name__}'s logger is now {module.logger.name!r}"
     assert "logger" in _globals_read(getattr(module, user)), f"{name}.{user} no longer uses its module logger"
 
@@ -209,9 +275,11 @@ def test_the_retrying_loggers_are_still_kopf_s_module_loggers(name: str, module:
 def test_kopf_s_memories_still_recall_ephemerally_and_are_what_kopf_operator_takes() -> None:
     parameters = inspect.signature(inventory.ResourceMemories.recall).parameters
     assert "ephemeral" in parameters, "ResourceMemories.recall lost `ephemeral`: ForgetfulMemories would keep"
-    assert parameters["ephemeral"].kind is inspect.Parameter.KEYWORD_ONLY
+    assert parameters["ephemeral"].kind is inspect.Parameter.KEYWORD_ONLY, "recall takes ephemeral= otherwise"
     assert "memories" in inspect.signature(kopf.operator).parameters, "kopf.operator takes no memories="
-    assert issubclass(kopfwiring.ForgetfulMemories, inventory.ResourceMemories)
+    assert issubclass(kopfwiring.ForgetfulMemories, inventory.ResourceMemories), (
+        "ForgetfulMemories is not Kopf's ResourceMemories"
+    )
 
 
 def test_kopf_still_names_a_watch_stream_s_pause_waiter_by_the_prefix_cancelled() -> None:
@@ -228,7 +296,10 @@ def test_kopf_still_names_a_watch_stream_s_pause_waiter_by_the_prefix_cancelled(
 def test_kopf_still_logs_a_webhook_s_outcome_as_the_webhook_server_s_filter_expects() -> None:
     """webhook/server.py drops Kopf's "Webhook '<id>' succeeded." and "... failed permanently: ..." lines (on
     ``kopf.objects``) by their prefix ``Webhook '<id>' ``."""
-    assert 'f"Webhook {self.id!r}"' in _source(handlers.WebhookHandler.__str__)
+    assert 'f"Webhook {self.id!r}"' in _source(handlers.WebhookHandler.__str__), (
+        "Kopf names a webhook handler otherwise in its lines: webhook/server.py's filter would let every "
+        "admission request log a line again"
+    )
     source = _source(execution)
     assert 'f"{handler} succeeded."' in source, "Kopf logs a webhook's success otherwise"
     assert 'f"{handler} failed permanently:' in source, "Kopf logs a webhook's failure otherwise"
