@@ -382,9 +382,8 @@ def _drain(pid: int, seconds: float) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    import kopf  # noqa: PLC0415
-
     from ome_selector.operator.app import Operator, OperatorConfig  # noqa: PLC0415
+    from ome_selector.operator.kopfwiring import configure_logging  # noqa: PLC0415
     from ome_selector.operator.learning import LearningConfig  # noqa: PLC0415
 
     try:
@@ -394,17 +393,9 @@ def _run(args: argparse.Namespace) -> int:
         return 2
 
     level = "debug" if args.verbose else args.log_level
-    kopf.configure(
-        verbose=level == "debug",
-        log_format=kopf.LogFormat.JSON if args.log_format == "json" else kopf.LogFormat.PLAIN,
-        # Kopf's own reference to an object under `k8s`: `object` is the name in our lines (log_fields).
-        log_refkey="k8s",
-    )
+    configure_logging(level, json=args.log_format == "json")
     logging.getLogger().setLevel(level.upper())
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
-    if level != "debug":
-        # Kopf logs "Handler ... succeeded" for every watch event of every object: noise at this scale.
-        logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     config = OperatorConfig(
         namespaces=args.namespaces,
         report_only=args.report_only,

@@ -15,31 +15,35 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import itertools
 import logging
 import os
-import re
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import kopf
 from aiohttp import web
-from kopf._core.reactor.inventory import ResourceMemories, ResourceMemory  # not exported by Kopf
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from ome_selector.api.resources import API_GROUP, API_VERSION, ObjectKey
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.kube.connection import ClusterAccess, kopf_connection
 from ome_selector.kube.leaderelection import ApiLeaseStore, LeaderElector, LeaseTimings, default_identity
-from ome_selector.kube.objects import ALL_KINDS, PAGE_SIZE, Objects, Page
+from ome_selector.kube.objects import ALL_KINDS, Objects, Page
 from ome_selector.operator.controller import Controller
-from ome_selector.operator.kopflisting import observe_listings, resume_expired_listings
-from ome_selector.operator.kopfwatch import observe_ended_streams, restart_ended_streams
+from ome_selector.operator.kopfwiring import (
+    ForgetfulMemories,
+    cancel_orphaned_pause_waiters,
+    configure_settings,
+    observe_ended_streams,
+    observe_listings,
+    restart_ended_streams,
+    resume_expired_listings,
+)
 from ome_selector.operator.learning import LearningConfig, ModelMetadataLearner
 from ome_selector.operator.looplag import watch_loop_lag
 from ome_selector.operator.metrics import Metrics
@@ -65,56 +69,9 @@ RELIST_RETRY_MAX_SECONDS = 8.0
 #: than the pause between two pages of one listing.
 RELIST_GAP_SECONDS = 2.0
 _KINDS_BY_PLURAL = {kind.plural: kind.value for kind in ALL_KINDS}
-#: Items per page of Kopf's own listing of a kind (as our listing's PAGE_SIZE).
-KOPF_LIST_CHUNK = PAGE_SIZE
-#: How long Kopf keeps an object's worker task after its last event.
-KOPF_IDLE_WORKER_SECONDS = 0.1
-#: Kopf's waits between two attempts of a failed request (its watch streams and listings): growing to the
-#: maximum, then that again for as long as the apiserver is away.
-KOPF_RETRY_SECONDS = (0.25, 0.5, 1.0)
-KOPF_RETRY_MAX_SECONDS = 2.0
 #: A kind whose watch stream ended and was not listed again within this long makes the replica not ready
 #: (SPEC §5 "Watch streams that end"): its memory of that kind may be stale.
 WATCH_RESTART_SECONDS = 5.0
-
-
-class ApiRetries:
-    """Kopf's waits between attempts, never exhausted (SPEC §5 "Level-triggered resync": a relist within
-    seconds of the apiserver's return). Kopf's own schedule grows to 13 s and then gives up: a watch stream
-    whose request gave up is never started again, and the memory would hear nothing more of that kind. Each
-    request iterates the schedule afresh."""
-
-    def __iter__(self) -> Iterator[float]:
-        yield from KOPF_RETRY_SECONDS
-        yield from itertools.repeat(KOPF_RETRY_MAX_SECONDS)
-
-
-#: Of one request's failed attempts, Kopf's line for each of the first few, then for every this many: about
-#: one line each 30 s per watch stream while the apiserver is away, not one each 2 s.
-KOPF_RETRY_LOG_FIRST = 3
-KOPF_RETRY_LOG_EVERY = 15
-#: Kopf's loggers that log a line for every failed attempt of its watch streams' and listings' requests.
-KOPF_RETRYING_LOGGERS = ("kopf._cogs.clients.watching", "kopf._core.reactor.observation")
-_RETRY_LINE = re.compile(r"^Request attempt #(\d+)(?:/\d+)? failed; will retry")
-
-
-class FewerRetryLines(logging.Filter):
-    """Keeps Kopf's "Request attempt #N failed; will retry" lines bounded in a long outage: the retries never
-    end (``ApiRetries``), and each watch stream would log one every 2 s while the apiserver is away."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        retry = _RETRY_LINE.match(record.getMessage())
-        if retry is None:
-            return True
-        attempt = int(retry.group(1))
-        return attempt <= KOPF_RETRY_LOG_FIRST or attempt % KOPF_RETRY_LOG_EVERY == 0
-
-
-def _log_fewer_kopf_retries() -> None:
-    for name in KOPF_RETRYING_LOGGERS:
-        kopf_logger = logging.getLogger(name)
-        if not any(isinstance(f, FewerRetryLines) for f in kopf_logger.filters):
-            kopf_logger.addFilter(FewerRetryLines())
 
 
 @dataclass(frozen=True)
@@ -294,7 +251,7 @@ class Operator:
                 retry = RELIST_RETRY_SECONDS
 
     async def _startup(self, settings: kopf.OperatorSettings, **_: Any) -> None:
-        configure_settings(settings, self.config)
+        configure_settings(settings)
         observe_listings(self._kopf_listed)
         observe_ended_streams(self._stream_ended)
         self._api_client = await self.access.api_client()
@@ -498,13 +455,13 @@ class Operator:
             await self._health_runner.cleanup()
         if self._api_client is not None:
             await self._api_client.close()
-        _cancel_orphaned_pause_waiters()
+        cancel_orphaned_pause_waiters()
 
     async def run(self, stop_flag: asyncio.Event | None = None) -> None:
         resume_expired_listings()
         restart_ended_streams()
         settings = kopf.OperatorSettings()
-        configure_settings(settings, self.config)
+        configure_settings(settings)
         if self.webhook is not None:
             self.webhook.configure(settings)
         namespaces = list(self.config.namespaces) if self.config.namespaces is not None else []
@@ -530,71 +487,3 @@ class Operator:
 
 def _always() -> bool:
     return True
-
-
-#: How Kopf names the task that tells a watch stream the operator paused (``streaming_block``).
-KOPF_PAUSE_WAITER_PREFIX = "pause-waiter for "
-
-
-def _cancel_orphaned_pause_waiters() -> None:
-    """Cancel the pause waiters of watch streams Kopf cancelled in the middle of an event.
-
-    Such a stream's generator is never closed, so its waiter outlives it, and Kopf's stop waits 5 s for every
-    task still running before it cancels them: every stop that came while an event was handled took 5 s more.
-    The watch streams are all gone when the cleanup runs, so no live stream loses its waiter.
-    """
-    for task in asyncio.all_tasks():
-        if task.get_name().startswith(KOPF_PAUSE_WAITER_PREFIX):
-            task.cancel()
-
-
-class ForgetfulMemories(ResourceMemories):
-    """Kopf's memories of the objects it watches, none kept from one event to the next.
-
-    Kopf keeps a record per object it has seen (a memo, an error throttler, indexing and daemon state: about
-    1 KB) until the object is deleted: some 10 MiB for 12,000 objects. Only what the operator does not use
-    reads them across events: change handlers, daemons, timers, indexes, a memo kept per object. With only
-    ``@kopf.on.event`` (and admission) handlers, each event gets a fresh record that goes with it.
-    """
-
-    async def recall(self, raw_body: kopf.RawBody, **options: Any) -> ResourceMemory:
-        return await super().recall(raw_body, **options | {"ephemeral": True})
-
-
-class NoDiffBase(kopf.DiffBaseStorage):
-    """Kopf's diff base, for an operator without change handlers: none built, stored or fetched.
-
-    On every event Kopf deep-copies the object into its "essence" to diff it against the last handled one,
-    which only change handlers read (the operator has ``@kopf.on.event`` handlers only, and reads the objects
-    itself): 100,000 InferenceServices listed were 100,000 deep copies for nothing. An empty essence gives
-    Kopf an empty diff, and nothing is written to the object.
-    """
-
-    def build(self, *, body: kopf.Body, extra_fields: Any = None) -> kopf.BodyEssence:
-        return kopf.BodyEssence()
-
-    def fetch(self, *, body: kopf.Body) -> kopf.BodyEssence | None:
-        return None
-
-    def store(self, *, body: kopf.Body, patch: kopf.Patch, essence: kopf.BodyEssence) -> None:
-        return None
-
-
-def configure_settings(settings: kopf.OperatorSettings, config: OperatorConfig) -> None:
-    # Our events are recorded by the writer, once per changing write; Kopf's poster has no de-duplication.
-    settings.posting.enabled = False
-    # Kopf needs no CRD or namespace watching for a fixed set of kinds and namespaces (least privilege).
-    settings.scanning.disabled = True
-    settings.watching.server_timeout = 300
-    settings.watching.client_timeout = 330
-    settings.watching.connect_timeout = 10
-    settings.networking.request_timeout = 60
-    settings.networking.error_backoffs = ApiRetries()
-    _log_fewer_kopf_retries()
-    # Kopf's own listing of each kind, in pages (it holds one page at a time, not every body at once).
-    settings.watching.chunk_size = KOPF_LIST_CHUNK
-    # Kopf keeps a task per object alive this long after its last event (5 s by default): after a listing of
-    # thousands of objects that is thousands of idle tasks, each holding its last body. Our handler is
-    # synchronous and quick, so a worker has nothing to wait for.
-    settings.queueing.idle_timeout = KOPF_IDLE_WORKER_SECONDS
-    settings.persistence.diffbase_storage = NoDiffBase()

@@ -204,7 +204,7 @@ class Metrics:
             registry=self.registry,
         )
         # SPEC §5 "Watch streams that end": ``kind`` the five kinds (``other`` for none of them), ``reason``
-        # one of kopfwatch.END_REASONS.
+        # one of kopfwiring.END_REASONS.
         self.watch_restarts = Counter(
             "ome_selector_watch_restarts",
             "Watch streams of a kind that ended where Kopf would have given them up, and were started again "

@@ -19,17 +19,16 @@ from kopf._cogs.structs.references import Resource
 from harness import objects
 from harness.controlplane import free_port
 from ome_selector.kube.objects import PAGE_SIZE
-from ome_selector.operator.app import (
+from ome_selector.operator.app import Operator, OperatorConfig
+from ome_selector.operator.controller import Controller
+from ome_selector.operator.kopfwiring import (
     KOPF_IDLE_WORKER_SECONDS,
     KOPF_PAUSE_WAITER_PREFIX,
     KOPF_RETRY_MAX_SECONDS,
     ForgetfulMemories,
     NoDiffBase,
-    Operator,
-    OperatorConfig,
     configure_settings,
 )
-from ome_selector.operator.controller import Controller
 from ome_selector.operator.metrics import Metrics
 from ome_selector.webhook.config import WebhookConfig
 
@@ -62,7 +61,7 @@ def test_the_webhook_sees_the_catalog_once_the_first_listing_is_indexed() -> Non
 
 def test_kopf_lists_in_pages_and_lets_idle_object_workers_go() -> None:
     settings = kopf.OperatorSettings()
-    configure_settings(settings, OperatorConfig(health_address=None))
+    configure_settings(settings)
     # Memory at scale: one page of Kopf's listing alive at a time, no task kept per quiet object.
     assert settings.watching.chunk_size == PAGE_SIZE
     assert settings.queueing.idle_timeout == KOPF_IDLE_WORKER_SECONDS < 1
@@ -72,7 +71,7 @@ def test_kopf_lists_in_pages_and_lets_idle_object_workers_go() -> None:
 
 def test_kopf_builds_no_diff_base_and_the_operator_has_no_handler_that_would_read_one() -> None:
     settings = kopf.OperatorSettings()
-    configure_settings(settings, OperatorConfig(health_address=None))
+    configure_settings(settings)
     storage = settings.persistence.diffbase_storage
     assert isinstance(storage, NoDiffBase)
     body = kopf.Body({"metadata": {"name": "svc", "labels": {"a": "b"}}, "spec": {"model": {"name": "m"}}})
@@ -297,7 +296,7 @@ def test_kopfs_requests_retry_for_as_long_as_the_apiserver_is_away(monkeypatch: 
     request routine, against a port that refuses connections for 30 attempts and then answers; its line per
     failed attempt is kept for the first three and every fifteenth."""
     settings = kopf.OperatorSettings()
-    configure_settings(settings, OperatorConfig(health_address=None))
+    configure_settings(settings)
     waits: list[float] = []
 
     async def scenario() -> int:

@@ -9,8 +9,8 @@ import pytest
 from kopf._cogs.clients import errors as kopf_errors
 from kopf._cogs.clients import fetching as kopf_fetching
 
-from ome_selector.operator import kopflisting
-from ome_selector.operator.kopflisting import expired_continue_token, resume_expired_listings, with_continue
+from ome_selector.operator import kopfwiring
+from ome_selector.operator.kopfwiring import expired_continue_token, resume_expired_listings, with_continue
 
 URL = "/apis/ome.io/v1beta1/inferenceservices?limit=500&continue=old"
 
@@ -37,7 +37,7 @@ class _Api:
 
 def test_an_expired_page_is_asked_for_again_with_the_fresh_token() -> None:
     api = _Api(_expired(), {"items": []})
-    page = asyncio.run(kopflisting._ResumingApi(api).get(URL, settings=None))
+    page = asyncio.run(kopfwiring._ResumingApi(api).get(URL, settings=None))
     assert page == {"items": []}
     assert api.urls == [URL, "/apis/ome.io/v1beta1/inferenceservices?limit=500&continue=fresh"]
 
@@ -53,7 +53,7 @@ def test_an_expired_page_is_asked_for_again_with_the_fresh_token() -> None:
 def test_other_errors_go_through(error: kopf_errors.APIClientError) -> None:
     api = _Api(error)
     with pytest.raises(kopf_errors.APIClientError):
-        asyncio.run(kopflisting._ResumingApi(api).get(URL))
+        asyncio.run(kopfwiring._ResumingApi(api).get(URL))
     assert expired_continue_token(error) is None
     assert api.urls == [URL]
 
@@ -67,8 +67,8 @@ def test_kopf_s_listing_reads_through_it_once_installed() -> None:
     resume_expired_listings()
     resume_expired_listings()
     installed = kopf_fetching.api  # type: ignore[attr-defined]
-    assert isinstance(installed, kopflisting._ResumingApi)
-    assert not isinstance(installed._api, kopflisting._ResumingApi)
+    assert isinstance(installed, kopfwiring._ResumingApi)
+    assert not isinstance(installed._api, kopfwiring._ResumingApi)
 
 
 @pytest.mark.parametrize(
@@ -84,7 +84,7 @@ def test_kopf_s_listing_reads_through_it_once_installed() -> None:
     ],
 )
 def test_the_first_page_of_a_listing_names_its_kind(url: str, plural: str | None) -> None:
-    assert kopflisting.listed_plural(url) == plural
+    assert kopfwiring.listed_plural(url) == plural
 
 
 def test_a_listing_is_seen_on_its_own_loop_also_when_it_is_empty() -> None:
@@ -94,13 +94,13 @@ def test_a_listing_is_seen_on_its_own_loop_also_when_it_is_empty() -> None:
     first = "/apis/ome.io/v1beta1/clusterservingruntimes?limit=500"
 
     async def operator() -> None:
-        kopflisting.observe_listings(seen.append)
-        api = kopflisting._ResumingApi(_Api({"items": [], "metadata": {"continue": "next"}}, {"items": []}))
+        kopfwiring.observe_listings(seen.append)
+        api = kopfwiring._ResumingApi(_Api({"items": [], "metadata": {"continue": "next"}}, {"items": []}))
         await api.get(first)
         await api.get(first + "&continue=next")
 
     async def another_operator() -> None:  # its own loop, no observer
-        await kopflisting._ResumingApi(_Api({"items": []})).get(first)
+        await kopfwiring._ResumingApi(_Api({"items": []})).get(first)
 
     asyncio.run(operator())
     asyncio.run(another_operator())

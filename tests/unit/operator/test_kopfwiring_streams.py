@@ -12,8 +12,8 @@ from kopf._cogs.clients import errors as kopf_errors
 from kopf._cogs.clients import watching as kopf_watching
 from kopf._cogs.structs import references
 
-from ome_selector.operator import kopfwatch
-from ome_selector.operator.kopfwatch import (
+from ome_selector.operator import kopfwiring
+from ome_selector.operator.kopfwiring import (
     CLIENT_ERROR,
     LISTING_FAILED,
     NOT_FOUND,
@@ -87,7 +87,7 @@ def _observed(coroutine: Any) -> tuple[Any, list[tuple[str, str]]]:
 )
 def test_a_watch_request_kopf_would_give_up_ends_with_410_gone(status: int, reason: str) -> None:
     api = _Stream([_error(status)])
-    events, ended = _observed(_collect(kopfwatch._RestartingStreamApi(api).stream(WATCH_URL)))
+    events, ended = _observed(_collect(kopfwiring._RestartingStreamApi(api).stream(WATCH_URL)))
     assert [(e["type"], e["object"]["code"]) for e in events] == [("ERROR", 410)]
     assert ended == [("basemodels", reason)]
 
@@ -95,31 +95,31 @@ def test_a_watch_request_kopf_would_give_up_ends_with_410_gone(status: int, reas
 def test_an_error_event_other_than_410_ends_the_stream_with_410_gone() -> None:
     added = {"type": "ADDED", "object": MODEL}
     api = _Stream([added, {"type": "ERROR", "object": {"code": 500, "message": "boom"}}, added])
-    events, ended = _observed(_collect(kopfwatch._RestartingStreamApi(api).stream(WATCH_URL)))
+    events, ended = _observed(_collect(kopfwiring._RestartingStreamApi(api).stream(WATCH_URL)))
     assert [(e["type"], (e["object"].get("code"))) for e in events] == [("ADDED", None), ("ERROR", 410)]
     assert ended == [("basemodels", WATCH_ERROR)]
 
 
 def test_what_kopf_handles_itself_goes_through() -> None:
     gone = {"type": "ERROR", "object": {"code": 410, "message": "too old"}}
-    events, ended = _observed(_collect(kopfwatch._RestartingStreamApi(_Stream([gone])).stream(WATCH_URL)))
+    events, ended = _observed(_collect(kopfwiring._RestartingStreamApi(_Stream([gone])).stream(WATCH_URL)))
     assert events == [gone]
     with pytest.raises(kopf_errors.APITooManyRequestsError):
-        _observed(_collect(kopfwatch._RestartingStreamApi(_Stream([_error(429)])).stream(WATCH_URL)))
+        _observed(_collect(kopfwiring._RestartingStreamApi(_Stream([_error(429)])).stream(WATCH_URL)))
     assert ended == []
 
 
 @pytest.fixture
 def no_waits(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(kopfwatch, "RELIST_SECONDS", (0.0,))
-    monkeypatch.setattr(kopfwatch, "RELIST_MAX_SECONDS", 0.0)
+    monkeypatch.setattr(kopfwiring, "RELIST_SECONDS", (0.0,))
+    monkeypatch.setattr(kopfwiring, "RELIST_MAX_SECONDS", 0.0)
 
 
 @pytest.mark.usefixtures("no_waits")
 def test_a_failed_listing_is_started_again_until_it_succeeds_and_told_once() -> None:
     page = ([MODEL], "9")
     fetching = _Fetching([_error(404)], [_error(404)], [page, _error(410)], [page])
-    pages, ended = _observed(_collect(kopfwatch._RelistingFetching(fetching).fetch_objs(resource=RESOURCE)))
+    pages, ended = _observed(_collect(kopfwiring._RelistingFetching(fetching).fetch_objs(resource=RESOURCE)))
     assert pages == [page, page]  # the page before the failure, then the whole listing again
     assert fetching.calls == 4
     assert ended == [("basemodels", NOT_FOUND)]  # one end: the failures after it are its restart failing
@@ -128,7 +128,7 @@ def test_a_failed_listing_is_started_again_until_it_succeeds_and_told_once() -> 
 @pytest.mark.usefixtures("no_waits")
 def test_a_listing_failing_part_way_is_told_as_such() -> None:
     fetching = _Fetching([([MODEL], "9"), _error(410)], [])
-    _, ended = _observed(_collect(kopfwatch._RelistingFetching(fetching).fetch_objs(resource=RESOURCE)))
+    _, ended = _observed(_collect(kopfwiring._RelistingFetching(fetching).fetch_objs(resource=RESOURCE)))
     assert ended == [("basemodels", LISTING_FAILED)]
 
 
@@ -147,8 +147,8 @@ def test_kopf_s_watch_after_a_404_lists_again_instead_of_ending(monkeypatch: pyt
         )
 
     def adapted(api: _Stream, fetching: _Fetching) -> None:
-        monkeypatch.setattr(kopf_watching, "api", kopfwatch._RestartingStreamApi(api))
-        monkeypatch.setattr(kopf_watching, "fetching", kopfwatch._RelistingFetching(fetching))
+        monkeypatch.setattr(kopf_watching, "api", kopfwiring._RestartingStreamApi(api))
+        monkeypatch.setattr(kopf_watching, "fetching", kopfwiring._RelistingFetching(fetching))
 
     adapted(_Stream([_error(404)]), _Fetching([([MODEL], "9")]))
     events, ended = _observed(watch())
@@ -167,7 +167,7 @@ def test_installed_once_on_kopf_s_watching_module() -> None:
     restart_ended_streams()
     restart_ended_streams()
     api, fetching = kopf_watching.api, kopf_watching.fetching  # type: ignore[attr-defined]
-    assert isinstance(api, kopfwatch._RestartingStreamApi)
-    assert not isinstance(api._api, kopfwatch._RestartingStreamApi)
-    assert isinstance(fetching, kopfwatch._RelistingFetching)
-    assert not isinstance(fetching._fetching, kopfwatch._RelistingFetching)
+    assert isinstance(api, kopfwiring._RestartingStreamApi)
+    assert not isinstance(api._api, kopfwiring._RestartingStreamApi)
+    assert isinstance(fetching, kopfwiring._RelistingFetching)
+    assert not isinstance(fetching._fetching, kopfwiring._RelistingFetching)
