@@ -430,9 +430,6 @@ class _Amended(RuntimeOverlay):
     def model_profile(self, model: Model) -> ModelProfile:
         return self._live.model_profile(model)
 
-    def resolve_runtime_profile(self, namespace: str, name: str) -> RuntimeProfile | None:
-        return next((p for p in self.runtime_profiles_visible_from(namespace) if p.name == name), None)
-
     @property
     def auto_selections(self) -> AutoSelectionMemo:
         return self._memo
