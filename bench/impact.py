@@ -159,7 +159,7 @@ def _handler(
     live: Catalog, *, impact: bool, kind: Kind, config: WebhookConfig | None = None
 ) -> Callable[..., Awaitable[None]]:
     config = config if config is not None else WebhookConfig(catalog_impact=impact)
-    handlers = AdmissionHandlers(config, catalog=lambda: live)
+    handlers = AdmissionHandlers(config, catalog=lambda: live, reader=None, review_metrics=None)
     return handlers._sizes(kind)
 
 
@@ -257,7 +257,7 @@ def ome_catalog_bodies() -> list[dict[str, Any]]:
 
 
 async def _isvc_probe(live: Catalog, stop: asyncio.Event, times: list[float]) -> None:
-    handlers = AdmissionHandlers(WebhookConfig(), catalog=lambda: live)
+    handlers = AdmissionHandlers(WebhookConfig(), catalog=lambda: live, reader=None, review_metrics=None)
     body = objects.inference_service(
         "probe", namespace="scale-0", model_name="scale-model-0", engine={"minReplicas": 1}
     )

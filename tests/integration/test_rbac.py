@@ -69,7 +69,7 @@ INTENDED_USES: dict[tuple[str, str, str], str] = {
             "inferenceservices",
         )
     },
-    ("ome.io", "basemodels", "get"): "webhook: confirming read of a missing model (webhook/admission.py)",
+    ("ome.io", "basemodels", "get"): "webhook: confirming read of a missing model (webhook/confirming.py)",
     ("ome.io", "clusterbasemodels", "get"): "webhook: confirming read of a missing model",
     ("ome.io", "servingruntimes", "get"): "webhook: confirming read of a named runtime or a changed one",
     (

@@ -24,8 +24,8 @@ from harness.kube import delete, eventually, get, list_objects, runtime_ready
 from harness.operator_thread import OperatorThread
 from ome_selector.api.bounds import MAX_FORMAT_ENTRIES
 from ome_selector.catalog.catalog import Catalog
-from ome_selector.webhook.admission import MAX_RUNTIME_FETCHES, DirectReader
 from ome_selector.webhook.config import WebhookConfig
+from ome_selector.webhook.confirming import MAX_RUNTIME_FETCHES, DirectReader
 
 CATALOG = Path(__file__).resolve().parents[1] / "data" / "ome-catalog"
 ISVC_WEBHOOK = "inferenceservices.ome-selector.ome.io"

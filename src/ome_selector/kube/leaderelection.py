@@ -140,10 +140,6 @@ class LeaderElector:
             and self._clock() - self._renewed_at < self.timings.renew_deadline
         )
 
-    @property
-    def is_leader(self) -> bool:
-        return self.may_write()
-
     # --- the campaign ------------------------------------------------------------------------------
 
     async def run(self) -> None:
@@ -320,13 +316,10 @@ class ApiLeaseStore:
         }
 
     async def get(self) -> LeaseRecord | None:
-        try:
-            lease = await self._api.read_namespaced_lease(self.name, self.namespace)
-        except self._exception as error:
-            if getattr(error, "status", None) == 404:
-                return None
-            raise
-        return _record_of(lease)
+        from ome_selector.kube.objects import read_or_absent  # noqa: PLC0415 - as the client, above
+
+        lease = await read_or_absent(self._api.read_namespaced_lease(self.name, self.namespace))
+        return _record_of(lease) if lease is not None else None
 
     async def create(self, record: LeaseRecord) -> LeaseRecord | None:
         try:

@@ -31,7 +31,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -54,6 +54,8 @@ from ome_selector.kube.watchlist import (
 
 logger = logging.getLogger(__name__)
 
+_T = TypeVar("_T")
+
 __all__ = [
     "ALL_KINDS",
     "DEPENDENTS_FIRST",
@@ -70,6 +72,7 @@ __all__ = [
     "Page",
     "Snapshot",
     "now_rfc3339",
+    "read_or_absent",
 ]
 
 #: The order of :meth:`Objects.stream_pages`: each kind before the kinds it reads (an InferenceService its
@@ -121,6 +124,16 @@ _QUERY_NAMES = {
     "resource_version": "resourceVersion",
     "resource_version_match": "resourceVersionMatch",
 }
+
+
+async def read_or_absent(read: Awaitable[_T]) -> _T | None:
+    """What the read answers; None when the apiserver has no such object (404)."""
+    try:
+        return await read
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise
 
 
 class ConflictError(Exception):
@@ -445,13 +458,8 @@ class Objects:
 
     async def get(self, kind: Kind, namespace: str | None, name: str) -> dict[str, Any] | None:
         """The object as stored now; None when there is none (404)."""
-        try:
-            body = await custom_object_call(self._custom, "get", kind, namespace)(name)
-        except ApiException as error:
-            if error.status == 404:
-                return None
-            raise
-        return _complete(dict(body), kind)
+        body = await read_or_absent(custom_object_call(self._custom, "get", kind, namespace)(name))
+        return _complete(dict(body), kind) if body is not None else None
 
     async def patch_status(
         self, kind: Kind, namespace: str | None, name: str, patch: Mapping[str, Any], *, field_manager: str

@@ -53,6 +53,7 @@ from ome_selector.operator.writer import ApiWriter
 from ome_selector.selection.inheritance import RuntimeLookup
 from ome_selector.webhook.admission import AdmissionHandlers
 from ome_selector.webhook.config import WebhookConfig
+from ome_selector.webhook.confirming import DirectReader
 from ome_selector.webhook.impact import CatalogReviewMetrics
 from ome_selector.webhook.server import WebhookServer
 
@@ -137,10 +138,11 @@ class Operator:
             self.admission = AdmissionHandlers(
                 config.webhook,
                 catalog=self.indexed_catalog,
+                reader=DirectReader(),
+                review_metrics=CatalogReviewMetrics(self.metrics.registry),  # SPEC §12
                 report_only=config.report_only,
                 runtime_lookup=config.runtime_lookup,
             )
-            self.admission.review_metrics = CatalogReviewMetrics(self.metrics.registry)  # SPEC §12
             self.admission.register(self.registry)
             self.webhook = WebhookServer(
                 config.webhook,

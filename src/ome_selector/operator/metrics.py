@@ -43,10 +43,9 @@ MALFORMED_CODES = ("400", "404", "408", "413")
 #: The ``operation`` of ``ome_selector_api_errors_total`` and (the writes among them) ``api_writes_total``.
 CALLS = ("list", "read", "patch", "patch_status", "create_event")
 WRITES = ("patch", "patch_status", "create_event")
-#: The ``operation`` of ``ome_selector_api_requests_total``: the Kubernetes verb of the call.
-API_OPERATIONS = ("get", "list", "create", "update", "patch", "delete")
-#: Its ``code``: the HTTP status of the answer when one of these, ``other`` for any other status, ``error``
-#: when no answer came (a connection failure or a timeout).
+#: The ``code`` of ``ome_selector_api_requests_total`` (its ``operation`` is the call's verb,
+#: :func:`api_operation`): the HTTP status of the answer when one of these, ``other`` for any other status,
+#: ``error`` when no answer came (a connection failure or a timeout).
 API_CODES = (
     "200",
     "201",

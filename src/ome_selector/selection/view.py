@@ -36,10 +36,6 @@ class CatalogView(RuntimeIndex, Protocol):
         """The BaseModel ``name`` in ``namespace`` if there is one, else the ClusterBaseModel ``name``."""
         ...
 
-    def resolve_runtime_profile(self, namespace: str, name: str) -> RuntimeProfile | None:
-        """The ServingRuntime ``name`` in ``namespace`` if there is one, else the ClusterServingRuntime."""
-        ...
-
     def model_profile(self, model: Model) -> ModelProfile:
         """The compiled form of ``model``."""
         ...

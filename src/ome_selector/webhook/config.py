@@ -80,7 +80,7 @@ class WebhookConfig:
     #: namespace's objects (SPEC §12); with it, the caller is the apiserver and is told everything.
     client_cert_optional: bool = False
     #: Confirming reads (SPEC §7) started per second, and how many may start at once; past that, a request
-    #: that needs one waits up to :data:`~.admission.CONFIRMATION_WAIT` seconds, else gets HTTP 429.
+    #: that needs one waits up to :data:`~.confirming.CONFIRMATION_WAIT` seconds, else gets HTTP 429.
     confirmations_per_second: float = 20.0
     confirmation_burst: int = 40
     #: Static mode only: the caBundle is injected by someone else (cert-manager's cainjector); the operator

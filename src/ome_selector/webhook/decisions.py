@@ -8,7 +8,7 @@ carries the SPEC §5 message, warnings are cut to 256 characters.
 A negative InferenceService answer that rests on something *missing* from the catalog (the model, the named
 runtime, any candidate runtime) comes back with :attr:`Decision.confirm` set: the caller reads what the
 :class:`Lookup` names directly from the API, builds a catalog view of what is stored now and decides again
-with ``confirmed=True`` (see :mod:`ome_selector.webhook.admission`). That is how an object applied in the same
+with ``confirmed=True`` (see :mod:`.confirming`). That is how an object applied in the same
 request as the InferenceService, and not yet seen by the watch, is not missed.
 
 Choices where SPEC §7 is silent (also in docs): deferral (``runner.image``) only skips auto-selection — the

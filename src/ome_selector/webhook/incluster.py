@@ -44,6 +44,7 @@ from cryptography.hazmat.primitives import serialization
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from ome_selector.kube.objects import read_or_absent
 from ome_selector.webhook.tls import (
     BACKDATE,
     CA_FILE,
@@ -166,12 +167,11 @@ class SecretCertificates:
     # --- internals ---------------------------------------------------------------------------------------
 
     async def _read(self) -> dict[str, Any] | None:
-        try:
-            secret = await self._core.read_namespaced_secret(self.secret.name, self.secret.namespace)
-        except ApiException as error:
-            if error.status == 404:
-                return None
-            raise
+        secret = await read_or_absent(
+            self._core.read_namespaced_secret(self.secret.name, self.secret.namespace)
+        )
+        if secret is None:
+            return None
         body: dict[str, Any] = self._client.sanitize_for_serialization(secret)
         return body
 

@@ -16,7 +16,7 @@ a review sent to another kind's path, or an InferenceService review whose object
 than the request's, gets 400 (the apiserver never sends one); an InferenceService in a namespace this
 operator does not watch is allowed untouched, with nothing read and nothing named (the apiserver is not
 asked to send one: the registration selects the watched namespaces); and the confirming reads a request may
-cause are rate-limited (:class:`~.admission.ConfirmationLimiter`), past which it gets 429.
+cause are rate-limited (:class:`~.confirming.ConfirmationLimiter`), past which it gets 429.
 
 The server knows only what it is given: the handlers it serves (:mod:`.admission`), API access, the metrics,
 the operator's instance name and the namespaces it watches.
@@ -42,14 +42,9 @@ from prometheus_client import Counter, Gauge, Histogram
 from ome_selector.api.resources import Kind
 from ome_selector.kube.connection import ClusterAccess, kubeconfig_context
 from ome_selector.kube.objects import Objects
-from ome_selector.webhook.admission import (
-    DENIED_CODE,
-    AdmissionHandlers,
-    ConfirmationsExhaustedError,
-    DirectReader,
-    recording_failures,
-)
+from ome_selector.webhook.admission import DENIED_CODE, AdmissionHandlers, recording_failures
 from ome_selector.webhook.config import WebhookConfig
+from ome_selector.webhook.confirming import ConfirmationsExhaustedError
 from ome_selector.webhook.endpoint import Answer, ClientAuth, ReviewEndpoint
 from ome_selector.webhook.incluster import ObjectRef, SecretCertificates, SecretMissingError
 from ome_selector.webhook.registration import (
@@ -204,7 +199,9 @@ class WebhookServer:
                 ),
             )
             api_client = await self._access.api_client()
-            self._handlers.reader = DirectReader(Objects(api_client))
+            lent = contextlib.ExitStack()  # the handlers' confirming reads use this client while it serves
+            if self._handlers.reader is not None:
+                lent.enter_context(self._handlers.reader.reading_through(Objects(api_client)))
             registration: LocalRegistration | CaBundleRegistration | InjectedCaBundle
             if config.ca_injected and config.configuration_name is not None:
                 registration = InjectedCaBundle(config.configuration_name)
@@ -239,7 +236,7 @@ class WebhookServer:
                     logger.warning(
                         "could not remove the webhook configuration %s: %s", registration.name, error
                     )
-                self._handlers.reader = None
+                lent.close()
                 await api_client.close()
 
     async def _keep_ca_bundle(self, registration: CaBundleRegistration) -> None:

@@ -12,14 +12,9 @@ from harness import objects
 from ome_selector.api.loading import load_resource
 from ome_selector.api.resources import Kind, ObjectKey, Resource
 from ome_selector.catalog.catalog import Catalog
-from ome_selector.webhook.admission import (
-    AdmissionHandlers,
-    _Differences,
-    _differences,
-    _held_as_listed,
-    recording_failures,
-)
+from ome_selector.webhook.admission import AdmissionHandlers, recording_failures
 from ome_selector.webhook.config import WebhookConfig
+from ome_selector.webhook.confirming import _Differences, _differences, _held_as_listed
 from ome_selector.webhook.registration import HANDLER_IDS
 
 INHERIT = "ome.io/inherit-from"
@@ -34,7 +29,9 @@ SERVICE: kopf.RawBody = {
 
 
 def _handlers(catalog: Any = None, **config: Any) -> AdmissionHandlers:
-    return AdmissionHandlers(WebhookConfig(**config), catalog=lambda: catalog)
+    return AdmissionHandlers(
+        WebhookConfig(**config), catalog=lambda: catalog, reader=None, review_metrics=None
+    )
 
 
 def _validate(handlers: AdmissionHandlers, body: kopf.RawBody) -> list[str]:
@@ -62,7 +59,9 @@ def test_one_validating_handler_per_kind_on_the_given_registry() -> None:
 
 def test_ready_once_the_provider_has_a_catalog() -> None:
     catalog: list[Catalog | None] = [None]
-    handlers = AdmissionHandlers(WebhookConfig(), catalog=lambda: catalog[0])
+    handlers = AdmissionHandlers(
+        WebhookConfig(), catalog=lambda: catalog[0], reader=None, review_metrics=None
+    )
     assert not handlers.ready
     catalog[0] = Catalog()
     assert handlers.ready

@@ -18,7 +18,7 @@ from ome_selector.catalog.catalog import Catalog
 from ome_selector.selection.outcome import Outcome, evaluate
 from ome_selector.selection.profiles import RuntimeProfile
 from ome_selector.selection.view import CatalogView
-from ome_selector.webhook.admission import _Amended
+from ome_selector.webhook.confirming import _Amended
 
 removals = st.builds(
     ObjectKey,

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ome_selector.webhook.admission import ConfirmationLimiter, ConfirmationsExhaustedError
+from ome_selector.webhook.confirming import ConfirmationLimiter, ConfirmationsExhaustedError
 
 
 class Clock:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Any
+from typing import Any, cast
 
 import kopf
 import pytest
@@ -18,6 +18,7 @@ from ome_selector.catalog.catalog import Catalog
 from ome_selector.kube.connection import ClusterAccess
 from ome_selector.webhook.admission import AdmissionHandlers
 from ome_selector.webhook.config import WebhookConfig
+from ome_selector.webhook.confirming import DirectReader
 from ome_selector.webhook.registration import HANDLER_IDS, default_instance
 from ome_selector.webhook.review import Review, read_review
 from ome_selector.webhook.server import WebhookServer
@@ -26,13 +27,17 @@ from ome_selector.webhook.server import WebhookServer
 class Setup:
     """A server over handlers whose catalog the test sets (None: not indexed yet)."""
 
-    def __init__(self, namespaces: list[str] | None = None, **config: Any) -> None:
+    def __init__(
+        self, namespaces: list[str] | None = None, reader: DirectReader | None = None, **config: Any
+    ) -> None:
         self.catalog: Any = None
         self.registry = CollectorRegistry()
         latency = Histogram("latency", "test", ["kind", "allowed"], registry=self.registry)
         malformed = Counter("malformed", "test", ["code"], registry=self.registry)
         webhook = WebhookConfig(**config)
-        self.handlers = AdmissionHandlers(webhook, catalog=lambda: self.catalog)
+        self.handlers = AdmissionHandlers(
+            webhook, catalog=lambda: self.catalog, reader=reader, review_metrics=None
+        )
         self.server = WebhookServer(
             webhook,
             self.handlers,
@@ -186,7 +191,7 @@ def test_the_local_instance_is_the_flag_else_a_hash_of_context_and_host_never_th
     assert Setup(instance="laptop").server.instance == "laptop"
     one = WebhookServer(
         WebhookConfig(bind_address=("127.0.0.1", 1)),
-        AdmissionHandlers(WebhookConfig(), catalog=lambda: None),
+        AdmissionHandlers(WebhookConfig(), catalog=lambda: None, reader=None, review_metrics=None),
         access=ClusterAccess(context="kind-dev"),
         latency=Histogram("l1", "t", ["kind", "allowed"], registry=CollectorRegistry()),
         malformed=Counter("m1", "t", ["code"], registry=CollectorRegistry()),
@@ -194,7 +199,7 @@ def test_the_local_instance_is_the_flag_else_a_hash_of_context_and_host_never_th
     )
     other_port = WebhookServer(
         WebhookConfig(bind_address=("127.0.0.1", 2)),
-        AdmissionHandlers(WebhookConfig(), catalog=lambda: None),
+        AdmissionHandlers(WebhookConfig(), catalog=lambda: None, reader=None, review_metrics=None),
         access=ClusterAccess(context="kind-dev"),
         latency=Histogram("l2", "t", ["kind", "allowed"], registry=CollectorRegistry()),
         malformed=Counter("m2", "t", ["code"], registry=CollectorRegistry()),
@@ -286,9 +291,9 @@ def test_an_inference_service_of_an_unwatched_namespace_is_allowed_untouched() -
 
 
 def test_exhausted_confirmations_are_429_with_retry_after() -> None:
-    setup = Setup(confirmations_per_second=1.0, confirmation_burst=1)
+    never_reached = cast(DirectReader, object())  # the bucket is empty
+    setup = Setup(confirmations_per_second=1.0, confirmation_burst=1, reader=never_reached)
     setup.catalog = Catalog()
-    setup.handlers.reader = object()  # type: ignore[assignment]  # never reached: the bucket is empty
     setup.handlers.limiter.reserve()  # the only token
     setup.handlers.limiter.max_wait = 0.0
     kopf_fn = _kopf_calling_the_handler(setup, "absent")
