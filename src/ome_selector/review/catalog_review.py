@@ -371,16 +371,20 @@ class CatalogReview:
                 yield
             if not self.impact.has_pending:
                 break
+        self.result = self._answer(counted, found)
+
+    def _answer(self, counted: Tally, found: list[str]) -> ReviewResult:
+        """The answer to what moved (``counted``) and the new findings' warnings (``found``): the impact
+        warning when InferenceServices move, the findings' warnings, the denial its :data:`ROWS` row names."""
         warnings: list[str] = []
         if counted.moved and self.warn:
-            example = counted.example()
             warnings.append(
                 impact_messages.impact_warning(
                     counted.moved,
                     counted.lose,
                     counted.switch,
                     counted.gain,
-                    example,
+                    counted.example(),
                     withheld=bool(counted.withheld),
                 )
             )
@@ -396,8 +400,8 @@ class CatalogReview:
         match ROWS[outcome].denial:
             case Denial.PROTECTION:
                 denial = impact_messages.protection_denial(
-                    counted.lose, counted.stranded, key.kind.value, withheld=counted.withheld_lose
+                    counted.lose, counted.stranded, self.key.kind.value, withheld=counted.withheld_lose
                 )
             case Denial.AMBIGUITY:
                 denial = impact_messages.ambiguity_denial(found)
-        self.result = ReviewResult(tuple(warnings), denial, outcome)
+        return ReviewResult(tuple(warnings), denial, outcome)
