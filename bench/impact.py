@@ -50,8 +50,8 @@ from harness import objects
 from ome_selector.api.loading import load_resource
 from ome_selector.api.resources import Kind, Runtime
 from ome_selector.catalog.catalog import Catalog
-from ome_selector.review.impact import NOT_COMPUTED
 from ome_selector.selection import messages
+from ome_selector.selection.impact_messages import NOT_COMPUTED
 from ome_selector.selection.outcome import evaluate
 from ome_selector.webhook.admission import AdmissionHandlers
 from ome_selector.webhook.config import WebhookConfig

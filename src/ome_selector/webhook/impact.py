@@ -1,13 +1,13 @@
 """The review of a model or runtime change at admission (SPEC §12), on the operator's event loop.
 
-The work is :class:`~ome_selector.review.impact.CatalogReview`'s (the implementation what-if uses): this
-module runs its steps between turns of the loop — a turn at most :data:`TURN_SECONDS` long, then the loop
-serves whatever waits (InferenceService reviews, watch events) — under a deadline
+The work is :class:`~ome_selector.review.catalog_review.CatalogReview`'s (built on what-if's implementation):
+this module runs its steps between turns of the loop — a turn at most :data:`TURN_SECONDS` long, then
+the loop serves whatever waits (InferenceService reviews, watch events) — under a deadline
 (:attr:`~.config.WebhookConfig.impact_budget`). A review past its deadline answers with the "not computed"
 warning: never a guess, never a denial. Between two turns the catalog may change: InferenceServices stored or
 removed send the groups the review judges back to be judged again (the rest stands: verdicts read only models
 and runtimes); a model or runtime stored or removed that the review reads
-(:meth:`~ome_selector.review.impact.CatalogReview.reads`) starts it over, at most :data:`MAX_RESTARTS`
+(:meth:`~ome_selector.review.catalog_review.CatalogReview.reads`) starts it over, at most :data:`MAX_RESTARTS`
 times. At most :data:`MAX_QUEUED_REVIEWS` reviews compute or wait for a turn at once, and none waits past
 its deadline; each of these answers "not computed" with its reason.
 """
@@ -26,17 +26,19 @@ from ome_selector.api.bounds import oversized
 from ome_selector.api.loading import LoadError, load_resource
 from ome_selector.api.resources import Kind, Resource
 from ome_selector.catalog.catalog import Catalog
-from ome_selector.review.impact import (
-    ALLOW_DISRUPTION_ANNOTATION,
-    NOT_COMPUTED_CHANGED,
-    NOT_COMPUTED_QUEUED,
+from ome_selector.review.catalog_review import (
     NOT_COMPUTED_RESULT,
-    NOT_COMPUTED_WAITED,
     REVIEW_OUTCOMES,
     CatalogReview,
     ReviewResult,
     Shown,
     not_computed,
+)
+from ome_selector.selection.impact_messages import (
+    ALLOW_DISRUPTION_ANNOTATION,
+    NOT_COMPUTED_CHANGED,
+    NOT_COMPUTED_QUEUED,
+    NOT_COMPUTED_WAITED,
 )
 from ome_selector.selection.inheritance import RuntimeLookup
 from ome_selector.webhook.config import WebhookConfig

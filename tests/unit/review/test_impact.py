@@ -17,16 +17,10 @@ from selection_builders import NS, catalog, entry, isvc, model, runtime, runtime
 from ome_selector.api.loading import load_resource
 from ome_selector.api.resources import InferenceService, Kind, ObjectKey, Resource, Runtime
 from ome_selector.catalog.catalog import Catalog
-from ome_selector.review.impact import (
-    NOT_COMPUTED,
-    CatalogReview,
-    ImpactRun,
-    ReviewResult,
-    Verdict,
-    run_to_end,
-    verdict,
-)
+from ome_selector.review.catalog_review import CatalogReview, ReviewResult
+from ome_selector.review.impact import ImpactRun, Verdict, run_to_end, verdict
 from ome_selector.review.lint import lint
+from ome_selector.selection.impact_messages import NOT_COMPUTED
 from ome_selector.selection.inheritance import RuntimeLookup
 from ome_selector.webhook.config import WebhookConfig
 from ome_selector.webhook.impact import review_catalog_change

@@ -14,14 +14,11 @@ from selection_builders import NS, catalog, entry, isvc, model, runtime, runtime
 
 from ome_selector.api.resources import Kind, ObjectKey, Resource, Runtime
 from ome_selector.catalog.catalog import Catalog
-from ome_selector.review.impact import (
-    NOT_COMPUTED,
-    CatalogReview,
-    ReviewResult,
-    run_to_end,
-)
+from ome_selector.review.catalog_review import CatalogReview, ReviewResult
+from ome_selector.review.impact import run_to_end
 from ome_selector.selection import outcome as outcome_module
 from ome_selector.selection import ranking as ranking_module
+from ome_selector.selection.impact_messages import NOT_COMPUTED
 from ome_selector.selection.outcome import evaluate
 from ome_selector.webhook import impact as webhook_impact
 from ome_selector.webhook.config import WebhookConfig

@@ -11,7 +11,8 @@ import pytest
 from selection_builders import catalog, entry, isvc, model, runtime
 
 from ome_selector.api.resources import InferenceService, Kind, ObjectKey, Resource, Runtime
-from ome_selector.review.impact import CatalogReview, ReviewResult, Shown, run_to_end
+from ome_selector.review.catalog_review import CatalogReview, ReviewResult, Shown
+from ome_selector.review.impact import run_to_end
 from ome_selector.webhook.admission import shown_namespaces
 
 SEE = "; see kubectl ome-selector runtime what-if"
