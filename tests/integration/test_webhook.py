@@ -24,6 +24,7 @@ from harness.kube import delete, eventually, get, list_objects, runtime_ready
 from harness.operator_thread import OperatorThread
 from ome_selector.api.bounds import MAX_FORMAT_ENTRIES
 from ome_selector.catalog.catalog import Catalog
+from ome_selector.selection.inheritance import find_named_runtime
 from ome_selector.webhook.config import WebhookConfig
 from ome_selector.webhook.confirming import MAX_RUNTIME_FETCHES, DirectReader
 
@@ -543,7 +544,7 @@ def _set_up(webhook: OperatorThread, kubectl: Kubectl, *bodies: dict[str, Any]) 
         ns, name = body["metadata"]["namespace"], body["metadata"]["name"]
         if body["kind"].endswith("BaseModel"):
             return catalog.resolve_model(ns, name) is not None
-        return catalog.resolve_runtime_profile(ns, name) is not None
+        return find_named_runtime(catalog, ns, name, None) is not None
 
     eventually(lambda: all(held(body) for body in bodies), what="the catalog holding the setup")
 
@@ -578,7 +579,7 @@ def test_a_runtime_created_just_before_is_read(
     allowed = kubectl.create(isvc("svc", ns, "llama"), dry_run=True)
     assert (allowed.returncode, warnings_of(allowed)) == (0, [AUTO_SELECTED_FITS]), allowed.stderr
     assert reader.full_listings == full_listings  # one runtime fetched, not every runtime listed
-    assert _live_catalog(webhook).resolve_runtime_profile(ns, "rt-fits") is None
+    assert find_named_runtime(_live_catalog(webhook), ns, "rt-fits", None) is None
 
 
 def test_a_denial_repeated_against_unchanged_runtimes_is_not_decoded_again_and_a_change_is_seen(
@@ -644,7 +645,7 @@ def test_a_runtime_modified_just_before_is_read_as_it_is_now(
     resize("2B", "4B")
     allowed = kubectl.create(isvc("svc", ns, "llama"), dry_run=True)
     assert allowed.returncode == 0, allowed.stderr
-    profile = _live_catalog(webhook).resolve_runtime_profile(ns, "rt")
+    profile = find_named_runtime(_live_catalog(webhook), ns, "rt", None)
     assert profile is not None
     assert profile.range_text == "[500M, 2B]"
 
@@ -667,7 +668,7 @@ def test_a_runtime_deleted_just_before_is_absent(
     clusters = cluster_runtime_count(api_client)
     entry = f"{ns}/rt-a (model size 3.21B is outside supported range [500M, 2B])"
     assert denied.stderr.endswith(denial(_no_runtime(ns, "llama", 1, clusters, [entry]))), denied.stderr
-    assert _live_catalog(webhook).resolve_runtime_profile(ns, "rt-b") is not None
+    assert find_named_runtime(_live_catalog(webhook), ns, "rt-b", None) is not None
 
 
 def test_a_runtime_too_large_to_read_is_absent_for_the_confirming_read_too(

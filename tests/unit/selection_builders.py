@@ -11,6 +11,7 @@ from ome_selector.catalog.catalog import Catalog
 from ome_selector.cli.sources import FileSource
 from ome_selector.selection import messages
 from ome_selector.selection.explain import Explanation
+from ome_selector.selection.inheritance import find_named_runtime
 
 NS = "ns"
 GV = "ome.io/v1beta1"
@@ -195,7 +196,7 @@ def catalog(*resources: Resource) -> Catalog:
 
 def resolve_runtime(c: Catalog, namespace: str, name: str) -> Runtime | None:
     """The runtime a name resolves to from ``namespace`` (SPEC §1 lookups)."""
-    profile = c.resolve_runtime_profile(namespace, name)
+    profile = find_named_runtime(c, namespace, name, None)
     return profile.runtime if profile is not None else None
 
 

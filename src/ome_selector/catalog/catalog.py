@@ -316,12 +316,6 @@ class Catalog:
         resource = self._objects.get(key) if key is not None else None
         return resource if isinstance(resource, Model) else None
 
-    def resolve_runtime_profile(self, namespace: str, name: str) -> RuntimeProfile | None:
-        """The ServingRuntime ``name`` in ``namespace`` if there is one, else the ClusterServingRuntime
-        ``name``."""
-        key = self._runtimes.get(namespace, {}).get(name) or self._runtimes.get(None, {}).get(name)
-        return self._profiles.get(key) if key is not None else None
-
     def runtime_profile(self, kind: Kind, namespace: str | None, name: str) -> RuntimeProfile | None:
         """The ServingRuntime ``namespace``/``name`` or the ClusterServingRuntime ``name`` (SPEC §1)."""
         return self._profiles.get(ObjectKey(kind, namespace if kind.namespaced else None, name))

@@ -165,9 +165,6 @@ class CatalogBefore:
     def resolve_model(self, namespace: str, name: str) -> Model | None:
         return self.live.resolve_model(namespace, name)
 
-    def resolve_runtime_profile(self, namespace: str, name: str) -> RuntimeProfile | None:
-        return self.live.resolve_runtime_profile(namespace, name)
-
     def model_profile(self, model: Model) -> ModelProfile:
         return self.live.model_profile(model)
 
@@ -250,11 +247,6 @@ class CatalogAfter(RuntimeOverlay):
         if profile is not None and profile.model is model:
             return profile
         return self.before.model_profile(model)
-
-    def resolve_runtime_profile(self, namespace: str, name: str) -> RuntimeProfile | None:
-        return self.runtime_profile(Kind.SERVING_RUNTIME, namespace, name) or self.runtime_profile(
-            Kind.CLUSTER_SERVING_RUNTIME, None, name
-        )
 
     def has_namespaced_for_key(self, namespace: str, match_key: MatchKey) -> bool:
         """Whether ``namespace`` has a ServingRuntime with an entry of ``match_key`` after the change."""

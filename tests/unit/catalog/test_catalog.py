@@ -8,6 +8,7 @@ from selection_builders import NS, catalog, entry, isvc, model, resolve_runtime,
 
 from ome_selector.api.resources import Kind, ObjectKey, Resource
 from ome_selector.catalog.catalog import Catalog
+from ome_selector.selection.inheritance import find_named_runtime
 from ome_selector.selection.view import CatalogView
 
 
@@ -24,13 +25,13 @@ def test_resolve_model_prefers_the_namespace() -> None:
 
 def test_resolve_runtime_prefers_the_namespace() -> None:
     c = catalog(runtime("rt", entry("cluster")), runtime("rt", entry("local"), namespace=NS))
-    local = c.resolve_runtime_profile(NS, "rt")
+    local = find_named_runtime(c, NS, "rt", None)
     assert local is not None
     assert local.runtime.kind is Kind.SERVING_RUNTIME
-    cluster = c.resolve_runtime_profile("other", "rt")
+    cluster = find_named_runtime(c, "other", "rt", None)
     assert cluster is not None
     assert cluster.runtime.kind is Kind.CLUSTER_SERVING_RUNTIME
-    assert c.resolve_runtime_profile(NS, "nope") is None
+    assert find_named_runtime(c, NS, "nope", None) is None
 
 
 def test_runtimes_visible_from_a_namespace() -> None:
@@ -98,10 +99,10 @@ def test_later_object_with_the_same_key_wins() -> None:
 
 def test_runtimes_are_compiled_once() -> None:
     c = catalog(runtime("rt", entry(), min="2B", max="4B"))
-    first = c.resolve_runtime_profile(NS, "rt")
+    first = find_named_runtime(c, NS, "rt", None)
     assert first is not None
     assert first.lower == 2 * 10**9
-    assert c.resolve_runtime_profile(NS, "rt") is first
+    assert find_named_runtime(c, NS, "rt", None) is first
 
 
 def test_model_profiles_are_cached_for_stored_models() -> None:
