@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
+from ome_selector.api.bounds import oversized
 from ome_selector.api.resources import (
     API_GROUP_VERSION,
     DEPLOYMENT_MODE_ENUM,
@@ -46,6 +47,8 @@ __all__ = [
     "keep_last_definitions",
     "key_of",
     "load_resource",
+    "load_stored",
+    "stored_or_absent",
 ]
 
 _KINDS = {kind.value: kind for kind in Kind}
@@ -280,6 +283,27 @@ def load_resource(
         # Not expected (validation errors are converted where they arise), but the contract is "only
         # LoadError".
         raise LoadError("", f"invalid document: {error}") from None
+
+
+def load_stored(body: Mapping[str, Any]) -> Resource | None:
+    """An object as the API server holds it, read as every part of the product reads one: too large to read
+    (:func:`~ome_selector.api.bounds.oversized`) or invalid to our model, it raises :class:`LoadError`."""
+    too_large = oversized(body)
+    if too_large is not None:
+        raise LoadError("", too_large)
+    return load_resource(body)
+
+
+def stored_or_absent(body: Mapping[str, Any] | None) -> Resource | None:
+    """:func:`load_stored`, with an object the product cannot read treated as absent (SPEC "Objects the
+    product cannot read"), as the webhook reads them. The operator also logs and forgets one, so it calls
+    :func:`load_stored` itself."""
+    if body is None:
+        return None
+    try:
+        return load_stored(body)
+    except LoadError:
+        return None
 
 
 def _load(doc: Mapping[str, Any], default_namespace: str | None, from_file: bool) -> Resource | None:

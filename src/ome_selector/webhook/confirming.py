@@ -22,8 +22,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ome_selector.api.bounds import oversized
-from ome_selector.api.loading import LoadError, key_of, load_resource
+from ome_selector.api.loading import key_of, stored_or_absent
 from ome_selector.api.resources import (
     INHERIT_FROM_ANNOTATION,
     RUNTIME_PROFILE_ANNOTATION,
@@ -244,7 +243,7 @@ class DirectReader:
         )
         scopes.append((Kind.CLUSTER_SERVING_RUNTIME, None))
         bodies = await asyncio.gather(*(self._objects.get(kind, scope, name) for kind, scope in scopes))
-        return [resource for body in bodies if body is not None and (resource := _load(body)) is not None]
+        return [resource for body in bodies if (resource := stored_or_absent(body)) is not None]
 
     async def _list_runtime_versions(self, namespaces: list[str]) -> list[Listing]:
         """The names and versions of the runtimes visible from ``namespaces``, read now: each kind
@@ -295,7 +294,7 @@ class DirectReader:
 
     def _profile(self, key: ObjectKey, body: Mapping[str, Any]) -> RuntimeProfile | None:
         """The compiled runtime of ``body``; None (and remembered) when it cannot be read."""
-        runtime = _load(body)
+        runtime = stored_or_absent(body)
         if isinstance(runtime, Runtime):
             self._unreadable.pop(key, None)
             return RuntimeProfile.of(runtime)
@@ -318,7 +317,7 @@ class DirectReader:
         scopes.append((cluster, None))
         bodies = await asyncio.gather(*(self._objects.get(kind, scope, name) for kind, scope in scopes))
         for body in bodies:
-            resource = _load(body) if body is not None else None
+            resource = stored_or_absent(body)
             if resource is not None:
                 return resource
         return None
@@ -442,13 +441,3 @@ def _could_be_a_name(text: str, longest: int) -> bool:
     """Whether an object (a DNS subdomain, as the API server checks custom resource names) or a namespace
     (a DNS label, ``longest`` 63) can be named ``text``."""
     return len(text) <= longest and _NAME.fullmatch(text) is not None and (longest > 63 or "." not in text)
-
-
-def _load(body: Mapping[str, Any]) -> Resource | None:
-    """As the controller reads it: an object our model cannot read, or one too large to read, is absent."""
-    if oversized(body) is not None:
-        return None
-    try:
-        return load_resource(body)
-    except LoadError:
-        return None

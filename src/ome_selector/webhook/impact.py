@@ -22,9 +22,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter
 
-from ome_selector.api.bounds import oversized
-from ome_selector.api.loading import LoadError, load_resource
-from ome_selector.api.resources import Kind, Resource
+from ome_selector.api.loading import stored_or_absent
+from ome_selector.api.resources import Kind
 from ome_selector.catalog.catalog import Catalog
 from ome_selector.review.catalog_review import (
     NOT_COMPUTED_RESULT,
@@ -92,15 +91,6 @@ class CatalogReviewMetrics:
             self.reviews.labels(outcome)
 
 
-def _load(body: Mapping[str, Any] | None) -> Resource | None:
-    if body is None or oversized(body) is not None:
-        return None
-    try:
-        return load_resource(body)
-    except LoadError:
-        return None
-
-
 async def review_catalog_change(
     live: Catalog,
     kind: Kind,
@@ -127,7 +117,7 @@ async def review_catalog_change(
     stored = old if deleting else body  # on DELETE the object is the stored one
     started = time.monotonic()
     deadline = started + config.impact_budget
-    resource = _load(stored)  # a large runtime costs a millisecond
+    resource = stored_or_absent(stored)  # a large runtime costs a millisecond
     if resource is None or resource.kind is not kind:
         return None
     annotations = (stored or {}).get("metadata", {}).get("annotations") or {}
