@@ -23,11 +23,14 @@ import json
 import sys
 import time
 
-from kubernetes_asyncio import client
-from kubernetes_asyncio.client.exceptions import ApiException
-
 from ome_selector.api.resources import API_GROUP, API_VERSION, Kind
+from ome_selector.kube.clients import (
+    AdmissionregistrationV1Api,
+    admission_registration_api,
+    custom_objects_api,
+)
 from ome_selector.kube.connection import ClusterAccess
+from ome_selector.kube.objects import ApiError
 from ome_selector.webhook.registration import webhook_name
 
 PROBE_NAME = "ome-selector-webhook-check"
@@ -57,8 +60,8 @@ async def check_webhook(
     deadline = time.monotonic() + timeout
     last = "no answer yet"
     async with await access.api_client() as api_client:
-        api = client.CustomObjectsApi(api_client)
-        registrations = client.AdmissionregistrationV1Api(api_client)
+        api = custom_objects_api(api_client)
+        registrations = admission_registration_api(api_client)
         while True:
             unarmed: str | None = None
             try:
@@ -73,7 +76,7 @@ async def check_webhook(
                         _probe(namespace),
                         dry_run="All",
                     )
-            except ApiException as error:
+            except ApiError as error:
                 body = _message(error.body)
                 if expected in body:
                     print(f"the webhook answers through the API server (namespace {namespace})")
@@ -101,12 +104,12 @@ async def check_webhook(
             await asyncio.sleep(interval)
 
 
-async def _unarmed(api: client.AdmissionregistrationV1Api, name: str, policy: str) -> str | None:
+async def _unarmed(api: AdmissionregistrationV1Api, name: str, policy: str) -> str | None:
     """Why ``name``'s InferenceService webhook is not armed (a caBundle) with ``policy`` yet, or None when it
     is."""
     try:
         configuration = await api.read_validating_webhook_configuration(name)
-    except ApiException as error:
+    except ApiError as error:
         if error.status in (401, 403):
             raise
         return f"ValidatingWebhookConfiguration {name}: {error.status} {error.reason}"

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ome_selector.api.resources import Kind
+from ome_selector.kube.clients import core_api, custom_objects_api
 from ome_selector.kube.connection import ClusterAccess, kubeconfig_namespace
 from ome_selector.kube.scope import custom_object_call
 
@@ -63,13 +64,11 @@ def live_names(dest: str, words: Sequence[str], partial: str) -> list[str] | Non
 async def _names(dest: str, kubeconfig: Path | None, context: str | None, namespace: str | None) -> list[str]:
     access = ClusterAccess(kubeconfig, context, request_timeout=TIMEOUT_SECONDS)
     async with await access.api_client() as api:
-        from kubernetes_asyncio import client  # noqa: PLC0415 - the client is loaded with the connection
-
         if dest == "namespace":
-            body: Any = await client.CoreV1Api(api).list_namespace(limit=LIMIT)
+            body: Any = await core_api(api).list_namespace(limit=LIMIT)
             return [item.metadata.name for item in body.items]
         where = namespace or kubeconfig_namespace(kubeconfig, context) or "default"
-        custom = client.CustomObjectsApi(api)
+        custom = custom_objects_api(api)
         names: list[str] = []
         for kind in _KINDS[dest]:
             listed = await custom_object_call(custom, "list", kind, where if kind.namespaced else None)(

@@ -28,10 +28,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kubernetes_asyncio import client
-from kubernetes_asyncio.client.exceptions import ApiException
-
 from ome_selector.api.resources import Kind
+from ome_selector.kube.clients import (
+    ApiClient,
+    V1Pod,
+    admission_registration_api,
+    apps_api,
+    coordination_api,
+    core_api,
+)
 from ome_selector.kube.connection import ClusterAccess
 from ome_selector.kube.objects import ApiError, ConflictError, GoneError, Objects
 from ome_selector.operator.conditions import condition_writers, current_condition, without_condition
@@ -85,8 +90,8 @@ async def run_cleanup(
                     print(f"would scale deployment {namespace}/{name} to 0")
                 else:
                     await _stop_deployment(api_client, namespace, name, timeout=in_cluster.timeout)
-            except (ApiException, TimeoutError) as error:
-                reason = error.reason if isinstance(error, ApiException) else str(error)
+            except (ApiError, TimeoutError) as error:
+                reason = error.reason if isinstance(error, ApiError) else str(error)
                 print(
                     f"ome-selector cleanup: cannot stop deployment {namespace}/{name}: {reason}",
                     file=sys.stderr,
@@ -98,7 +103,7 @@ async def run_cleanup(
         if not conditions_only:
             try:
                 removed = await remove_local_registrations(api_client, instance=instance, dry_run=dry_run)
-            except ApiException as error:
+            except ApiError as error:
                 print(
                     f"ome-selector cleanup: cannot remove local webhook registrations: {error.reason}",
                     file=sys.stderr,
@@ -117,13 +122,11 @@ async def run_cleanup(
         return status
 
 
-async def _disarmed(
-    api_client: client.ApiClient, name: str, *, dry_run: bool = False, quiet: bool = False
-) -> bool:
+async def _disarmed(api_client: ApiClient, name: str, *, dry_run: bool = False, quiet: bool = False) -> bool:
     """:func:`_disarm_webhook`, its failure reported; False when it failed."""
     try:
         await _disarm_webhook(api_client, name, dry_run=dry_run, quiet=quiet)
-    except ApiException as error:
+    except ApiError as error:
         print(
             "ome-selector cleanup: cannot set failurePolicy Ignore on validatingwebhookconfiguration "
             f"{name}: {error.reason}",
@@ -133,15 +136,15 @@ async def _disarmed(
     return True
 
 
-async def _disarm_webhook(api_client: client.ApiClient, name: str, *, dry_run: bool, quiet: bool) -> None:
+async def _disarm_webhook(api_client: ApiClient, name: str, *, dry_run: bool, quiet: bool) -> None:
     """Every webhook of the configuration ``name`` to ``failurePolicy: Ignore`` (a missing one is fine): the
     operator is about to stop, and a fail-closed webhook nobody serves would block every write it covers.
     ``quiet``: say nothing when there was nothing to change."""
-    api = client.AdmissionregistrationV1Api(api_client)
+    api = admission_registration_api(api_client)
     for _ in range(MAX_ATTEMPTS):
         try:
             current = await api.read_validating_webhook_configuration(name)
-        except ApiException as error:
+        except ApiError as error:
             if error.status == 404:
                 if not quiet:
                     print(f"validatingwebhookconfiguration {name} is absent")
@@ -159,25 +162,23 @@ async def _disarm_webhook(api_client: client.ApiClient, name: str, *, dry_run: b
             hook.failure_policy = "Ignore"
         try:
             await api.replace_validating_webhook_configuration(name, current)
-        except ApiException as error:
+        except ApiError as error:
             if error.status == 409:  # the operator armed it or refreshed its caBundle meanwhile
                 continue
             raise
         print(f"set failurePolicy Ignore on validatingwebhookconfiguration {name}")
         return
-    raise ApiException(status=409, reason=f"still conflicting after {MAX_ATTEMPTS} attempts")
+    raise ApiError(status=409, reason=f"still conflicting after {MAX_ATTEMPTS} attempts")
 
 
-async def _stop_deployment(
-    api_client: client.ApiClient, namespace: str, name: str, *, timeout: float
-) -> None:
+async def _stop_deployment(api_client: ApiClient, namespace: str, name: str, *, timeout: float) -> None:
     """Scale the Deployment to 0 and wait until none of its pods is left (a terminating leader may still
     write during its preStop drain); a missing Deployment is already stopped."""
-    apps = client.AppsV1Api(api_client)
+    apps = apps_api(api_client)
     try:
         await apps.patch_namespaced_deployment_scale(name, namespace, {"spec": {"replicas": 0}})
         deployment = await apps.read_namespaced_deployment(name, namespace)
-    except ApiException as error:
+    except ApiError as error:
         if error.status == 404:
             print(f"deployment {namespace}/{name} is absent")
             return
@@ -185,7 +186,7 @@ async def _stop_deployment(
     labels = deployment.spec.selector.match_labels or {}
     selector = ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
     print(f"scaled deployment {namespace}/{name} to 0")
-    core = client.CoreV1Api(api_client)
+    core = core_api(api_client)
     deadline = time.monotonic() + timeout
     while True:
         listed = await core.list_namespaced_pod(namespace, label_selector=selector)
@@ -199,19 +200,19 @@ async def _stop_deployment(
         await asyncio.sleep(POLL_SECONDS)
 
 
-def _owned_by_a_job(pod: client.V1Pod) -> bool:
+def _owned_by_a_job(pod: V1Pod) -> bool:
     owners = pod.metadata.owner_references or []
     return any(owner.kind == "Job" and owner.api_version == "batch/v1" for owner in owners)
 
 
-async def _delete_lease(api_client: client.ApiClient, namespace: str, name: str, *, dry_run: bool) -> int:
-    coordination = client.CoordinationV1Api(api_client)
+async def _delete_lease(api_client: ApiClient, namespace: str, name: str, *, dry_run: bool) -> int:
+    coordination = coordination_api(api_client)
     try:
         if dry_run:
             await coordination.read_namespaced_lease(name, namespace)
         else:
             await coordination.delete_namespaced_lease(name, namespace)
-    except ApiException as error:
+    except ApiError as error:
         if error.status == 404:
             return 0
         print(
@@ -223,7 +224,7 @@ async def _delete_lease(api_client: client.ApiClient, namespace: str, name: str,
 
 
 async def _remove_conditions(
-    api_client: client.ApiClient, *, dry_run: bool, namespaces: Sequence[str] | None, any_writer: bool
+    api_client: ApiClient, *, dry_run: bool, namespaces: Sequence[str] | None, any_writer: bool
 ) -> int:
     objects = Objects(api_client)
     try:

@@ -41,10 +41,9 @@ from typing import Any
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
-from kubernetes_asyncio import client
-from kubernetes_asyncio.client.exceptions import ApiException
 
-from ome_selector.kube.objects import read_or_absent
+from ome_selector.kube.clients import ApiClient, core_api
+from ome_selector.kube.objects import ApiError, read_or_absent
 from ome_selector.webhook.tls import (
     BACKDATE,
     CA_FILE,
@@ -119,7 +118,7 @@ class SecretCertificates:
 
     def __init__(
         self,
-        api_client: client.ApiClient,
+        api_client: ApiClient,
         secret: ObjectRef,
         cert_dir: Path,
         *,
@@ -130,7 +129,7 @@ class SecretCertificates:
         previous_ca_grace: datetime.timedelta = PREVIOUS_CA_GRACE,
     ) -> None:
         self._client = api_client
-        self._core: Any = client.CoreV1Api(api_client)
+        self._core: Any = core_api(api_client)
         self.secret = secret
         self.cert_dir = cert_dir
         service_names = service_dns_names(service) if service is not None else []
@@ -161,7 +160,7 @@ class SecretCertificates:
             await asyncio.sleep(interval)
             try:
                 await self.ensure()
-            except (ApiException, OSError, ValueError, SecretMissingError) as error:
+            except (ApiError, OSError, ValueError, SecretMissingError) as error:
                 logger.warning("could not check the webhook certificate in Secret %s: %s", self.secret, error)
 
     # --- internals ---------------------------------------------------------------------------------------
@@ -236,7 +235,7 @@ class SecretCertificates:
             }
             try:
                 await self._core.create_namespaced_secret(self.secret.namespace, body)
-            except ApiException as error:
+            except ApiError as error:
                 if error.status == 403:
                     raise SecretMissingError(self.secret) from None
                 if error.status != 409:
@@ -277,7 +276,7 @@ class SecretCertificates:
         body["data"] = _encoded(data)
         try:
             await self._core.replace_namespaced_secret(self.secret.name, self.secret.namespace, body)
-        except ApiException as error:
+        except ApiError as error:
             if error.status != 409:
                 raise
             return await self._winner(now)

@@ -1,4 +1,4 @@
-"""The ValidatingWebhookConfiguration: built here, written with kubernetes_asyncio (not Kopf's ``managed``).
+"""The ValidatingWebhookConfiguration: built here, written through kube/ (not Kopf's ``managed``).
 
 Kopf's managed mode writes ``timeoutSeconds: 30`` and no ``namespaceSelector``, and on exit leaves the
 configuration object behind (emptied). SPEC §7 wants failurePolicy, timeout and namespace selection
@@ -45,10 +45,10 @@ from typing import Any, Literal, cast
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
-from kubernetes_asyncio import client
-from kubernetes_asyncio.client.exceptions import ApiException
 
 from ome_selector.api.resources import API_GROUP, API_VERSION, Kind
+from ome_selector.kube.clients import ApiClient, admission_registration_api, preconditioned_deletion
+from ome_selector.kube.objects import ApiError
 from ome_selector.webhook.config import WebhookConfig
 
 __all__ = [
@@ -257,8 +257,8 @@ def build_configuration(
 class LocalRegistration:
     """The local ValidatingWebhookConfiguration of one instance, with url clientConfigs (SPEC §8)."""
 
-    def __init__(self, api_client: client.ApiClient, config: WebhookConfig, *, instance: str) -> None:
-        self._api = client.AdmissionregistrationV1Api(api_client)
+    def __init__(self, api_client: ApiClient, config: WebhookConfig, *, instance: str) -> None:
+        self._api = admission_registration_api(api_client)
         self._config = config
         self._instance = instance
         self.name = local_configuration_name(config.managed_name, instance)
@@ -273,7 +273,7 @@ class LocalRegistration:
         if self._written is None:
             try:
                 created = await self._api.create_validating_webhook_configuration(cast(Any, body))
-            except ApiException as error:
+            except ApiError as error:
                 if error.status != 409:
                     raise
                 # Left behind by an earlier run of this instance (killed before it could remove it): ours.
@@ -296,10 +296,10 @@ class LocalRegistration:
         """Delete the configuration, unless another process of the same instance has replaced it since."""
         if self._written is None:
             return
-        options = client.V1DeleteOptions(preconditions=client.V1Preconditions(resource_version=self._written))
+        options = preconditioned_deletion(self._written)
         try:
             await self._api.delete_validating_webhook_configuration(self.name, body=options)
-        except ApiException as error:
+        except ApiError as error:
             if error.status == 409:
                 logger.info("left ValidatingWebhookConfiguration %s: another run has replaced it", self.name)
             elif error.status != 404:
@@ -310,11 +310,11 @@ class LocalRegistration:
 
 
 async def remove_local_registrations(
-    api_client: client.ApiClient, *, instance: str | None, dry_run: bool = False
+    api_client: ApiClient, *, instance: str | None, dry_run: bool = False
 ) -> list[str]:
     """Delete the local registrations (label ``ome-selector.ome.io/local=true``) of ``instance``, or of every
     instance when None; the names removed (or, with ``dry_run``, that would be)."""
-    api = client.AdmissionregistrationV1Api(api_client)
+    api = admission_registration_api(api_client)
     listing = await api.list_validating_webhook_configuration(label_selector=f"{LOCAL_LABEL}=true")
     removed: list[str] = []
     for item in listing.items:
@@ -324,7 +324,7 @@ async def remove_local_registrations(
         if not dry_run:
             try:
                 await api.delete_validating_webhook_configuration(item.metadata.name)
-            except ApiException as error:
+            except ApiError as error:
                 if error.status != 404:
                     raise
         removed.append(item.metadata.name)
@@ -335,9 +335,9 @@ class CaBundleRegistration:
     """Keeps ``caBundle`` of every webhook in a static (chart-installed) configuration current — the one field
     the operator manages there — and fills it in (arms the configuration) once the server answers."""
 
-    def __init__(self, api_client: client.ApiClient, name: str) -> None:
+    def __init__(self, api_client: ApiClient, name: str) -> None:
         self._client = api_client
-        self._api = client.AdmissionregistrationV1Api(api_client)
+        self._api = admission_registration_api(api_client)
         self.name = name
 
     async def apply(self, client_config: Mapping[str, Any], *, armed: bool = False) -> bool:
@@ -351,7 +351,7 @@ class CaBundleRegistration:
         ours = mine[:1]
         try:
             current = await self._api.read_validating_webhook_configuration(self.name)
-        except ApiException as error:
+        except ApiError as error:
             if error.status == 404:
                 logger.warning("ValidatingWebhookConfiguration %s not found; caBundle not set", self.name)
                 return False

@@ -36,12 +36,11 @@ from typing import Any
 
 import kopf
 from aiohttp import web
-from kubernetes_asyncio.client.exceptions import ApiException
 from prometheus_client import Counter, Gauge, Histogram
 
 from ome_selector.api.resources import Kind
 from ome_selector.kube.connection import ClusterAccess, kubeconfig_context
-from ome_selector.kube.objects import Objects
+from ome_selector.kube.objects import ApiError, Objects
 from ome_selector.webhook.admission import DENIED_CODE, AdmissionHandlers, recording_failures
 from ome_selector.webhook.config import WebhookConfig
 from ome_selector.webhook.confirming import ConfirmationsExhaustedError
@@ -288,7 +287,7 @@ class WebhookServer:
                 if said is not None:
                     logger.info("webhook certificate Secret %s is usable again", certificates.secret)
                 return
-            except (SecretMissingError, ApiException, OSError) as error:
+            except (SecretMissingError, ApiError, OSError) as error:
                 text = _one_line(error)
                 if text != said:  # said once, not at every retry
                     logger.error(
@@ -382,11 +381,11 @@ async def _apply_logged(
 ) -> None:
     try:
         await registration.apply(client_config, armed=armed)
-    except (ApiException, OSError) as error:
+    except (ApiError, OSError) as error:
         logger.warning("could not update caBundle of %s: %s", registration.name, error)
 
 
 def _one_line(error: BaseException) -> str:
-    if isinstance(error, ApiException):  # its str() carries the whole HTTP response
+    if isinstance(error, ApiError):  # its str() carries the whole HTTP response
         return f"reading the certificate Secret: HTTP {error.status} {error.reason}"
     return str(error)
