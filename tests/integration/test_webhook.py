@@ -464,13 +464,13 @@ def test_confirming_read_finds_what_the_watch_has_not_delivered(
     ns = namespace
     controller = webhook.operator.controller
     assert controller is not None
-    observe = controller.observe
+    observe = controller.mirror.observe
 
     def blind(body: Any) -> None:
         if (body.get("metadata") or {}).get("namespace") != ns:
             observe(body)
 
-    controller.observe = blind  # type: ignore[method-assign]
+    controller.mirror.observe = blind  # type: ignore[method-assign]
     before = webhook.operator.admission.confirmations if webhook.operator.admission else 0
     result = kubectl.apply(
         objects.model("llama", namespace=ns, size="3.21B"),
@@ -511,8 +511,8 @@ def _blind(webhook: OperatorThread, ns: str) -> None:
 
         return handler
 
-    controller.observe = unless_in_ns(controller.observe)  # type: ignore[method-assign]
-    controller.forget = unless_in_ns(controller.forget)  # type: ignore[method-assign]
+    controller.mirror.observe = unless_in_ns(controller.mirror.observe)  # type: ignore[method-assign]
+    controller.mirror.forget = unless_in_ns(controller.mirror.forget)  # type: ignore[method-assign]
 
 
 def _own_format(body: dict[str, Any], ns: str) -> dict[str, Any]:

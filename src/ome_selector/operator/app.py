@@ -3,12 +3,9 @@
 Only `@kopf.on.event` is used on the five ome.io kinds: unlike change handlers, it writes no annotations,
 finalizers or progress onto the watched objects, which belong to OME and its users.
 
-Level-triggered (SPEC §5): a resync lists everything, reconciles the catalog with it (objects that vanished
-are forgotten) and evaluates every InferenceService against its stored condition — periodically, and a moment
-after Kopf lists a kind again (its events of type None), which it does after every watch gap (410 Gone): a
-relist sends no DELETED for what vanished meanwhile, so only a listing of our own can tell. Kopf's first
-listing of each kind, just after ours at start, is reconciled too (something may have vanished between the
-two) but needs no evaluation of everything: the start evaluated everything already.
+Level-triggered (SPEC §5): a resync lists everything, reconciles the mirror's catalog with it and evaluates
+every InferenceService against its stored condition; :class:`~ome_selector.operator.mirror.Resyncs` says
+when (periodically, and after each listing Kopf starts).
 """
 
 from __future__ import annotations
@@ -47,6 +44,7 @@ from ome_selector.operator.kopfwiring import (
 from ome_selector.operator.learning import LearningConfig, ModelMetadataLearner
 from ome_selector.operator.looplag import watch_loop_lag
 from ome_selector.operator.metrics import Metrics
+from ome_selector.operator.mirror import Resyncs
 from ome_selector.operator.signals import DRAIN_SIGNAL
 from ome_selector.operator.tasks import cancel_and_wait
 from ome_selector.operator.writer import ApiWriter
@@ -59,16 +57,6 @@ from ome_selector.webhook.server import WebhookServer
 
 logger = logging.getLogger(__name__)
 
-#: After Kopf's listing events stop for this long (or at most after RELIST_MAX_DELAY), resync.
-RELIST_QUIET_SECONDS = 0.5
-RELIST_MAX_DELAY_SECONDS = 5.0
-#: A resync after a listing that fails is tried again after this long, doubling up to the maximum, or as soon
-#: as Kopf reads a listing again.
-RELIST_RETRY_SECONDS = 1.0
-RELIST_RETRY_MAX_SECONDS = 8.0
-#: A listing event of a kind this long after the previous one belongs to a new listing (a watch gap): longer
-#: than the pause between two pages of one listing.
-RELIST_GAP_SECONDS = 2.0
 _KINDS_BY_PLURAL = {kind.plural: kind.value for kind in ALL_KINDS}
 #: A kind whose watch stream ended and was not listed again within this long makes the replica not ready
 #: (SPEC §5 "Watch streams that end"): its memory of that kind may be stale.
@@ -121,11 +109,11 @@ class Operator:
         self._election: asyncio.Task[None] | None = None
         self.stopping = False  # set on shutdown: readiness turns false before anything stops serving
         self._resync_lock = asyncio.Lock()
-        self._relist: asyncio.Task[None] | None = None
-        self._last_listing_event = 0.0
-        self._listing_events: dict[str, float] = {}  # kind → when Kopf last listed an object of it
-        self._relisted = False  # a kind was listed again since the last resync: a watch gap
-        self._resync_wanted = False  # a listing started since the last resync after a listing began
+        # When to resync (after each listing Kopf starts, periodically); self.resync is looked up each time.
+        self.resync_schedule = Resyncs(
+            lambda *, evaluate: self.resync(evaluate=evaluate),
+            on_failure=lambda: self.metrics.api_errors.labels("list").inc(),
+        )
         #: Kinds (plural) whose Kopf watch stream ended and has not listed them again: since when, and why.
         self.ended_streams: dict[str, tuple[float, str]] = {}
         #: How many resyncs ran since start (tests wait for one).
@@ -177,11 +165,11 @@ class Operator:
         controller = self.controller
         if controller is None:
             return
-        taken = controller.on_watch_event(event["object"], deleted=event["type"] == "DELETED")
+        taken = controller.mirror.on_watch_event(event["object"], deleted=event["type"] == "DELETED")
         if self.learner is not None and taken:  # an outdated event is one for neither
             (self.learner.forget if event["type"] == "DELETED" else self.learner.observe)(event["object"])
         if event["type"] is None:  # Kopf is listing: at start, or after a gap in the watch
-            self._listing_seen(str(event["object"].get("kind")))
+            self.resync_schedule.listing_seen(str(event["object"].get("kind")))
 
     def _kopf_listed(self, plural: str) -> None:
         """Kopf read the first page of a listing: a relist after a watch gap, even of a kind that has become
@@ -192,7 +180,7 @@ class Operator:
             if ended is not None:
                 self.metrics.watch_ended.labels(kind).set(0)
                 logger.info("the watch of %s is back: it listed them again", plural)
-            self._listing_seen(kind)
+            self.resync_schedule.listing_seen(kind)
 
     def _stream_ended(self, plural: str, reason: str) -> None:
         """One of Kopf's watch streams ended where Kopf would have given it up; it is being listed again
@@ -204,53 +192,6 @@ class Operator:
         self.metrics.watch_restarts.labels(kind, reason).inc()
         self.metrics.watch_ended.labels(kind).set(1)
         logger.warning("the watch of %s ended (%s): starting it again with a listing", plural, reason)
-
-    def _listing_seen(self, kind: str) -> None:
-        """One resync for each listing Kopf starts, not one per few seconds of it: Kopf hands a listing of
-        100,000 objects to its handlers over minutes, and a full resync every RELIST_MAX_DELAY of that made
-        the start-up quadratic. The resync lists everything itself, so it need not wait for Kopf's last
-        event."""
-        now = asyncio.get_running_loop().time()
-        last = self._listing_events.get(kind)
-        if last is None or now - last > RELIST_GAP_SECONDS:
-            self._resync_wanted = True  # this kind's listing starts
-            if last is not None:
-                self._relisted = True  # a second listing of this kind: the watch had a gap
-        self._listing_events[kind] = self._last_listing_event = now
-        if self._resync_wanted and (self._relist is None or self._relist.done()):
-            self._relist = asyncio.create_task(self._resync_after_listing(), name="resync-after-relist")
-
-    async def _resync_after_listing(self) -> None:
-        """Resync once Kopf's listing events have stopped for a moment (within a few seconds at most), again
-        for a listing that started while the resync ran, and until one succeeds."""
-        loop = asyncio.get_running_loop()
-        retry = RELIST_RETRY_SECONDS
-        while self._resync_wanted:
-            deadline = loop.time() + RELIST_MAX_DELAY_SECONDS
-            while (wait := min(self._last_listing_event + RELIST_QUIET_SECONDS, deadline) - loop.time()) > 0:
-                await asyncio.sleep(wait)
-            self._resync_wanted = False
-            relisted, self._relisted = self._relisted, False
-            if relisted:
-                logger.info("the watch was listed again (a gap in the watch): resyncing")
-            try:
-                await self.resync(evaluate=relisted)
-            except Exception as error:
-                # A failed listing removes nothing (Controller.reconcile), so the catalog may still hold what
-                # vanished during the gap: try again soon rather than at the periodic resync (SPEC §5: within
-                # seconds). An apiserver that just restarted refuses or drops requests for a while.
-                self.metrics.api_errors.labels("list").inc()
-                logger.warning("resync after a watch listing failed (again in %.0f s): %s", retry, error)
-                self._relisted = self._relisted or relisted
-                self._resync_wanted = True
-                # A listing Kopf reads meanwhile shows that the apiserver answers again: no need to wait more.
-                listed = self._last_listing_event
-                waited = loop.time() + retry
-                while loop.time() < waited and self._last_listing_event == listed:
-                    await asyncio.sleep(min(RELIST_QUIET_SECONDS, waited - loop.time()))
-                retry = min(retry * 2, RELIST_RETRY_MAX_SECONDS)
-            else:
-                retry = RELIST_RETRY_SECONDS
 
     async def _startup(self, settings: kopf.OperatorSettings, **_: Any) -> None:
         configure_settings(settings)
@@ -313,7 +254,8 @@ class Operator:
             version,
             "report-only: no writes, no events" if self.config.report_only else "writing RuntimeReady",
         )
-        self._tasks.append(asyncio.create_task(self._resync_forever(), name="resync"))
+        periodic = self.resync_schedule.forever(self.config.resync_seconds)
+        self._tasks.append(asyncio.create_task(periodic, name="resync"))
         lag = watch_loop_lag(self.metrics.loop_lag, computed=self.metrics.loop_lag_cpu)
         self._tasks.append(asyncio.create_task(lag, name="loop-lag"))
         if self.elector is not None:
@@ -339,16 +281,6 @@ class Operator:
         self.metrics.leader.set(0)
         if self.controller is not None:
             self.controller.forget_writes()
-
-    async def _resync_forever(self) -> None:
-        """A periodic full listing closes any gap in the watch (a deletion missed around a restart)."""
-        while True:
-            await asyncio.sleep(self.config.resync_seconds)
-            try:
-                await self.resync()
-            except Exception as error:  # the next resync tries again
-                self.metrics.api_errors.labels("list").inc()
-                logger.warning("resync listing failed: %s", error)
 
     async def resync(self, *, evaluate: bool = True) -> None:
         """One full listing reconciled into the catalog, then (``evaluate``) every InferenceService evaluated
@@ -382,8 +314,8 @@ class Operator:
                 if learner is not None:
                     listed_models.update(learner.observe_listed(page.bodies))
 
-        controller.begin_listing()
-        await controller.reconcile(pages())
+        controller.mirror.begin_listing()
+        await controller.mirror.reconcile(pages())
         if learner is not None:
             learner.forget_unlisted(listed_models)  # only after the whole listing: it names every model
         return count, version
@@ -448,7 +380,8 @@ class Operator:
             await self.controller.finish_writes()
         if self._election is not None:
             await cancel_and_wait([self._election])
-        await cancel_and_wait([*self._tasks, *([self._relist] if self._relist is not None else [])])
+        relist = self.resync_schedule.task
+        await cancel_and_wait([*self._tasks, *([relist] if relist is not None else [])])
         if self.controller is not None:
             await self.controller.stop()
         if self.learner is not None:

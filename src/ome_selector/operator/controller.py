@@ -1,8 +1,10 @@
-"""The operator's state and its one data flow: watch event → catalog → work queue → selection core → writer.
+"""The controller, in controller-runtime's shape: work queue → evaluate → write.
 
-Nothing here lists or reads the API to make a decision: the catalog holds every parsed model, runtime and
-InferenceService, fed by the startup listing, Kopf's watch events and the resyncs. The only reads are the
-re-read after a write conflict; the only writes are the RuntimeReady condition and its events.
+Nothing here lists, watches or reads the API to make a decision: the cluster mirror
+(:class:`~ome_selector.operator.mirror.ClusterMirror`) keeps the catalog equal to the cluster and says what
+changed; the controller queues what a change affects, evaluates each key against the catalog as it is then,
+and writes the RuntimeReady condition and its events. The only read is the re-read after a write conflict,
+handed to the mirror like the write's answer.
 
 Another writer (SPEC §5): the controller remembers, per InferenceService (uid) and while it leads, the
 condition it last wrote or found equal to its verdict (:attr:`_Stored.ours`: a reference to the stored entry,
@@ -12,13 +14,6 @@ change of leader), whose conditions the managed fields give to another field man
 From that finding on the controller yields (:attr:`_Stored.yielding`): it counts the finding once, reports it
 once per InferenceService and writer with a Warning ``RuntimeReadyConflict`` event, and writes nothing to that
 condition until it is gone (then restored as usual) or equals the verdict (then it is the product's again).
-
-Bounded work per event (SPEC §8): a model or runtime whose ``metadata.generation`` (and uid, and for a runtime
-the two annotations it reads, SPEC §5) is the one already read is not parsed again — a label change or a
-relist costs a dictionary lookup — and one too large to
-read (:func:`~ome_selector.api.bounds.oversized`) is treated as absent. A full listing is reconciled with
-:meth:`Controller.reconcile` a page at a time (only one page of bodies alive), yielding to the event loop as
-it goes and never letting the listing undo what the watch delivered while the listing was in flight.
 
 Scheduling re-evaluations (SPEC §5 "Re-evaluation", "Bursts"): a change of an InferenceService or of its model
 is queued at once; a runtime's change is remembered and its InferenceServices are queued once the catalog has
@@ -36,25 +31,12 @@ import contextlib
 import logging
 import sys
 import time
-from collections.abc import AsyncIterable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ome_selector.api.bounds import oversized
-from ome_selector.api.loading import LoadError, key_of, load_resource
 from ome_selector.api.logfields import log_fields
-from ome_selector.api.resources import (
-    API_GROUP_VERSION,
-    INHERIT_FROM_ANNOTATION,
-    RUNTIME_PROFILE_ANNOTATION,
-    InferenceService,
-    Kind,
-    ObjectKey,
-    Resource,
-    Runtime,
-)
-from ome_selector.catalog.catalog import Catalog
-from ome_selector.kube.objects import ConflictError, GoneError, Page
-from ome_selector.kube.versions import body_version, version_number
+from ome_selector.api.resources import InferenceService, Kind, ObjectKey, Resource
+from ome_selector.kube.objects import ConflictError, GoneError
 from ome_selector.operator.conditions import (
     CONFLICT_EVENT_REASON,
     build_condition,
@@ -66,6 +48,7 @@ from ome_selector.operator.conditions import (
 )
 from ome_selector.operator.events import EventPipeline, PendingEvent, involved_reference
 from ome_selector.operator.metrics import Metrics
+from ome_selector.operator.mirror import ClusterMirror
 from ome_selector.operator.tasks import cancel_and_wait
 from ome_selector.operator.workqueue import WorkQueue
 from ome_selector.operator.writer import COMPONENT, ApiWriter, NotLeaderError
@@ -76,10 +59,6 @@ from ome_selector.selection.outcome import CONDITION_TYPE, Outcome, evaluate, se
 logger = logging.getLogger(__name__)
 
 MAX_CONFLICT_RETRIES = 5
-#: A reconciliation of a full listing gives the event loop a turn at least this often.
-YIELD_EVERY_SECONDS = 0.01
-#: Deletions remembered by resourceVersion between two full listings (the oldest go first beyond this).
-MAX_TOMBSTONES = 100_000
 #: Runtime-caused re-evaluations wait until no runtime changed for this long (SPEC §5: 2 s at most) ...
 CATALOG_QUIET_SECONDS = 1.0
 #: ... and no longer than this after the first change of the burst (SPEC §5: 30 s at most).
@@ -194,25 +173,14 @@ class Controller:
         catalog_quiet_s: float = CATALOG_QUIET_SECONDS,
         catalog_max_wait_s: float = CATALOG_MAX_WAIT_SECONDS,
     ) -> None:
-        self.catalog = Catalog()
+        self.mirror = ClusterMirror(on_status=self._remember_status, on_change=self._on_change)
+        self.catalog = self.mirror.catalog
         self.metrics = metrics
         self.report_only = report_only
         #: SPEC §1's named-runtime lookup (``--runtime-lookup``).
         self.runtime_lookup = runtime_lookup
         self._writer = writer
         self._stored: dict[ObjectKey, _Stored] = {}
-        self._load_errors: dict[ObjectKey, str] = {}
-        # (uid, generation, read annotations) of each model and runtime as read: the same again needs no
-        # parsing.
-        self._generations: dict[ObjectKey, _Read] = {}
-        # Keys the watch changed while a listing was in flight, with the resourceVersion it delivered (None:
-        # no listing in flight).
-        self._touched: dict[ObjectKey, int | None] | None = None
-        # The memory only moves forward (SPEC §5 "Level-triggered resync"): per kind, the resourceVersion of
-        # the last full listing (an event older than it shows a state the listing already superseded), and
-        # the resourceVersion at which each key was deleted since (a late event must not bring it back).
-        self._floors: dict[Kind, int] = {}
-        self._tombstones: dict[ObjectKey, int] = {}
         self.queue: WorkQueue[ObjectKey] = WorkQueue(
             self._evaluate_key,
             workers=workers,
@@ -232,155 +200,17 @@ class Controller:
         self._incoming: dict[ObjectKey, None] = {}
         self._feeder: asyncio.Task[None] | None = None
 
-    # --- feeding the catalog ------------------------------------------------------------------------
+    # --- what the mirror says ----------------------------------------------------------------------
 
-    def on_watch_event(self, body: Mapping[str, Any], *, deleted: bool) -> bool:
-        """A watch event (Kopf's listing included). Kopf hands each object's events over in order, but not
-        the events of two objects: the deletion of a name's old object may come after the creation of its
-        new one, and an event that waited in Kopf's queue through a watch gap after the listing that
-        followed it. An event older than what the memory holds is dropped; any other is newer than a
-        listing still in flight. Returns whether the event was taken (False: it was outdated)."""
-        key = key_of(body)
-        version = body_version(body)
-        if key is not None:
-            if self._outdated(key, version):
-                return False
-            if self._touched is not None:
-                self._touched[key] = version
-            if deleted and version is not None:
-                self._tombstones[key] = version
-                if len(self._tombstones) > MAX_TOMBSTONES:
-                    del self._tombstones[next(iter(self._tombstones))]
-        if deleted:
-            self.forget(body)
-        else:
-            self.observe(body)
-        return True
-
-    def _outdated(self, key: ObjectKey, version: int | None) -> bool:
-        """Whether a state of ``key`` at resourceVersion ``version`` is older than what the memory holds: a
-        deletion since, a later state, or — for a key the memory does not hold — a full listing since, which
-        did not hold it either (resourceVersions compare only within a kind, and only where the apiserver
-        makes them comparable: else nothing is outdated). An object unchanged since a listing keeps the
-        version it had, older than the listing's: only its own state in memory can outdate it."""
-        if version is None:
-            return False
-        deleted_at = self._tombstones.get(key)
-        if deleted_at is not None and version <= deleted_at:
-            return True
-        known = self.catalog.get(key)
-        if known is not None:
-            held = version_number(known.resource_version)
-            return held is not None and version < held
-        floor = self._floors.get(key.kind)
-        return floor is not None and version < floor
-
-    def observe_written(self, body: Mapping[str, Any]) -> None:
-        """The object as a write or a read returned it: the watch may have delivered a later state already
-        (the answer and the watch come over different connections)."""
-        key = key_of(body)
-        if key is None or not self._outdated(key, body_version(body)):
-            self.observe(body)
-
-    def observe(self, body: Mapping[str, Any]) -> None:
-        """An object was listed, added or modified: update the catalog and queue what it may affect."""
-        key = key_of(body)
-        known = self.catalog.get(key) if key is not None else None
-        if known is not None and _same_version(known, body):
-            # This very version is read already: a resync's listing, or Kopf's own listing of what the startup
-            # listing read (a resourceVersion names one state of one object, its status included).
-            return
-        read = _generation_of(body)
-        if read is not None and known is not None and self._generations.get(known.key) == read:
-            return  # a model or runtime as already read: its spec is the same
-        resource = self._load(body)
-        if resource is None:
-            return
-        key = resource.key
-        if read is not None:
-            self._generations[key] = read
-        previous = self.catalog.get(key)
-        if isinstance(resource, InferenceService):
-            self._remember_status(key, body)
-        if previous is not None and _same_inputs(previous, resource):
-            self.catalog.upsert(resource)  # keeps resourceVersion and uid current
-            return
-        self.catalog.upsert(resource)
-        if self.ready.is_set():
-            self._changed(previous, resource)
-
-    def forget(self, body: Mapping[str, Any]) -> None:
-        """An object was deleted."""
-        key = key_of(body)
-        if key is None:
-            return
-        previous = self.catalog.remove(key)
-        self._load_errors.pop(key, None)
-        self._generations.pop(key, None)
-        if key.kind is Kind.INFERENCE_SERVICE:
+    def _on_change(self, key: ObjectKey, previous: Resource | None, current: Resource | None) -> None:
+        """The mirror's catalog changed for ``key``: a gone InferenceService takes its memory of writes and
+        its metric row with it; any other change is scheduled once the first listing is in."""
+        if current is None and key.kind is Kind.INFERENCE_SERVICE:
             self._stored.pop(key, None)
             self.metrics.forget(key)
             return
-        if previous is not None and self.ready.is_set():
-            self._changed(previous, None)
-
-    def begin_listing(self) -> None:
-        """A full listing is about to be requested: from now on, remember what the watch changes."""
-        self._touched = {}
-
-    async def reconcile(self, pages: AsyncIterable[Page]) -> None:
-        """Reconcile the catalog with the full listing requested after :meth:`begin_listing` (startup and
-        resyncs), read a page at a time: add and change as the pages come, then remove what none of them held
-        — except what the watch changed meanwhile at a resourceVersion later than the listing's (or at any,
-        where they do not compare). A listing that fails part way (the exception goes to the caller) removes
-        nothing: each object it stored is a state the object had."""
-        touched = self._touched if self._touched is not None else {}
-        listed: set[ObjectKey] = set()
-        held_back: dict[ObjectKey, Mapping[str, Any]] = {}  # listed, but touched: judged at the end
-        versions: dict[Kind, int] = {}
-        unversioned: set[Kind] = set()
-        turn = time.monotonic()
-        try:
-            async for page in pages:
-                version = version_number(page.resource_version)
-                if version is not None:
-                    versions[page.kind] = min(versions.get(page.kind, version), version)
-                elif page.resource_version is not None:
-                    unversioned.add(page.kind)
-                for body in page.bodies:
-                    key = key_of(body)
-                    if key is None:
-                        continue
-                    listed.add(key)
-                    if key in touched:
-                        held_back[key] = body
-                    else:
-                        self.observe(body)
-                    if time.monotonic() - turn > YIELD_EVERY_SECONDS:
-                        await asyncio.sleep(0)
-                        turn = time.monotonic()
-            for kind in unversioned:
-                versions.pop(kind, None)
-
-            def listing_is_newer(key: ObjectKey) -> bool:
-                seen, listed_at = touched.get(key), versions.get(key.kind)
-                return seen is not None and listed_at is not None and seen < listed_at
-
-            for key, held in held_back.items():
-                if listing_is_newer(key):
-                    self.observe(held)
-            for key in self.catalog.keys(kind=None):
-                if key not in listed and (key not in touched or listing_is_newer(key)):
-                    self.forget(_body_of(key))
-            for kind, version in versions.items():
-                self._floors[kind] = max(self._floors.get(kind, version), version)
-            self._tombstones = {
-                key: deleted_at
-                for key, deleted_at in self._tombstones.items()
-                if deleted_at >= self._floors.get(key.kind, 0)
-            }
-        finally:
-            self._touched = None
+        if self.ready.is_set():
+            self._changed(previous, current)
 
     def mark_ready(self) -> None:
         """The first full listing is in the catalog: evaluate every InferenceService once."""
@@ -567,7 +397,7 @@ class Controller:
         body = await self._writer.patch_conditions(
             key.namespace, key.name, resource_version=stored.resource_version, conditions=conditions
         )
-        self.observe_written(body)
+        self.mirror.observe_written(body)
         involved = involved_reference(body)
         after = self._stored.get(key)
         written_version = str((body.get("metadata") or {}).get("resourceVersion", ""))
@@ -620,13 +450,7 @@ class Controller:
     async def _refresh(self, key: ObjectKey) -> None:
         assert self._writer is not None
         assert key.namespace is not None
-        body = await self._writer.read_inference_service(key.namespace, key.name)
-        if self._outdated(key, body_version(body)):
-            return  # the watch delivered a later state meanwhile, and its status was remembered with it
-        # The write needs this very version's status, even where the catalog already holds the version (which
-        # observe then skips): what was remembered for the write is what conflicted.
-        self._remember_status(key, body)
-        self.observe(body)
+        self.mirror.observe_read(key, await self._writer.read_inference_service(key.namespace, key.name))
 
     # --- lifecycle --------------------------------------------------------------------------------------
 
@@ -673,28 +497,6 @@ class Controller:
 
     # --- helpers ----------------------------------------------------------------------------------------
 
-    def _load(self, body: Mapping[str, Any]) -> Resource | None:
-        try:
-            too_large = oversized(body)
-            if too_large is not None:
-                raise LoadError("", too_large)
-            resource = load_resource(body)
-        except LoadError as error:
-            key = key_of(body)
-            # The apiserver validated this object against whatever CRD is installed (possibly OME's own);
-            # one that our model rejects, or that is too large to read, is treated as absent, and said once
-            # per distinct error.
-            if key is not None:
-                if self.catalog.get(key) is not None:
-                    self.forget(body)  # first: forgetting also forgets the error said about it
-                if self._load_errors.get(key) != str(error):
-                    logger.warning("ignoring %s: %s", key, error)
-                    self._load_errors[key] = str(error)
-            return None
-        if resource is not None:
-            self._load_errors.pop(resource.key, None)
-        return resource
-
     def _remember_status(self, key: ObjectKey, body: Mapping[str, Any]) -> None:
         metadata = body.get("metadata") or {}
         status = body.get("status")
@@ -732,49 +534,3 @@ def _other_writer(stored: Mapping[str, Any] | None, ours: Any, writers: Sequence
     if others:
         return others[0]
     return messages.ANOTHER_WRITER if isinstance(written, Mapping) else None
-
-
-def _same_inputs(previous: Resource, current: Resource) -> bool:
-    if isinstance(previous, InferenceService) and isinstance(current, InferenceService):
-        return previous.matcher_inputs == current.matcher_inputs
-    if isinstance(previous, Runtime) and isinstance(current, Runtime):
-        return previous.read_inputs == current.read_inputs  # the annotations count too (SPEC §5)
-    return type(previous) is type(current) and previous.spec == current.spec
-
-
-def _same_version(known: Resource, body: Mapping[str, Any]) -> bool:
-    metadata, version = body.get("metadata"), known.resource_version
-    return (
-        version is not None and isinstance(metadata, Mapping) and metadata.get("resourceVersion") == version
-    )
-
-
-#: (uid, generation, ome.io/inherit-from, ome.io/runtime-profile) of a model or runtime as read.
-_Read = tuple[str, int, Any, Any]
-
-
-def _generation_of(body: Mapping[str, Any]) -> _Read | None:
-    """(uid, generation, and the two annotations a runtime reads) of a model or runtime: the apiserver moves
-    the generation with every change of the spec, not with one of the annotations, which SPEC §5 counts too
-    (a model's annotations are not read, but taking them costs nothing); None for InferenceServices (they are
-    read from metadata and their parse is small) and for bodies without uid and generation."""
-    if body.get("kind") in (Kind.INFERENCE_SERVICE.value, None):
-        return None
-    metadata = body.get("metadata") or {}
-    uid, generation = metadata.get("uid"), metadata.get("generation")
-    if not isinstance(uid, str) or not isinstance(generation, int):
-        return None
-    annotations = metadata.get("annotations")
-    if not isinstance(annotations, Mapping):
-        return uid, generation, None, None
-    return (
-        uid,
-        generation,
-        annotations.get(INHERIT_FROM_ANNOTATION),
-        annotations.get(RUNTIME_PROFILE_ANNOTATION),
-    )
-
-
-def _body_of(key: ObjectKey) -> dict[str, Any]:
-    metadata = {"name": key.name} | ({"namespace": key.namespace} if key.namespace else {})
-    return {"apiVersion": API_GROUP_VERSION, "kind": key.kind.value, "metadata": metadata}

@@ -118,11 +118,11 @@ def test_one_resync_per_listing_however_long_kopf_takes_to_hand_it_over(monkeypa
     """SPEC §5 "Level-triggered resync": a listing Kopf hands over for longer than RELIST_MAX_DELAY
     (100,000 objects take minutes) costs one resync, not one every RELIST_MAX_DELAY; a listing after a gap
     gets its own, which evaluates; so does a listing that starts while a resync runs."""
-    from ome_selector.operator import app
+    from ome_selector.operator import mirror
 
-    monkeypatch.setattr(app, "RELIST_QUIET_SECONDS", 0.02)
-    monkeypatch.setattr(app, "RELIST_MAX_DELAY_SECONDS", 0.1)
-    monkeypatch.setattr(app, "RELIST_GAP_SECONDS", 1.0)
+    monkeypatch.setattr(mirror, "RELIST_QUIET_SECONDS", 0.02)
+    monkeypatch.setattr(mirror, "RELIST_MAX_DELAY_SECONDS", 0.1)
+    monkeypatch.setattr(mirror, "RELIST_GAP_SECONDS", 1.0)
     operator = Operator(OperatorConfig(health_address=None))
     resyncs: list[bool] = []
 
@@ -141,13 +141,13 @@ def test_one_resync_per_listing_however_long_kopf_takes_to_hand_it_over(monkeypa
             loop = asyncio.get_running_loop()
             end = loop.time() + seconds
             while loop.time() < end:
-                operator._listing_seen(kind)
+                operator.resync_schedule.listing_seen(kind)
                 await asyncio.sleep(0.005)
 
         release.set()
         await listing("InferenceService", 1.0)  # ten times RELIST_MAX_DELAY
-        assert operator._relist is not None
-        await asyncio.wait_for(operator._relist, 5)
+        assert operator.resync_schedule.task is not None
+        await asyncio.wait_for(operator.resync_schedule.task, 5)
         assert resyncs == [False]  # the first listing: the catalog was just listed, nothing to evaluate
         await asyncio.sleep(1.1)  # past RELIST_GAP: the next listing of the kind is a gap's
         release.clear()
@@ -155,8 +155,8 @@ def test_one_resync_per_listing_however_long_kopf_takes_to_hand_it_over(monkeypa
         await asyncio.wait_for(running.wait(), 5)  # that resync is running now ...
         await listing("ClusterServingRuntime", 0.01)  # ... when another kind's listing starts
         release.set()
-        assert operator._relist is not None
-        await asyncio.wait_for(operator._relist, 5)
+        assert operator.resync_schedule.task is not None
+        await asyncio.wait_for(operator.resync_schedule.task, 5)
 
     asyncio.run(scenario())
     assert resyncs == [False, True, False]
@@ -166,11 +166,11 @@ def test_a_resync_after_a_gap_that_fails_is_tried_again_until_it_succeeds(monkey
     """SPEC §5: a relist after a watch gap is reconciled within seconds. A failed listing removes nothing, so
     a resync that fails (an apiserver that just restarted drops requests) is tried again soon, still
     evaluating, rather than left to the periodic resync minutes later."""
-    from ome_selector.operator import app
+    from ome_selector.operator import mirror
 
-    monkeypatch.setattr(app, "RELIST_QUIET_SECONDS", 0.01)
-    monkeypatch.setattr(app, "RELIST_GAP_SECONDS", 0.05)
-    monkeypatch.setattr(app, "RELIST_RETRY_SECONDS", 0.01)
+    monkeypatch.setattr(mirror, "RELIST_QUIET_SECONDS", 0.01)
+    monkeypatch.setattr(mirror, "RELIST_GAP_SECONDS", 0.05)
+    monkeypatch.setattr(mirror, "RELIST_RETRY_SECONDS", 0.01)
     operator = Operator(OperatorConfig(health_address=None))
     attempts: list[bool] = []
 
@@ -182,13 +182,13 @@ def test_a_resync_after_a_gap_that_fails_is_tried_again_until_it_succeeds(monkey
     monkeypatch.setattr(operator, "resync", resync)
 
     async def scenario() -> None:
-        operator._listing_seen("ClusterBaseModel")  # the first listing (start)
-        assert operator._relist is not None
-        await asyncio.wait_for(operator._relist, 5)
+        operator.resync_schedule.listing_seen("ClusterBaseModel")  # the first listing (start)
+        assert operator.resync_schedule.task is not None
+        await asyncio.wait_for(operator.resync_schedule.task, 5)
         await asyncio.sleep(0.1)  # past RELIST_GAP: the next listing is a gap's
-        operator._listing_seen("ClusterBaseModel")
-        assert operator._relist is not None
-        await asyncio.wait_for(operator._relist, 5)
+        operator.resync_schedule.listing_seen("ClusterBaseModel")
+        assert operator.resync_schedule.task is not None
+        await asyncio.wait_for(operator.resync_schedule.task, 5)
 
     asyncio.run(scenario())
     # The start's resync (nothing to evaluate); the gap's failed twice, then succeeded, evaluating every time.
@@ -198,10 +198,10 @@ def test_a_resync_after_a_gap_that_fails_is_tried_again_until_it_succeeds(monkey
 def test_an_empty_relisting_after_a_gap_resyncs_and_evaluates(monkeypatch: Any) -> None:
     """SPEC §5: the only runtime deleted during a watch gap leaves its kind empty, and Kopf's relisting of it
     hands no event to any handler; the listing itself still makes a resync that evaluates everything."""
-    from ome_selector.operator import app
+    from ome_selector.operator import mirror
 
-    monkeypatch.setattr(app, "RELIST_QUIET_SECONDS", 0.01)
-    monkeypatch.setattr(app, "RELIST_GAP_SECONDS", 0.05)
+    monkeypatch.setattr(mirror, "RELIST_QUIET_SECONDS", 0.01)
+    monkeypatch.setattr(mirror, "RELIST_GAP_SECONDS", 0.05)
     operator = Operator(OperatorConfig(health_address=None))
     resyncs: list[bool] = []
 
@@ -213,11 +213,11 @@ def test_an_empty_relisting_after_a_gap_resyncs_and_evaluates(monkeypatch: Any) 
     async def scenario() -> None:
         operator._kopf_listed("clusterservingruntimes")  # the start
         operator._kopf_listed("events")  # not a kind of ours
-        assert operator._relist is not None
-        await asyncio.wait_for(operator._relist, 5)
+        assert operator.resync_schedule.task is not None
+        await asyncio.wait_for(operator.resync_schedule.task, 5)
         await asyncio.sleep(0.1)  # a gap: Kopf lists the kind again, empty now
         operator._kopf_listed("clusterservingruntimes")
-        await asyncio.wait_for(operator._relist, 5)
+        await asyncio.wait_for(operator.resync_schedule.task, 5)
 
     asyncio.run(scenario())
     assert resyncs == [False, True]
@@ -226,11 +226,11 @@ def test_an_empty_relisting_after_a_gap_resyncs_and_evaluates(monkeypatch: Any) 
 def test_a_listing_cuts_the_wait_after_a_failed_resync_short(monkeypatch: Any) -> None:
     """Once the apiserver answers Kopf's relisting, the resync does not wait out its backoff (SPEC §5: the
     relist reconciles within seconds of the gap, however long the apiserver was away)."""
-    from ome_selector.operator import app
+    from ome_selector.operator import mirror
 
-    monkeypatch.setattr(app, "RELIST_QUIET_SECONDS", 0.01)
-    monkeypatch.setattr(app, "RELIST_GAP_SECONDS", 0.05)
-    monkeypatch.setattr(app, "RELIST_RETRY_SECONDS", 60.0)
+    monkeypatch.setattr(mirror, "RELIST_QUIET_SECONDS", 0.01)
+    monkeypatch.setattr(mirror, "RELIST_GAP_SECONDS", 0.05)
+    monkeypatch.setattr(mirror, "RELIST_RETRY_SECONDS", 60.0)
     operator = Operator(OperatorConfig(health_address=None))
     attempts: list[bool] = []
 
@@ -254,8 +254,8 @@ def test_a_listing_cuts_the_wait_after_a_failed_resync_short(monkeypatch: Any) -
         assert attempts == [False]
         await asyncio.sleep(0.1)  # past RELIST_GAP (time passing, not a wait): the next listing is a gap's
         operator._kopf_listed("clusterbasemodels")  # Kopf lists again: the apiserver is back
-        assert operator._relist is not None
-        await asyncio.wait_for(operator._relist, 5)
+        assert operator.resync_schedule.task is not None
+        await asyncio.wait_for(operator.resync_schedule.task, 5)
 
     asyncio.run(scenario())
     assert attempts == [False, True]

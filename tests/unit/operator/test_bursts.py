@@ -104,12 +104,12 @@ async def _run(
     api = _InferenceServices(isvcs)
     controller = Controller(api, Metrics(), workers=2, catalog_quiet_s=quiet, catalog_max_wait_s=quiet * 4)  # type: ignore[arg-type]
     for body in [*initial, *isvcs]:
-        controller.on_watch_event(body, deleted=False)
+        controller.mirror.on_watch_event(body, deleted=False)
     controller.start()
     controller.mark_ready()
     await controller.wait_idle()
     for (operation, body), pause in changes:
-        controller.on_watch_event(body, deleted=operation == "delete")
+        controller.mirror.on_watch_event(body, deleted=operation == "delete")
         if pause:
             await asyncio.sleep(pause)
     await controller.wait_idle()

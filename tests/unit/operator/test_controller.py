@@ -17,6 +17,7 @@ from ome_selector.api.loading import load_resource
 from ome_selector.api.resources import Kind, ObjectKey
 from ome_selector.kube.objects import Page
 from ome_selector.operator import controller as controller_module
+from ome_selector.operator import mirror as mirror_module
 from ome_selector.operator.controller import Controller
 from ome_selector.operator.metrics import Metrics
 
@@ -44,7 +45,7 @@ def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         seen.append(body["metadata"]["name"])
         return original(body, *args, **kwargs)
 
-    monkeypatch.setattr(controller_module, "load_resource", counting)
+    monkeypatch.setattr(mirror_module, "load_resource", counting)
     return seen
 
 
@@ -59,18 +60,18 @@ def test_a_model_or_runtime_of_an_unchanged_generation_is_not_parsed_again(parse
     big["spec"]["supportedModelFormats"] *= 900
     runtime = _listed(big)
     for body in (model, runtime):
-        controller.on_watch_event(body, deleted=False)
+        controller.mirror.on_watch_event(body, deleted=False)
     assert parses == ["m", "rt"]
     # A label change, a relist, a status write: same uid and generation, a new resourceVersion.
     for body in (model, runtime):
         relabelled = _listed(body | {"metadata": body["metadata"] | {"labels": {"a": "b"}}}, version="2")
-        controller.on_watch_event(relabelled, deleted=False)
+        controller.mirror.on_watch_event(relabelled, deleted=False)
     assert parses == ["m", "rt"]
     # A spec change moves the generation; a re-created object has another uid.
-    controller.on_watch_event(
+    controller.mirror.on_watch_event(
         _listed(objects.model("m", size="8B"), generation=2, version="3"), deleted=False
     )
-    controller.on_watch_event(_listed(objects.runtime("rt"), uid="u2", version="4"), deleted=False)
+    controller.mirror.on_watch_event(_listed(objects.runtime("rt"), uid="u2", version="4"), deleted=False)
     assert parses == ["m", "rt", "m", "rt"]
     assert controller.catalog.get(MODEL).spec.model_parameter_size == "8B"  # type: ignore[union-attr]
 
@@ -78,8 +79,8 @@ def test_a_model_or_runtime_of_an_unchanged_generation_is_not_parsed_again(parse
 def test_inference_services_are_read_at_every_new_version(parses: list[str]) -> None:
     controller = Controller(None, Metrics(), report_only=True)
     isvc = _listed(objects.inference_service("svc", namespace="ns", model_name="m"))
-    controller.on_watch_event(isvc, deleted=False)
-    controller.on_watch_event(
+    controller.mirror.on_watch_event(isvc, deleted=False)
+    controller.mirror.on_watch_event(
         _listed(isvc | {"metadata": isvc["metadata"] | {"annotations": {"x": "y"}}}, version="2"),
         deleted=False,
     )
@@ -95,15 +96,15 @@ def test_the_version_already_read_is_not_read_again(parses: list[str]) -> None:
         _listed(objects.runtime("rt"), version="7"),
     ]
     for body in bodies:
-        controller.on_watch_event(body, deleted=False)
-    _run(controller.reconcile(_pages(bodies)))
+        controller.mirror.on_watch_event(body, deleted=False)
+    _run(controller.mirror.reconcile(_pages(bodies)))
     for body in bodies:
-        controller.on_watch_event(body, deleted=False)
+        controller.mirror.on_watch_event(body, deleted=False)
     assert parses == ["svc", "m", "rt"]
     # Without a resourceVersion (a body not from the apiserver) nothing is taken for read.
     bare = objects.inference_service("svc", namespace="ns", model_name="m")
-    controller.on_watch_event(bare, deleted=False)
-    controller.on_watch_event(bare, deleted=False)
+    controller.mirror.on_watch_event(bare, deleted=False)
+    controller.mirror.on_watch_event(bare, deleted=False)
     assert parses == ["svc", "m", "rt", "svc", "svc"]
 
 
@@ -112,13 +113,13 @@ def test_an_object_too_large_to_read_is_absent_and_said_once(
 ) -> None:
     controller = Controller(None, Metrics(), report_only=True)
     runtime = _listed(objects.runtime("rt"))
-    controller.on_watch_event(runtime, deleted=False)
+    controller.mirror.on_watch_event(runtime, deleted=False)
     assert RUNTIME in controller.catalog
     huge = objects.runtime("rt")
     huge["spec"]["supportedModelFormats"] *= 30_000
     with caplog.at_level(logging.WARNING):
         for version in ("2", "3"):
-            controller.on_watch_event(_listed(huge, generation=2, version=version), deleted=False)
+            controller.mirror.on_watch_event(_listed(huge, generation=2, version=version), deleted=False)
     assert RUNTIME not in controller.catalog
     assert parses == ["rt"]  # the 30,000 entries were never parsed
     assert [r.getMessage() for r in caplog.records] == [
@@ -157,18 +158,18 @@ def test_a_listing_never_undoes_what_the_watch_delivered_while_it_was_in_flight(
 
     async def scenario() -> Controller:
         controller = Controller(None, Metrics(), report_only=True)
-        controller.begin_listing()
-        await controller.reconcile(_pages(*paging(m, old)))
+        controller.mirror.begin_listing()
+        await controller.mirror.reconcile(_pages(*paging(m, old)))
         controller.mark_ready()
         # A listing is requested; meanwhile the watch adds "new", deletes "old" and changes "m".
-        controller.begin_listing()
-        controller.on_watch_event(_listed(objects.model("new"), uid="n"), deleted=False)
-        controller.on_watch_event(old, deleted=True)
-        controller.on_watch_event(
+        controller.mirror.begin_listing()
+        controller.mirror.on_watch_event(_listed(objects.model("new"), uid="n"), deleted=False)
+        controller.mirror.on_watch_event(old, deleted=True)
+        controller.mirror.on_watch_event(
             _listed(objects.model("m", size="8B"), generation=2, version="2"), deleted=False
         )
         # The listing (older than all of that) still has "old" and the old "m", and not "new".
-        await controller.reconcile(_pages(*paging(m, old)))
+        await controller.mirror.reconcile(_pages(*paging(m, old)))
         return controller
 
     controller = _run(scenario())
@@ -182,14 +183,14 @@ def test_what_the_watch_delivers_between_two_pages_is_newer_than_the_later_pages
 
     def watch(page: int) -> None:
         if page == 0:  # after the first page: "old" is deleted, "m" changed, both listed on later pages
-            controller.on_watch_event(old, deleted=True)
-            controller.on_watch_event(
+            controller.mirror.on_watch_event(old, deleted=True)
+            controller.mirror.on_watch_event(
                 _listed(objects.model("m", size="8B"), generation=2, version="2"), deleted=False
             )
 
     async def scenario() -> None:
-        controller.begin_listing()
-        await controller.reconcile(_pages([], [m], [old], between=watch))
+        controller.mirror.begin_listing()
+        await controller.mirror.reconcile(_pages([], [m], [old], between=watch))
 
     controller = Controller(None, Metrics(), report_only=True)
     _run(scenario())
@@ -206,11 +207,11 @@ def test_a_listing_forgets_what_vanished_and_queues_its_dependants(
 
     async def scenario() -> tuple[Controller, int]:
         controller = Controller(None, Metrics(), report_only=True)
-        controller.begin_listing()
-        await controller.reconcile(_pages(*paging(m, isvc)))
+        controller.mirror.begin_listing()
+        await controller.mirror.reconcile(_pages(*paging(m, isvc)))
         controller.mark_ready()
-        controller.begin_listing()
-        await controller.reconcile(_pages([], [isvc], []))  # the model vanished during a watch gap
+        controller.mirror.begin_listing()
+        await controller.mirror.reconcile(_pages([], [isvc], []))  # the model vanished during a watch gap
         return controller, controller.queue.depth
 
     controller, queued = _run(scenario())
@@ -228,14 +229,14 @@ def test_a_listing_that_fails_part_way_stores_what_it_read_and_forgets_nothing()
 
     async def scenario() -> Controller:
         controller = Controller(None, Metrics(), report_only=True)
-        controller.begin_listing()
-        await controller.reconcile(_pages([m, old]))
-        controller.begin_listing()
+        controller.mirror.begin_listing()
+        await controller.mirror.reconcile(_pages([m, old]))
+        controller.mirror.begin_listing()
         with pytest.raises(ConnectionError):
-            await controller.reconcile(failing())
+            await controller.mirror.reconcile(failing())
         # No listing is in flight any more: the watch's events are not remembered against one.
-        controller.on_watch_event(_listed(objects.model("later"), uid="later"), deleted=False)
-        assert controller._touched is None
+        controller.mirror.on_watch_event(_listed(objects.model("later"), uid="later"), deleted=False)
+        assert controller.mirror._touched is None
         return controller
 
     controller = _run(scenario())
@@ -295,11 +296,11 @@ def test_the_controller_keeps_the_version_and_conditions_of_each_inference_servi
     controller = Controller(None, Metrics(), report_only=True)
     body = _listed(objects.inference_service("svc", namespace="ns", model_name="m"), version="9")
     body["status"] = {"conditions": [READY]}
-    controller.on_watch_event(json.loads(json.dumps(body)), deleted=False)
+    controller.mirror.on_watch_event(json.loads(json.dumps(body)), deleted=False)
     key = ObjectKey(Kind.INFERENCE_SERVICE, "ns", "svc")
     stored = controller._stored[key]
     assert (stored.resource_version, stored.conditions) == ("9", [READY])
-    controller.on_watch_event(body, deleted=True)
+    controller.mirror.on_watch_event(body, deleted=True)
     assert key not in controller._stored
 
 
@@ -307,14 +308,14 @@ def test_a_runtime_annotation_change_counts_although_the_generation_stays(parses
     # SPEC §5 v4: ome.io/inherit-from and ome.io/runtime-profile are read; metadata.generation does not move.
     controller = Controller(None, Metrics(), report_only=True)
     runtime = _listed(objects.runtime("rt"))
-    controller.on_watch_event(runtime, deleted=False)
+    controller.mirror.on_watch_event(runtime, deleted=False)
     for number, read in enumerate(
         [{"team": "a"}, {"team": "a", "ome.io/inherit-from": "base"}, {"ome.io/runtime-profile": "true"}], 2
     ):
         changed = _listed(
             runtime | {"metadata": runtime["metadata"] | {"annotations": read}}, version=str(number)
         )
-        controller.on_watch_event(changed, deleted=False)
+        controller.mirror.on_watch_event(changed, deleted=False)
     assert parses == ["rt", "rt", "rt"]  # the unread annotation changed nothing, each read one did
     stored = controller.catalog.get(RUNTIME)
     assert stored is not None
@@ -328,19 +329,25 @@ def test_a_late_deletion_of_a_names_old_object_leaves_the_new_one() -> None:
     """Kopf hands over each object's events in order, not two objects': the deletion of the old object of a
     reused name may come after the creation of the new one."""
     controller = Controller(None, Metrics(), report_only=True)
-    controller.on_watch_event(_listed(objects.model("m", size="7B"), uid="old", version="5"), deleted=False)
-    controller.on_watch_event(_listed(objects.model("m", size="8B"), uid="new", version="7"), deleted=False)
-    controller.on_watch_event(_listed(objects.model("m", size="7B"), uid="old", version="6"), deleted=True)
+    controller.mirror.on_watch_event(
+        _listed(objects.model("m", size="7B"), uid="old", version="5"), deleted=False
+    )
+    controller.mirror.on_watch_event(
+        _listed(objects.model("m", size="8B"), uid="new", version="7"), deleted=False
+    )
+    controller.mirror.on_watch_event(
+        _listed(objects.model("m", size="7B"), uid="old", version="6"), deleted=True
+    )
     assert controller.catalog.get(MODEL).spec.model_parameter_size == "8B"  # type: ignore[union-attr]
 
 
 def test_a_late_event_of_a_deleted_object_does_not_bring_it_back() -> None:
     controller = Controller(None, Metrics(), report_only=True)
-    controller.on_watch_event(_listed(objects.model("m"), version="5"), deleted=True)
-    controller.on_watch_event(_listed(objects.model("m"), version="4"), deleted=False)
+    controller.mirror.on_watch_event(_listed(objects.model("m"), version="5"), deleted=True)
+    controller.mirror.on_watch_event(_listed(objects.model("m"), version="4"), deleted=False)
     assert MODEL not in controller.catalog
     # The name created again: a later version.
-    controller.on_watch_event(_listed(objects.model("m"), uid="u2", version="8"), deleted=False)
+    controller.mirror.on_watch_event(_listed(objects.model("m"), uid="u2", version="8"), deleted=False)
     assert MODEL in controller.catalog
 
 
@@ -354,15 +361,15 @@ def test_an_event_older_than_a_listing_does_not_keep_what_the_listing_no_longer_
 
     async def scenario() -> Controller:
         controller = Controller(None, Metrics(), report_only=True)
-        controller.begin_listing()
-        await controller.reconcile(_pages([kept, gone], version="6"))
+        controller.mirror.begin_listing()
+        await controller.mirror.reconcile(_pages([kept, gone], version="6"))
         controller.mark_ready()
-        controller.begin_listing()
+        controller.mirror.begin_listing()
         if when == "during the listing":
-            controller.on_watch_event(gone, deleted=False)
-        await controller.reconcile(_pages([kept], version="10"))  # "gone" was deleted at 7
+            controller.mirror.on_watch_event(gone, deleted=False)
+        await controller.mirror.reconcile(_pages([kept], version="10"))  # "gone" was deleted at 7
         if when == "after the listing":
-            controller.on_watch_event(gone, deleted=False)
+            controller.mirror.on_watch_event(gone, deleted=False)
         return controller
 
     controller = _run(scenario())
@@ -374,16 +381,16 @@ def test_what_the_watch_delivers_after_the_listings_version_outlives_the_listing
 
     async def scenario() -> Controller:
         controller = Controller(None, Metrics(), report_only=True)
-        controller.begin_listing()
-        await controller.reconcile(_pages([m, old], version="5"))
+        controller.mirror.begin_listing()
+        await controller.mirror.reconcile(_pages([m, old], version="5"))
         controller.mark_ready()
-        controller.begin_listing()
+        controller.mirror.begin_listing()
         # The listing is read at 10; the watch delivers what happened at 11 to 13 before it is reconciled.
-        controller.on_watch_event(_listed(objects.model("new"), uid="n", version="11"), deleted=False)
-        controller.on_watch_event(_listed(objects.model("old"), version="12"), deleted=True)
+        controller.mirror.on_watch_event(_listed(objects.model("new"), uid="n", version="11"), deleted=False)
+        controller.mirror.on_watch_event(_listed(objects.model("old"), version="12"), deleted=True)
         changed = _listed(objects.model("m", size="8B"), generation=2, version="13")
-        controller.on_watch_event(changed, deleted=False)
-        await controller.reconcile(_pages([m], [old], version="10"))
+        controller.mirror.on_watch_event(changed, deleted=False)
+        await controller.mirror.reconcile(_pages([m], [old], version="10"))
         return controller
 
     controller = _run(scenario())
@@ -395,8 +402,10 @@ def test_what_the_watch_delivers_after_the_listings_version_outlives_the_listing
 def test_where_resource_versions_do_not_compare_the_watch_is_trusted_as_before() -> None:
     """An apiserver whose resourceVersions are not KEP-5504 numbers: no event is taken for outdated."""
     controller = Controller(None, Metrics(), report_only=True)
-    controller.on_watch_event(_listed(objects.model("m", size="8B"), uid="new", version="b7"), deleted=False)
-    controller.on_watch_event(_listed(objects.model("m"), uid="old", version="a6"), deleted=True)
+    controller.mirror.on_watch_event(
+        _listed(objects.model("m", size="8B"), uid="new", version="b7"), deleted=False
+    )
+    controller.mirror.on_watch_event(_listed(objects.model("m"), uid="old", version="a6"), deleted=True)
     assert MODEL not in controller.catalog
-    controller.on_watch_event(_listed(objects.model("m", size="7B"), version="a5"), deleted=False)
+    controller.mirror.on_watch_event(_listed(objects.model("m", size="7B"), version="a5"), deleted=False)
     assert controller.catalog.get(MODEL).spec.model_parameter_size == "7B"  # type: ignore[union-attr]

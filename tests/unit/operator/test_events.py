@@ -190,7 +190,7 @@ def test_the_controller_hands_over_an_event_only_after_its_status_write_succeede
         isvc = objects.inference_service("svc", namespace="ns", model_name="m")
         isvc["metadata"] |= {"resourceVersion": "1", "uid": "u"}
         for body in (objects.model("m", size="3B"), isvc):  # no runtime: RuntimeNotFound
-            controller.on_watch_event(body, deleted=False)
+            controller.mirror.on_watch_event(body, deleted=False)
         controller.start()
         controller.mark_ready()
         await controller.wait_idle(timeout=10)

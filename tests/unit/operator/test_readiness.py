@@ -96,7 +96,7 @@ def test_a_watch_that_ended_and_is_not_listed_again_makes_it_not_ready() -> None
     controller = _Controller()
     controller.ready.set()
     operator.controller = controller  # type: ignore[assignment]
-    operator._listing_seen = lambda kind: None  # type: ignore[method-assign]  # no resync here
+    operator.resync_schedule.listing_seen = lambda kind: None  # type: ignore[method-assign]  # no resync here
     not_ready = "the watch of clusterbasemodels ended (not_found) and could not be started again"
 
     def later(seconds: float) -> Any:

@@ -110,7 +110,7 @@ class _Run:
             catalog_max_wait_s=0.05,
         )
         for body in bodies:
-            self.controller.on_watch_event(body, deleted=False)
+            self.controller.mirror.on_watch_event(body, deleted=False)
 
     async def __aenter__(self) -> _Run:
         self.controller.start()
@@ -127,7 +127,7 @@ class _Run:
 
     async def foreign(self, manager: str | None, *conditions: dict[str, Any], name: str = "svc") -> None:
         """Another writer's write, seen by the watch, then a resync evaluates everyone (SPEC §5)."""
-        self.controller.on_watch_event(self.api.write_as(manager, name, *conditions), deleted=False)
+        self.controller.mirror.on_watch_event(self.api.write_as(manager, name, *conditions), deleted=False)
         await self.resync()
 
     async def resync(self) -> None:
@@ -166,7 +166,7 @@ def test_another_writer_is_reported_once_counted_once_and_left_alone() -> None:
                 == 1.0
             )
             # A catalog change that moves the verdict: still left alone.
-            run.controller.on_watch_event(B, deleted=False)
+            run.controller.mirror.on_watch_event(B, deleted=False)
             await run.settle()
             assert (api.condition(), api.writes) == (_fields({**OME_RESOLVED, "message": "again"}), 1)
 
@@ -207,7 +207,7 @@ def test_a_condition_equal_to_the_verdict_is_the_products_again() -> None:
             await run.foreign(OME, _selected(SELECTED_A))  # the other writer wrote the verdict
             assert (api.condition(), api.writes) == (SELECTED_A, 1)
             # The product's again: a change of the verdict is written (over a condition OME wrote last).
-            run.controller.on_watch_event(B, deleted=False)
+            run.controller.mirror.on_watch_event(B, deleted=False)
             await run.settle()
             assert (api.condition(), api.writes, run.conflicts) == (SELECTED_B, 2, 1.0)
 
@@ -345,7 +345,7 @@ def test_a_switch_of_the_selected_runtime_records_one_normal_event_with_the_new_
     async def scenario() -> None:
         async with _Run(api, MODEL, A, _isvc()) as run:
             assert api.condition() == SELECTED_A
-            run.controller.on_watch_event(B, deleted=False)  # rt-b outranks rt-a
+            run.controller.mirror.on_watch_event(B, deleted=False)  # rt-b outranks rt-a
             await run.settle()
             assert api.condition() == SELECTED_B
             assert _switch_events(api) == [
@@ -357,7 +357,7 @@ def test_a_switch_of_the_selected_runtime_records_one_normal_event_with_the_new_
                 )
             ]
             await run.resync()  # nothing changed: no write, no event
-            run.controller.on_watch_event(B, deleted=True)  # and back
+            run.controller.mirror.on_watch_event(B, deleted=True)  # and back
             await run.settle()
             assert [message for *_, message in _switch_events(api)][1:] == [
                 "selected runtime changed from ClusterServingRuntime rt-b to ClusterServingRuntime rt-a "
@@ -374,7 +374,9 @@ def test_a_switch_between_scopes_names_both_kinds() -> None:
 
     async def scenario() -> None:
         async with _Run(api, MODEL, A, _isvc()) as run:
-            run.controller.on_watch_event(namespaced, deleted=False)  # a namespaced runtime comes first
+            run.controller.mirror.on_watch_event(
+                namespaced, deleted=False
+            )  # a namespaced runtime comes first
             await run.settle()
             assert [message for *_, message in _switch_events(api)] == [
                 "selected runtime changed from ClusterServingRuntime rt-a to ServingRuntime rt-a (score 2)"
@@ -398,15 +400,15 @@ def test_what_is_not_a_switch(change: str) -> None:
         start = [MODEL] if change == "from no runtime" else [MODEL, A]
         async with _Run(api, *start, api.bodies["svc"], report_only=report_only) as run:
             if change == "score only":
-                run.controller.on_watch_event(objects.runtime("rt-a", priority=3), deleted=False)
+                run.controller.mirror.on_watch_event(objects.runtime("rt-a", priority=3), deleted=False)
             elif change in ("from no runtime", "report-only"):
-                run.controller.on_watch_event(B, deleted=False)
+                run.controller.mirror.on_watch_event(B, deleted=False)
             elif change == "to no runtime":
-                run.controller.on_watch_event(A, deleted=True)
+                run.controller.mirror.on_watch_event(A, deleted=True)
             else:
                 text = {**OME_RESOLVED, "reason": "RuntimeSelected", "message": "chosen: rt-a"}
-                run.controller.on_watch_event(api.write_as(None, "svc", text), deleted=False)
-                run.controller.on_watch_event(B, deleted=False)
+                run.controller.mirror.on_watch_event(api.write_as(None, "svc", text), deleted=False)
+                run.controller.mirror.on_watch_event(B, deleted=False)
             await run.settle()
             assert _switch_events(api) == []
             # Another writer's text is left to it (SPEC §5 "Another writer"): no write, so no switch either.
@@ -435,7 +437,7 @@ def test_an_inference_service_with_replica_refs_gets_no_condition_event_or_metri
             plain = copy.deepcopy(api.bodies["plain"])
             plain["spec"]["replicaRefs"] = REPLICA_REFS
             plain["metadata"]["resourceVersion"] = "9"
-            run.controller.on_watch_event(plain, deleted=False)
+            run.controller.mirror.on_watch_event(plain, deleted=False)
             await run.settle()
             assert run.sample("ome_selector_inferenceservices", rows) == 0.0
             assert run.sample("ome_selector_evaluations_total", rows) == evaluated
@@ -458,11 +460,11 @@ class _ChangedWhileWriting(_Api):
             namespace, name, resource_version=resource_version, conditions=conditions
         )
         if self.controller is not None and self.writes == 1:
-            self.controller.on_watch_event(copy.deepcopy(answer), deleted=False)
+            self.controller.mirror.on_watch_event(copy.deepcopy(answer), deleted=False)
             changed = self.bodies[name]
             changed["metadata"]["resourceVersion"] = str(int(changed["metadata"]["resourceVersion"]) + 1)
             changed["spec"]["model"]["name"] = "elsewhere"
-            self.controller.on_watch_event(copy.deepcopy(changed), deleted=False)
+            self.controller.mirror.on_watch_event(copy.deepcopy(changed), deleted=False)
         return answer
 
 
@@ -472,7 +474,7 @@ def test_a_writes_answer_older_than_what_the_watch_delivered_does_not_undo_it() 
     async def scenario() -> None:
         run = _Run(api, MODEL, A)
         api.controller = run.controller
-        run.controller.on_watch_event(_isvc(), deleted=False)
+        run.controller.mirror.on_watch_event(_isvc(), deleted=False)
         async with run:
             await run.settle()
             assert api.condition() is not None
