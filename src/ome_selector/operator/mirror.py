@@ -33,8 +33,7 @@ import time
 from collections.abc import AsyncIterable, Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
-from ome_selector.api.bounds import oversized
-from ome_selector.api.loading import LoadError, key_of, load_resource
+from ome_selector.api.loading import LoadError, key_of, load_stored
 from ome_selector.api.resources import (
     API_GROUP_VERSION,
     INHERIT_FROM_ANNOTATION,
@@ -251,10 +250,7 @@ class ClusterMirror:
 
     def _load(self, body: Mapping[str, Any]) -> Resource | None:
         try:
-            too_large = oversized(body)
-            if too_large is not None:
-                raise LoadError("", too_large)
-            resource = load_resource(body)
+            resource = load_stored(body)
         except LoadError as error:
             key = key_of(body)
             # The apiserver validated this object against whatever CRD is installed (possibly OME's own);

@@ -13,11 +13,11 @@ from typing import Any, TypeVar
 import pytest
 
 from harness import objects
+from ome_selector.api import loading as loading_module
 from ome_selector.api.loading import load_resource
 from ome_selector.api.resources import Kind, ObjectKey
 from ome_selector.kube.objects import Page
 from ome_selector.operator import controller as controller_module
-from ome_selector.operator import mirror as mirror_module
 from ome_selector.operator.controller import Controller
 from ome_selector.operator.metrics import Metrics
 
@@ -45,7 +45,7 @@ def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         seen.append(body["metadata"]["name"])
         return original(body, *args, **kwargs)
 
-    monkeypatch.setattr(mirror_module, "load_resource", counting)
+    monkeypatch.setattr(loading_module, "load_resource", counting)  # what load_stored calls
     return seen
 
 
