@@ -33,6 +33,15 @@ def _binaries_available() -> bool:
     return True
 
 
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` with a worker refilled only when it runs dry (harness.xdist_scheduling)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from harness.xdist_scheduling import LastTestFirst
+
+    return LastTestFirst(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     integration = [item for item in items if INTEGRATION_DIR in Path(str(item.fspath)).parents]
     for item in integration:
