@@ -51,6 +51,9 @@ class Request:
     authorization: str | None
     status: int
     body_bytes: int
+    #: When the request arrived (time.monotonic()): the record's order, since a quick later request can be
+    #: recorded before an earlier one whose thread was descheduled between its answer and its record.
+    arrived: float
     #: When the answer was sent (time.monotonic()).
     at: float = field(default_factory=time.monotonic)
 
@@ -89,6 +92,7 @@ class HubStandIn:
     def record(self, request: Request) -> None:
         with self._changed:
             self._answered.append(request)
+            self._answered.sort(key=lambda answered: answered.arrived)
 
     @property
     def requests(self) -> list[Request]:
@@ -123,6 +127,7 @@ def _handler(hub: HubStandIn) -> type[BaseHTTPRequestHandler]:
         # The head and the body are two writes: with Nagle's algorithm the body of every small answer waited
         # for the client's delayed ACK, 40 ms a file on localhost, which the real Hub does not cost.
         disable_nagle_algorithm = True
+        arrived = 0.0
 
         def log_message(self, format: str, *args: object) -> None:
             """Quiet: tests read ``hub.requests`` instead."""
@@ -153,6 +158,7 @@ def _handler(hub: HubStandIn) -> type[BaseHTTPRequestHandler]:
                     authorization=self.headers.get("Authorization"),
                     status=status,
                     body_bytes=sent,
+                    arrived=self.arrived,
                 )
             )
 
@@ -171,6 +177,7 @@ def _handler(hub: HubStandIn) -> type[BaseHTTPRequestHandler]:
             return repo
 
         def do_GET(self) -> None:
+            self.arrived = time.monotonic()
             with hub.answering():
                 self._answer_get()
 
