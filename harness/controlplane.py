@@ -166,10 +166,14 @@ class ControlPlane:
         finally:
             os.kill(process.pid, signal.SIGCONT)
 
-    def restart_apiserver(self, while_down: Callable[[], None] = lambda: None) -> None:
-        """Stop kube-apiserver (every watch connection drops), call ``while_down``, start it again on the same
-        port. Its watch cache starts afresh, so a client resuming a watch from before gets 410 Gone."""
-        self._stop("kube-apiserver")
+    def restart_apiserver(self, while_down: Callable[[], None] = lambda: None, *, crash: bool = False) -> None:
+        """Stop kube-apiserver, call ``while_down``, start it again on the same port. Its watch cache starts
+        afresh, so a client resuming a watch from before gets 410 Gone.
+
+        Stopped (SIGTERM), it refuses new connections at once but holds its open watch streams until it is
+        killed STOP_TIMEOUT_S later, as a draining apiserver does; with ``crash`` (SIGKILL) every connection
+        drops at once, and the gap is only as long as ``while_down`` and the start."""
+        self._stop("kube-apiserver", signal.SIGKILL if crash else signal.SIGTERM)
         while_down()
         self._start_apiserver(port=self.api_port)
 
@@ -179,10 +183,10 @@ class ControlPlane:
         self._stop("etcd")
         self._start_etcd(ports=(self.etcd_port, self.etcd_peer_port))
 
-    def _stop(self, name: str) -> None:
-        """Stop the process ``name`` (SIGTERM, SIGKILL after STOP_TIMEOUT_S) and forget it."""
+    def _stop(self, name: str, first: signal.Signals = signal.SIGTERM) -> None:
+        """Stop the process ``name`` (``first``, SIGKILL after STOP_TIMEOUT_S) and forget it."""
         process = next(p for n, p in self._processes if n == name)
-        os.killpg(process.pid, signal.SIGTERM)
+        os.killpg(process.pid, first)
         try:
             process.wait(STOP_TIMEOUT_S)
         except subprocess.TimeoutExpired:

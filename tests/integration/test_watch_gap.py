@@ -1,6 +1,6 @@
 """Deletions during a watch gap (SPEC §5 v3 "Level-triggered resync"): a relist reconciles like a resync.
 
-A real gap: the apiserver is stopped (every watch drops), a ClusterBaseModel and an InferenceService are
+A real gap: the apiserver is killed (every watch drops at once), a ClusterBaseModel and an InferenceService are
 deleted in etcd behind its back, etcd is compacted, and the apiserver starts again — its watch cache begins
 afresh, so the operator's watches resuming from before get 410 Gone and Kopf lists again. A relist sends no
 DELETED for what vanished; only the operator's own listing can tell, within seconds, not at the periodic
@@ -70,7 +70,7 @@ def test_a_deletion_during_a_watch_gap_with_compaction_is_reconciled_within_seco
             assert plane.etcd_delete(f"/registry/ome.io/inferenceservices/{NAMESPACE}/deleted") == 1
             plane.etcd_compact()
 
-        plane.restart_apiserver(while_down=behind_its_back)
+        plane.restart_apiserver(while_down=behind_its_back, crash=True)
 
         condition = eventually(
             lambda: (c := runtime_ready(admin, "stays", NAMESPACE)) and c["reason"] == "ModelNotFound" and c,

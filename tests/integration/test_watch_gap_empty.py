@@ -61,7 +61,7 @@ def test_a_gap_after_which_every_kind_lists_empty_is_reconciled_within_seconds(p
 
             assert runner.operator.controller is not None
             resyncs = runner.operator.resyncs
-            plane.restart_apiserver(while_down=behind_its_back)
+            plane.restart_apiserver(while_down=behind_its_back, crash=True)
             denied = eventually(
                 lambda: (answer := dry_run()).returncode == 1 and answer,
                 timeout=30,
