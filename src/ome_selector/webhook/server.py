@@ -291,7 +291,7 @@ class WebhookServer:
                 text = _one_line(error)
                 if text != said:  # said once, not at every retry
                     logger.error(
-                        "cannot serve the webhook: %s; retrying every %.0f s", text, CERT_RETRY_SECONDS
+                        "cannot serve the webhook: %s; retrying every %g s", text, CERT_RETRY_SECONDS
                     )
                     said = text
             await asyncio.sleep(CERT_RETRY_SECONDS)
