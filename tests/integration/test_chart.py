@@ -182,7 +182,7 @@ def test_a_failed_startup_check_leaves_no_account_behind(control_plane: ControlP
     helm = [str(chart.find_helm()), f"--kubeconfig={control_plane.kubeconfig}", "--namespace", namespace]
     try:
         installed = subprocess.run(
-            [*helm, "install", release, str(chart.CHART_DIR), "--timeout=10s", *(f"--set={s}" for s in sets)],
+            [*helm, "install", release, str(chart.CHART_DIR), "--timeout=3s", *(f"--set={s}" for s in sets)],
             capture_output=True,
             text=True,
             timeout=180,
