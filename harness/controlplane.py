@@ -166,7 +166,9 @@ class ControlPlane:
         finally:
             os.kill(process.pid, signal.SIGCONT)
 
-    def restart_apiserver(self, while_down: Callable[[], None] = lambda: None, *, crash: bool = False) -> None:
+    def restart_apiserver(
+        self, while_down: Callable[[], None] = lambda: None, *, crash: bool = False
+    ) -> None:
         """Stop kube-apiserver, call ``while_down``, start it again on the same port. Its watch cache starts
         afresh, so a client resuming a watch from before gets 410 Gone.
 

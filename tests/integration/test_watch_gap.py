@@ -1,10 +1,10 @@
 """Deletions during a watch gap (SPEC §5 v3 "Level-triggered resync"): a relist reconciles like a resync.
 
-A real gap: the apiserver is killed (every watch drops at once), a ClusterBaseModel and an InferenceService are
-deleted in etcd behind its back, etcd is compacted, and the apiserver starts again — its watch cache begins
-afresh, so the operator's watches resuming from before get 410 Gone and Kopf lists again. A relist sends no
-DELETED for what vanished; only the operator's own listing can tell, within seconds, not at the periodic
-resync (set to an hour here).
+A real gap: the apiserver is killed (every watch drops at once), a ClusterBaseModel and an
+InferenceService are deleted in etcd behind its back, etcd is compacted, and the apiserver starts again — its
+watch cache begins afresh, so the operator's watches resuming from before get 410 Gone and Kopf lists again.
+A relist sends no DELETED for what vanished; only the operator's own listing can tell, within seconds, not at
+the periodic resync (set to an hour here).
 
 This module has a control plane of its own: restarting the session's would disturb every other test.
 """

@@ -1,38 +1,6 @@
-"""The wire shape of the five ``ome.io/v1beta1`` kinds: frozen pydantic models, loading with CRD defaults, and
-the one strict manifest reader."""
+"""The wire shape of the five ``ome.io/v1beta1`` kinds: frozen pydantic models (``resources``), loading with
+CRD defaults (``loading``), and the one strict manifest reader (``manifests``).
 
-from ome_selector.api.loading import LoadError, describe_value, field_path, key_of, load_resource
-from ome_selector.api.manifests import ManifestObject, load_manifest, read_manifest
-from ome_selector.api.resources import (
-    API_GROUP,
-    API_GROUP_VERSION,
-    API_VERSION,
-    InferenceService,
-    Kind,
-    MatcherInputs,
-    Model,
-    ObjectKey,
-    Resource,
-    Runtime,
-)
-
-__all__ = [
-    "API_GROUP",
-    "API_GROUP_VERSION",
-    "API_VERSION",
-    "InferenceService",
-    "Kind",
-    "LoadError",
-    "ManifestObject",
-    "MatcherInputs",
-    "Model",
-    "ObjectKey",
-    "Resource",
-    "Runtime",
-    "describe_value",
-    "field_path",
-    "key_of",
-    "load_manifest",
-    "load_resource",
-    "read_manifest",
-]
+Import the modules directly; this package re-exports nothing, so that a module that needs only a small part
+(the model-file child process reads ``jsonbounds``) does not pay for building every pydantic model.
+"""

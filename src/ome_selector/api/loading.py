@@ -7,8 +7,8 @@ the CRD validation (``supportedModelFormats[].modelFormat.name`` and ``spec.mode
 raises only :class:`LoadError`, whose ``path`` names the field. Documents of other apiVersions or kinds give
 None. Text becomes bodies in :mod:`.manifests`.
 
-Also the one way to name a field (:func:`field_path`), to describe a bad value (:func:`describe_value`) and to
-read an object's identity from a body (:func:`key_of`).
+Also the one way to name a field (:func:`field_path`, from ``paths``), to describe a bad value
+(:func:`describe_value`) and to read an object's identity from a body (:func:`key_of`).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from ome_selector.api.bounds import oversized
+from ome_selector.api.paths import field_path
 from ome_selector.api.resources import (
     API_GROUP_VERSION,
     DEPLOYMENT_MODE_ENUM,
@@ -52,21 +53,6 @@ __all__ = [
 ]
 
 _KINDS = {kind.value: kind for kind in Kind}
-
-
-def field_path(*parts: str | int) -> str:
-    """A field path as error messages write it: ``spec.supportedModelFormats[0].priority``.
-
-    Strings are joined with dots (a string may itself be a path, such as ``items[3]``; empty ones are
-    skipped), integers are written as indexes.
-    """
-    path = ""
-    for part in parts:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        elif part:
-            path += f".{part}" if path else part
-    return path
 
 
 class LoadError(ValueError):

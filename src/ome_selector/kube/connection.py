@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import kopf
 import yaml
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.config import ConfigException
@@ -24,10 +23,11 @@ from kubernetes_asyncio.config import ConfigException
 __all__ = [
     "KUBECONFIG_ERRORS",
     "ClusterAccess",
+    "Credentials",
     "RequestObserver",
     "UnknownContextError",
+    "credentials",
     "environment_proxy",
-    "kopf_connection",
     "kubeconfig_context",
     "kubeconfig_namespace",
 ]
@@ -142,8 +142,23 @@ def environment_proxy(server: str) -> str | None:
     return urllib.request.getproxies_environment().get(url.scheme or "https")
 
 
-def kopf_connection(configuration: client.Configuration) -> kopf.ConnectionInfo:
-    """The same credentials, in the shape Kopf's login handlers return."""
+@dataclass(frozen=True)
+class Credentials:
+    """How to reach the apiserver, in the fields of Kopf's ``ConnectionInfo`` (what its login handlers
+    return: operator.kopfwiring.kopf_connection). Kopf is not imported here: every ``kubectl ome-selector``
+    call imports this module, and Kopf costs it a third of a second."""
+
+    server: str
+    ca_path: str | None
+    insecure: bool
+    certificate_path: str | None
+    private_key_path: str | None
+    scheme: str | None
+    token: str | None
+
+
+def credentials(configuration: client.Configuration) -> Credentials:
+    """The credentials of a client configuration (a bare token is a bearer token)."""
     authorization = (configuration.api_key or {}).get("authorization") or (configuration.api_key or {}).get(
         "BearerToken"
     )
@@ -152,7 +167,7 @@ def kopf_connection(configuration: client.Configuration) -> kopf.ConnectionInfo:
         scheme, _, token = str(authorization).partition(" ")
         if not token:
             scheme, token = "Bearer", scheme
-    return kopf.ConnectionInfo(
+    return Credentials(
         server=str(configuration.host),
         ca_path=configuration.ssl_ca_cert,
         insecure=not configuration.verify_ssl,

@@ -28,7 +28,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from ome_selector.api.resources import API_GROUP, API_VERSION, ObjectKey
 from ome_selector.catalog.catalog import Catalog
-from ome_selector.kube.connection import ClusterAccess, kopf_connection
+from ome_selector.kube.connection import ClusterAccess, credentials
 from ome_selector.kube.leaderelection import ApiLeaseStore, LeaderElector, LeaseTimings, default_identity
 from ome_selector.kube.objects import ALL_KINDS, Objects, Page
 from ome_selector.operator.controller import Controller
@@ -36,6 +36,7 @@ from ome_selector.operator.kopfwiring import (
     ForgetfulMemories,
     cancel_orphaned_pause_waiters,
     configure_settings,
+    kopf_connection,
     observe_ended_streams,
     observe_listings,
     restart_ended_streams,
@@ -159,7 +160,7 @@ class Operator:
         return controller.catalog if controller is not None and controller.ready.is_set() else None
 
     async def _login(self, **_: Any) -> kopf.ConnectionInfo:
-        return kopf_connection(await self.access.configuration())
+        return kopf_connection(credentials(await self.access.configuration()))
 
     async def _on_event(self, event: kopf.RawEvent, **_: Any) -> None:
         controller = self.controller

@@ -52,6 +52,7 @@ counts it and reports the kind as not watched until Kopf reads the first page of
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import logging
 import re
@@ -74,6 +75,7 @@ from kopf._cogs.clients import watching as kopf_watching
 # Kopf private: the memories ``kopf.operator(memories=...)`` accepts, of a class Kopf does not export.
 from kopf._core.reactor.inventory import ResourceMemories, ResourceMemory
 
+from ome_selector.kube.connection import Credentials
 from ome_selector.kube.objects import PAGE_SIZE
 
 __all__ = [
@@ -89,6 +91,7 @@ __all__ = [
     "cancel_orphaned_pause_waiters",
     "configure_logging",
     "configure_settings",
+    "kopf_connection",
     "observe_ended_streams",
     "observe_listings",
     "restart_ended_streams",
@@ -96,6 +99,14 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+# --- login --------------------------------------------------------------------------------------------------
+
+
+def kopf_connection(credentials: Credentials) -> kopf.ConnectionInfo:
+    """The operator's credentials, as Kopf's login handlers return them."""
+    return kopf.ConnectionInfo(**dataclasses.asdict(credentials))
+
 
 # --- settings -----------------------------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
-from ome_selector.api.loading import field_path
+from ome_selector.api.paths import field_path
 from ome_selector.selection.values import ValueProblem, ValueRule, suggestion_for
 
 __all__ = [

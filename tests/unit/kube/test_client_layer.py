@@ -3,6 +3,9 @@ package, so a package added later is covered too (a forbidden contract checks on
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -29,3 +32,26 @@ def test_the_contract_names_every_package_but_kube() -> None:
 
 def test_the_contract_lets_nothing_through() -> None:
     assert not _contract().get("ignore_imports")
+
+
+#: The plugin's modules that read a live cluster.
+LIVE_CLI_MODULES = (
+    "ome_selector.cli.kubectl_ome",
+    "ome_selector.cli.cluster_source",
+    "ome_selector.cli.live_completion",
+    "ome_selector.cli.model_apply",
+    "ome_selector.cli.status",
+    "ome_selector.cli.check_webhook",
+)
+
+
+def test_the_plugins_live_reads_load_no_kopf() -> None:
+    """What the import contract cannot see (an import made while a module runs): the plugin, ready to read a
+    cluster, has loaded neither Kopf nor the synchronous client Kopf would bring with it."""
+    probe = f"import json, sys, {', '.join(LIVE_CLI_MODULES)}; print(json.dumps(sorted(sys.modules)))"
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    roots = {name.split(".")[0] for name in json.loads(loaded.stdout)}
+    assert "kubernetes_asyncio" in roots  # the probe did load the client layer
+    assert not roots & {"kopf", "kubernetes"}, loaded.stdout

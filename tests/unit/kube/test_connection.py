@@ -1,4 +1,5 @@
-"""Credentials as Kopf takes them, and the kubeconfig's namespace as kubectl reads it (kube/connection.py)."""
+"""Credentials as Kopf takes them (kube/connection.py, operator/kopfwiring.py), and the kubeconfig's namespace
+as kubectl reads it."""
 
 from __future__ import annotations
 
@@ -15,10 +16,11 @@ from ome_selector.kube.connection import (
     KUBECONFIG_ERRORS,
     ClusterAccess,
     UnknownContextError,
+    credentials,
     environment_proxy,
-    kopf_connection,
     kubeconfig_namespace,
 )
+from ome_selector.operator.kopfwiring import kopf_connection
 
 
 def _configuration(api_key: dict[str, str] | None = None) -> client.Configuration:
@@ -32,7 +34,7 @@ def _configuration(api_key: dict[str, str] | None = None) -> client.Configuratio
 
 
 def test_client_certificates_pass_through() -> None:
-    info = kopf_connection(_configuration())
+    info = kopf_connection(credentials(_configuration()))
     assert (info.server, info.ca_path, info.insecure) == ("https://apiserver:6443", "/ca.crt", False)
     assert (info.certificate_path, info.private_key_path) == ("/admin.crt", "/admin.key")
     assert (info.scheme, info.token) == (None, None)
@@ -47,7 +49,7 @@ def test_client_certificates_pass_through() -> None:
     ],
 )
 def test_tokens_split_into_scheme_and_token(api_key: dict[str, str], scheme: str, token: str) -> None:
-    info = kopf_connection(_configuration(api_key))
+    info = kopf_connection(credentials(_configuration(api_key)))
     assert (info.scheme, info.token) == (scheme, token)
 
 
