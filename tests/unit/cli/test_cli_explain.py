@@ -1,5 +1,6 @@
-"""`kubectl-ome_selector runtime explain -f` end to end: the installed entry point, run as a user runs it
-(SPEC §6).
+"""`kubectl-ome_selector runtime explain -f` end to end (SPEC §6): the command in this process, and the
+installed entry point, run as a user runs it, for the JSON document, the table, stdin and what only a process
+of its own can show (no kubeconfig opened, no client imported, a reader that leaves early).
 
 Every call runs with ``KUBECONFIG`` pointing at garbage and ``HOME`` empty: offline mode must never look at a
 kubeconfig. The expected documents and tables are written by hand from the SPEC and the samples' comments
@@ -8,6 +9,7 @@ kubeconfig. The expected documents and tables are written by hand from the SPEC 
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -20,6 +22,7 @@ import pytest
 import yaml
 
 from harness.ome_data import duplicate_warnings
+from ome_selector.cli.kubectl_ome import run as kubectl_ome_run
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 KUBECTL_OME = Path(sys.executable).parent / "kubectl-ome_selector"
@@ -51,19 +54,43 @@ def hostile_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
     assert not any(home.iterdir()), "explain wrote into HOME"
 
 
-@pytest.fixture
-def kubectl_ome(hostile_env: dict[str, str]) -> Any:
+def _installed(env: dict[str, str]) -> Any:
     def run(*args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [str(KUBECTL_OME), *args],
             cwd=REPO_ROOT,
-            env=hostile_env,
+            env=env,
             input=input,
             capture_output=True,
             text=True,
             timeout=60,
             check=False,
         )
+
+    return run
+
+
+@pytest.fixture
+def installed_kubectl_ome(hostile_env: dict[str, str]) -> Any:
+    """The installed entry point in a process of its own, as a user runs it."""
+    return _installed(hostile_env)
+
+
+@pytest.fixture
+def kubectl_ome(
+    hostile_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Any:
+    """The same command in this process (what the entry point runs, without a process start each): the
+    environment is the hostile one, and the current directory the repository's."""
+    for name in ("KUBECONFIG", "HOME", "PATH"):
+        monkeypatch.setenv(name, hostile_env[name])
+    monkeypatch.chdir(REPO_ROOT)
+
+    def run(*args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
+        monkeypatch.setattr("sys.stdin", io.StringIO(input or ""))
+        code = kubectl_ome_run(list(args))
+        captured = capsys.readouterr()
+        return subprocess.CompletedProcess(["kubectl-ome_selector", *args], code, captured.out, captured.err)
 
     return run
 
@@ -139,9 +166,9 @@ LLAMA_3B_RUNTIMES = [
 ]
 
 
-def test_done_when_the_3b_model_from_samples_as_json(kubectl_ome: Any) -> None:
-    """The issue's "done when": SPEC §6 shape, the 1B runtime rejected for the size."""
-    result = kubectl_ome(
+def test_done_when_the_3b_model_from_samples_as_json(installed_kubectl_ome: Any) -> None:
+    """SPEC §6's shape from the installed entry point, the 1B runtime rejected for the size."""
+    result = installed_kubectl_ome(
         "runtime", "explain", "-f", "samples/", "--model", "llama-3-2-3b-instruct-demo", "-o", "json"
     )
     assert result.returncode == 0, result.stderr
@@ -202,8 +229,10 @@ def golden(name: str) -> str:
     return (GOLDEN / name).read_text()
 
 
-def test_table(kubectl_ome: Any) -> None:
-    result = kubectl_ome("runtime", "explain", "-f", "samples/", "--model", "llama-3-2-3b-instruct-demo")
+def test_table(installed_kubectl_ome: Any) -> None:
+    result = installed_kubectl_ome(
+        "runtime", "explain", "-f", "samples/", "--model", "llama-3-2-3b-instruct-demo"
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout == golden("samples-llama-3-2-3b-instruct.table.txt")
 
@@ -501,12 +530,12 @@ def test_duplicate_across_files_names_both(kubectl_ome: Any, tmp_path: Path) -> 
     )
 
 
-def test_stdin(kubectl_ome: Any) -> None:
+def test_stdin(installed_kubectl_ome: Any) -> None:
     manifests = "\n---\n".join(
         (REPO_ROOT / "samples" / name).read_text()
         for name in ("10-cluster-base-models.yaml", "21-cluster-serving-runtimes.yaml")
     )
-    result = kubectl_ome(
+    result = installed_kubectl_ome(
         "runtime", "explain", "-f", "-", "--model", "qwen3-8b-demo", "-o", "json", input=manifests
     )
     assert result.returncode == 0, result.stderr
