@@ -111,6 +111,8 @@ class ControlPlane:
     install_crds: bool = True
     #: Where kube-apiserver writes its audit log of InferenceService status writes (None: no audit log).
     audit_log: Path | None = None
+    #: etcd's data directory to start from, copied (harness.etcd_seeds: CRDs already stored); None: empty.
+    etcd_seed: Path | None = None
     _processes: list[tuple[str, subprocess.Popen[bytes]]] = field(default_factory=list, init=False)
     api_port: int = field(default=0, init=False)
     etcd_port: int = field(default=0, init=False)
@@ -130,6 +132,8 @@ class ControlPlane:
         try:
             self.pki_dir.mkdir(parents=True, exist_ok=True)
             self._write_pki()
+            if self.etcd_seed is not None:
+                shutil.copytree(self.etcd_seed, self.workdir / "etcd")
             self._start_etcd()
             self._start_apiserver()
             self._write_kubeconfig()
@@ -210,6 +214,10 @@ class ControlPlane:
         """Delete ``key`` (e.g. ``/registry/ome.io/clusterbasemodels/<name>``); how many keys went."""
         encoded = base64.b64encode(key.encode()).decode()
         return int(self._etcd("kv/deleterange", {"key": encoded}).get("deleted", 0))
+
+    def etcd_defragment(self) -> None:
+        """Give the space compaction freed back to the file system."""
+        self._etcd("maintenance/defragment", {})
 
     def etcd_compact(self) -> int:
         """Compact etcd's history up to its current revision (what the apiserver does every 5 minutes); the
@@ -415,10 +423,15 @@ class ControlPlane:
 
 @contextlib.contextmanager
 def running_control_plane(
-    bin_dir: Path | None = None, *, install_crds: bool = True, audit: bool = False
+    bin_dir: Path | None = None,
+    *,
+    install_crds: bool = True,
+    audit: bool = False,
+    etcd_seed: Path | None = None,
 ) -> Iterator[ControlPlane]:
     """Start a control plane in a temporary directory and always stop it and remove the directory; with
-    ``audit``, kube-apiserver logs every status write of an InferenceService to ``audit.log`` there."""
+    ``audit``, kube-apiserver logs every status write of an InferenceService to ``audit.log`` there; with
+    ``etcd_seed``, etcd starts from a copy of that data directory (harness.etcd_seeds)."""
     workdir = Path(tempfile.mkdtemp(prefix="ome-selector-cp-"))
     plane = ControlPlane(
         find_binaries(bin_dir),
@@ -426,6 +439,7 @@ def running_control_plane(
         workdir / "kubeconfig",
         install_crds=install_crds,
         audit_log=workdir / "audit.log" if audit else None,
+        etcd_seed=etcd_seed,
     )
     try:
         plane.start()

@@ -18,7 +18,15 @@ import yaml
 from kubernetes import config
 from kubernetes.client.exceptions import ApiException
 
-__all__ = ["CRD_DIR", "CRD_NAMES", "OME_CRD_DIR", "crd_documents", "install_crds", "ome_crd_documents"]
+__all__ = [
+    "CRD_DIR",
+    "CRD_NAMES",
+    "OME_CRD_DIR",
+    "crd_documents",
+    "install_crds",
+    "ome_crd_documents",
+    "wait_served",
+]
 
 CRD_DIR = Path(__file__).resolve().parents[1] / "manifests" / "crds"
 OME_CRD_DIR = Path(__file__).resolve().parents[1] / "tests" / "data" / "ome-crds"
@@ -79,36 +87,64 @@ def install_crds(kubeconfig: Path, documents: list[dict[str, Any]] | None = None
     """Create (or replace) every CRD of ``documents`` (default: ours); wait until they are served."""
     api_client = config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
     with api_client:
-        # Plain JSON bodies both ways: the typed client would validate OME's 1.7 MB schemas into its models
-        # before sending them, and decode them again from every answer, seconds of CPU per CRD.
-        def call(method: str, path: str, body: dict[str, Any] | None = None, **query: str) -> dict[str, Any]:
-            _, url, headers, _, _ = api_client.param_serialize(
-                method,
-                path,
-                query_params=list(query.items()),
-                header_params={"Accept": "application/json", "Content-Type": "application/json"},
-                auth_settings=["BearerToken"],
-            )
-            response = api_client.call_api(method, url, header_params=headers, body=body)
-            response.read()
-            if not 200 <= response.status < 300:
-                raise ApiException(http_resp=response)
-            answer: dict[str, Any] = json.loads(response.data)
-            return answer
-
         names = []
         for document in crd_documents() if documents is None else documents:
             name = document["metadata"]["name"]
             names.append(name)
             try:
-                call("POST", CRD_PATH, document)
+                _call(api_client, "POST", CRD_PATH, document)
             except ApiException as error:
                 if error.status != 409:
                     raise
-                version = call("GET", f"{CRD_PATH}/{name}")["metadata"]["resourceVersion"]
+                version = _call(api_client, "GET", f"{CRD_PATH}/{name}")["metadata"]["resourceVersion"]
                 metadata = {**document["metadata"], "resourceVersion": version}
-                call("PUT", f"{CRD_PATH}/{name}", {**document, "metadata": metadata})
+                _call(api_client, "PUT", f"{CRD_PATH}/{name}", {**document, "metadata": metadata})
         _wait_established(api_client, set(names))
+
+
+def _call(api_client: Any, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One request with plain JSON bodies both ways: the typed client would validate OME's 1.7 MB schemas
+    into its models before sending them, and decode them again from every answer, seconds of CPU per CRD."""
+    _, url, headers, _, _ = api_client.param_serialize(
+        method,
+        path,
+        header_params={"Accept": "application/json", "Content-Type": "application/json"},
+        auth_settings=["BearerToken"],
+    )
+    response = api_client.call_api(method, url, header_params=headers, body=body)
+    response.read()
+    if not 200 <= response.status < 300:
+        raise ApiException(http_resp=response)
+    answer: dict[str, Any] = json.loads(response.data)
+    return answer
+
+
+def wait_served(kubeconfig: Path, documents: list[dict[str, Any]]) -> None:
+    """Wait until the apiserver's discovery lists every served version of the kinds of ``documents``: an
+    apiserver that found the CRDs in etcd (harness.etcd_seeds) installs their handlers a moment after it is
+    ready."""
+    wanted = {
+        (f"/apis/{document['spec']['group']}/{version['name']}", document["spec"]["names"]["plural"])
+        for document in documents
+        for version in document["spec"]["versions"]
+        if version.get("served", True)
+    }
+    api_client = config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
+    deadline = time.monotonic() + ESTABLISH_TIMEOUT_S
+    with api_client:
+        while wanted:
+            path = min(wanted)[0]
+            try:
+                served = {resource["name"] for resource in _call(api_client, "GET", path)["resources"]}
+            except ApiException as error:
+                if error.status != 404:
+                    raise
+                served = set()
+            wanted -= {(p, plural) for p, plural in wanted if p == path and plural in served}
+            if wanted and time.monotonic() > deadline:
+                raise TimeoutError(f"not served after {ESTABLISH_TIMEOUT_S:.0f}s: {sorted(wanted)}")
+            if wanted:
+                time.sleep(0.1)
 
 
 def _established(crd: dict[str, Any]) -> bool:

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from harness.controlplane import ControlPlane, running_control_plane
-from harness.crds import install_crds, ome_crd_documents
+from harness.crds import ome_crd_documents, wait_served
+from harness.etcd_seeds import etcd_seed
 from harness.kube import api_client_for
 from harness.ome_data import SNAPSHOTS, OmeSnapshot
 
@@ -62,8 +63,11 @@ def crd_profile(ome_snapshot: OmeSnapshot) -> str:
 
 @pytest.fixture(scope="session")
 def control_plane(ome_snapshot: OmeSnapshot) -> Iterator[ControlPlane]:
-    with running_control_plane(install_crds=False) as plane:
-        install_crds(plane.kubeconfig, ome_crd_documents(ome_snapshot.crds))
+    """A control plane whose etcd starts with OME's CRDs stored (installed once through the API, then seeded:
+    harness.etcd_seeds)."""
+    documents = ome_crd_documents(ome_snapshot.crds)
+    with running_control_plane(install_crds=False, etcd_seed=etcd_seed(documents)) as plane:
+        wait_served(plane.kubeconfig, documents)
         yield plane
 
 
