@@ -8,8 +8,11 @@ harness: the local control plane installs ours, the integration suite's second C
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -40,6 +43,8 @@ CRD_NAMES: tuple[str, ...] = (
 )
 """The names of the shipped CRDs, in file-name order."""
 
+#: The CRD files, parsed, by their content (:func:`_documents_as_json`).
+JSON_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ome-selector" / "crd-json"
 ESTABLISH_TIMEOUT_S = 120.0  # OME's schemas on a saturated 2-core machine took over 60 s
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 # libyaml when present: OME's CRDs are 5 MB of YAML, 25 s for the pure-Python loader on a busy machine.
@@ -61,8 +66,30 @@ def crd_documents(directory: Path = CRD_DIR) -> list[dict[str, Any]]:
 
 @functools.lru_cache(maxsize=8)
 def _documents_as_json(files: tuple[Path, ...], _mtimes: tuple[int, ...]) -> tuple[str, ...]:
-    """The CRDs of ``files``, each as JSON text, parsed once per process and content: OME's 1.7 MB schemas
-    take seconds to construct from YAML, and a test worker reads them for every control plane it starts."""
+    """The CRDs of ``files``, each as JSON text, parsed once per process and content, and kept on disk by
+    content (JSON_CACHE): OME's 5 MB of YAML take seconds to construct, and every test worker reads them."""
+    digest = hashlib.sha256()
+    for file in files:
+        digest.update(file.name.encode() + b"\0" + file.read_bytes() + b"\0")
+    cached = JSON_CACHE / f"{digest.hexdigest()[:32]}.json"
+    with contextlib.suppress(OSError, ValueError):
+        kept: list[str] = json.loads(cached.read_text(encoding="utf-8"))
+        os.utime(cached)  # its last use, for the pruning
+        return tuple(kept)
+    texts = _parsed_as_json(files)
+    with contextlib.suppress(OSError):
+        JSON_CACHE.mkdir(parents=True, exist_ok=True)
+        week_ago = time.time() - 7 * 24 * 3600
+        for other in JSON_CACHE.glob("*.json"):
+            if other.stat().st_mtime < week_ago:  # CRDs of other branches or commits, unused for a week
+                other.unlink(missing_ok=True)
+        partial = cached.with_name(f"{cached.name}.{os.getpid()}")
+        partial.write_text(json.dumps(list(texts)), encoding="utf-8")
+        partial.replace(cached)  # whole or not at all, for a reader in another worker
+    return texts
+
+
+def _parsed_as_json(files: tuple[Path, ...]) -> tuple[str, ...]:
     documents: list[dict[str, Any]] = []
     for file in files:
         for document in yaml.load_all(file.read_text(encoding="utf-8"), Loader=_LOADER):
