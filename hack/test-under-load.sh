@@ -30,6 +30,8 @@ commit=$(git -C "$source_repo" rev-parse HEAD)
 work=$(mktemp -d "${TMPDIR:-/tmp}/test-under-load.XXXXXX")
 results="$work/results"
 mkdir "$results"
+# Each run's bytecode in a cache of its own, emptied with its clone: every run starts as a fresh clone does.
+export PYTHONPYCACHEPREFIX="$work/pycache"
 busy_pids=()
 # Job control: each stage below runs as a job of its own process group with SIGINT at its default, as in a
 # terminal (without it a background job ignores SIGINT, and so would every test's child process), and a signal
@@ -50,7 +52,7 @@ finish() {
     wait "$stage" 2>/dev/null || true
   fi
   stop_busy
-  rm -rf "$work/clone"
+  rm -rf "$work/clone" "$PYTHONPYCACHEPREFIX"
 }
 trap finish EXIT
 trap 'exit 130' INT
@@ -108,7 +110,7 @@ for ((run = 1; run <= runs; run++)); do
   fi
   echo "$status $((SECONDS - started)) $setup" >"$results/run-$run.status"
   stop_busy
-  rm -rf "$clone"
+  rm -rf "$clone" "$PYTHONPYCACHEPREFIX"
   report --run "$run"
 done
 echo

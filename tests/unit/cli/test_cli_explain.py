@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 import yaml
+from cli_runner import NO_PYC
 
 from harness.ome_data import duplicate_warnings
 from ome_selector.cli.kubectl_ome import run as kubectl_ome_run
@@ -50,7 +51,13 @@ def hostile_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
     home.mkdir()
     garbage = root / "kubeconfig"
     garbage.write_text("{{{ this is not a kubeconfig\n\x00")
-    yield {"PATH": "/usr/bin:/bin", "HOME": str(home), "KUBECONFIG": str(garbage), "LC_ALL": "C.UTF-8"}
+    yield {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(home),
+        "KUBECONFIG": str(garbage),
+        "LC_ALL": "C.UTF-8",
+        **NO_PYC,
+    }
     assert not any(home.iterdir()), "explain wrote into HOME"
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from cli_runner import KUBECTL_OME, Run
+from cli_runner import KUBECTL_OME, NO_PYC, Run
 
 from harness.kube import token_kubeconfig
 from harness.model_folders import BERT_MINILM_CONFIG, bert_minilm_tensors, write_json, write_safetensors
@@ -277,13 +277,13 @@ def _live(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     "command", [["runtime", "explain", "--model", "m"], ["status"], ["runtime", "lint", "-n", "x"]]
 )
 def test_a_missing_kubeconfig_is_reported_as_kubectl_reports_it(tmp_path: Path, command: list[str]) -> None:
-    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "KUBECONFIG": str(tmp_path / "nope")}
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "KUBECONFIG": str(tmp_path / "nope"), **NO_PYC}
     implicit = _live(env, *command)
     assert (implicit.returncode, implicit.stdout, implicit.stderr) == (1, "", f"error: {NO_KUBECONFIG}\n")
     assert NO_KUBECONFIG == (
         "The connection to the server localhost:8080 was refused - did you specify the right host or port?"
     )
-    no_env = _live({"PATH": os.environ["PATH"], "HOME": str(tmp_path)}, *command)
+    no_env = _live({"PATH": os.environ["PATH"], "HOME": str(tmp_path), **NO_PYC}, *command)
     assert no_env.stderr == f"error: {NO_KUBECONFIG}\n"
     explicit = _live(env, *command, "--kubeconfig", str(tmp_path / "gone"))
     assert (explicit.returncode, explicit.stderr) == (

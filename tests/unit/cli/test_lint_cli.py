@@ -9,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from cli_runner import KUBECTL_OME, REPO_ROOT, Run
+from cli_runner import KUBECTL_OME, NO_PYC, REPO_ROOT, Run
 
 CATALOG = """\
 apiVersion: ome.io/v1beta1
@@ -246,7 +246,12 @@ def test_offline_lint_and_what_if_load_no_client(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-c", probe],
         cwd=REPO_ROOT,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "KUBECONFIG": str(tmp_path / "missing")},
+        env={
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(tmp_path),
+            "KUBECONFIG": str(tmp_path / "missing"),
+            **NO_PYC,
+        },
         capture_output=True,
         text=True,
         check=False,
