@@ -9,6 +9,7 @@ CLUSTER_DIR := .cluster
 # start: pytest's assertion rewriting of every test module in each worker (10 s of CPU a worker, 3 s warm),
 # and the imports of every CLI process the tests start.
 export PYTHONPYCACHEPREFIX ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/ome-selector/pycache
+unexport PYTHONDONTWRITEBYTECODE
 # pytest-xdist workers for the test targets (0: one process). Each test file runs whole on one worker, and each
 # worker that runs an integration test starts its own control plane on free ports. Three keep both cores busy
 # while tests wait on the apiserver: `make test` 10.5 -> about 5 minutes warm on the 2-core build machine.
