@@ -319,6 +319,10 @@ def _learned_events(api_client: Any, namespace: str, name: str) -> list[Any]:
     return [e for e in events_for(api_client, namespace, name) if e.reason == "ModelMetadataLearned"]
 
 
+#: How long a cluster-wide learner may take to reach this test's models (see the test).
+LEARNING_BACKLOG_TIMEOUT_S = 180.0
+
+
 def test_learning_model_metadata_runs_with_its_own_token(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
     """With modelMetadata.enabled the operator learns a BaseModel and a ClusterBaseModel, records their
     events, and meets no 403, using only the chart's grants (and under its admission policies). The Hub
@@ -354,12 +358,17 @@ def test_learning_model_metadata_runs_with_its_own_token(env: Env, monkeypatch: 
         hub.repos["meta/private"] = Repo(folder, token=HUB_TOKEN)
         learning = LearningConfig(endpoint=hub.url, token_namespaces=frozenset(args.token_namespace))
         runner = env.running_operator(**overrides, model_metadata=learning)
+        # A cluster-wide operator learns every model that lacks a size, one read at a time (SPEC §10.7): the
+        # models this worker's earlier test files left behind come first (14 of them, about 2 s each on a
+        # saturated machine, in a run that timed out after 30 s).
+        backlog = LEARNING_BACKLOG_TIMEOUT_S
         for kind, name, where in (
             ("BaseModel", "llama", namespace),
             ("ClusterBaseModel", cluster_model, "default"),
         ):
             eventually(
                 functools.partial(_learned_events, api_client, where, name),
+                timeout=backlog,
                 what=f"the ModelMetadataLearned event of {kind} {name}",
             )
             scope = where if kind == "BaseModel" else None
@@ -368,6 +377,7 @@ def test_learning_model_metadata_runs_with_its_own_token(env: Env, monkeypatch: 
         for name in ("private", "absent"):
             (event, *_) = eventually(
                 functools.partial(_unavailable_events, api_client, namespace, name),
+                timeout=backlog,
                 what=f"the ModelMetadataUnavailable event of BaseModel {name}",
             )
             texts[name] = event.message.replace(uris[name], "<uri>")
