@@ -1,5 +1,5 @@
-"""Field paths as messages write them: a module of its own, so that light readers (the selection core's
-messages, the model-file child process) need not import the pydantic models."""
+"""Field paths as messages write them: a module of its own, so that a reader of paths alone (the selection
+core's messages) need not import the pydantic models for it."""
 
 from __future__ import annotations
 
